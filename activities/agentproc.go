@@ -1,0 +1,209 @@
+package activities
+
+// An agent process: the ACP agent as a subprocess on real stdio pipes, with tacp as its ACP
+// client. The agent's stdout passes through a line tap before it reaches the SDK, so every
+// session/update is captured as the raw JSON the agent wrote (the SDK's typed decoding
+// drops kinds it does not know) and in wire order, without ever blocking the SDK.
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/exec"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	acp "github.com/coder/acp-go-sdk"
+)
+
+// maxLineBytes bounds one JSON-RPC line from the agent.
+const maxLineBytes = 16 << 20
+
+// agentProc is a running agent subprocess and the client side of its ACP connection.
+type agentProc struct {
+	cmd   *exec.Cmd
+	stdin io.WriteCloser
+	conn  *acp.ClientSideConnection
+	caps  acp.InitializeResponse
+
+	// tap receives the params of every session/update line; nil drops them.
+	tap    atomic.Pointer[func(json.RawMessage)]
+	exited chan struct{}
+	waitMu sync.Mutex
+	err    error
+	log    *slog.Logger
+}
+
+// startAgent starts argv in dir and connects to it over stdio. client answers the agent's
+// requests (permissions, files).
+func startAgent(argv []string, dir string, client acp.Client, log *slog.Logger) (*agentProc, error) {
+	if len(argv) == 0 {
+		return nil, errors.New("no agent command")
+	}
+	cmd := exec.Command(argv[0], argv[1:]...)
+	cmd.Dir = dir
+	cmd.Stderr = &logWriter{log: log}
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		return nil, err
+	}
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		return nil, err
+	}
+	if err := cmd.Start(); err != nil {
+		return nil, fmt.Errorf("start agent %q: %w", argv[0], err)
+	}
+	p := &agentProc{cmd: cmd, stdin: stdin, exited: make(chan struct{}), log: log}
+	pr, pw := io.Pipe()
+	go p.pump(stdout, pw)
+	p.conn = acp.NewClientSideConnection(client, stdin, pr)
+	p.conn.SetLogger(log)
+	go func() {
+		err := cmd.Wait()
+		p.waitMu.Lock()
+		p.err = err
+		p.waitMu.Unlock()
+		close(p.exited)
+	}()
+	return p, nil
+}
+
+// pump copies the agent's stdout to the SDK line by line, tapping session/update params.
+func (p *agentProc) pump(stdout io.Reader, to *io.PipeWriter) {
+	r := bufio.NewReaderSize(stdout, 64<<10)
+	for {
+		line, err := readLine(r)
+		if len(line) > 0 {
+			p.inspect(line)
+			if _, werr := to.Write(line); werr != nil {
+				_ = to.CloseWithError(werr)
+				return
+			}
+		}
+		if err != nil {
+			_ = to.CloseWithError(err)
+			return
+		}
+	}
+}
+
+// readLine reads one newline-terminated line, refusing lines past maxLineBytes.
+func readLine(r *bufio.Reader) ([]byte, error) {
+	var buf []byte
+	for {
+		chunk, err := r.ReadSlice('\n')
+		buf = append(buf, chunk...)
+		if len(buf) > maxLineBytes {
+			return nil, fmt.Errorf("agent wrote a line over %d bytes", maxLineBytes)
+		}
+		if !errors.Is(err, bufio.ErrBufferFull) {
+			return buf, err
+		}
+	}
+}
+
+func (p *agentProc) inspect(line []byte) {
+	if !bytes.Contains(line, []byte(`"session/update"`)) {
+		return
+	}
+	var msg struct {
+		ID     json.RawMessage `json:"id"`
+		Method string          `json:"method"`
+		Params json.RawMessage `json:"params"`
+	}
+	if json.Unmarshal(line, &msg) != nil || msg.Method != acp.ClientMethodSessionUpdate || len(msg.ID) > 0 {
+		return // garbage or not a notification: the SDK deals with it
+	}
+	if fn := p.tap.Load(); fn != nil {
+		(*fn)(msg.Params)
+	}
+}
+
+// setTap directs session/update params to fn (nil: drop them).
+func (p *agentProc) setTap(fn func(json.RawMessage)) {
+	if fn == nil {
+		p.tap.Store(nil)
+		return
+	}
+	p.tap.Store(&fn)
+}
+
+// initialize runs the ACP handshake.
+func (p *agentProc) initialize(ctx context.Context) error {
+	resp, err := p.conn.Initialize(ctx, acp.InitializeRequest{
+		ProtocolVersion:    acp.ProtocolVersionNumber,
+		ClientCapabilities: acp.ClientCapabilities{},
+		ClientInfo:         &acp.Implementation{Name: "tacp", Version: "0.1.0"},
+	})
+	if err != nil {
+		return fmt.Errorf("agent initialize: %w", err)
+	}
+	p.caps = resp
+	return nil
+}
+
+// alive reports whether the process is still running.
+func (p *agentProc) alive() bool {
+	select {
+	case <-p.exited:
+		return false
+	default:
+		return true
+	}
+}
+
+// exitErr describes how the process ended.
+func (p *agentProc) exitErr() error {
+	p.waitMu.Lock()
+	defer p.waitMu.Unlock()
+	if p.err == nil {
+		return errors.New("agent exited")
+	}
+	return fmt.Errorf("agent exited: %w", p.err)
+}
+
+// stop ends the process: it closes stdin (a polite agent exits), then kills its process
+// group after grace.
+func (p *agentProc) stop(grace time.Duration) {
+	_ = p.stdin.Close()
+	_ = p.cmd.Process.Signal(os.Interrupt)
+	select {
+	case <-p.exited:
+	case <-time.After(grace):
+		_ = syscall.Kill(-p.cmd.Process.Pid, syscall.SIGKILL)
+		<-p.exited
+	}
+}
+
+// logWriter sends the agent's stderr to the worker's log, a line per record.
+type logWriter struct {
+	log *slog.Logger
+	buf []byte
+}
+
+func (w *logWriter) Write(b []byte) (int, error) {
+	w.buf = append(w.buf, b...)
+	for {
+		i := bytes.IndexByte(w.buf, '\n')
+		if i < 0 {
+			break
+		}
+		w.log.Debug("agent stderr", "line", string(w.buf[:i]))
+		w.buf = w.buf[i+1:]
+	}
+	if len(w.buf) > 8<<10 {
+		w.log.Debug("agent stderr", "line", string(w.buf))
+		w.buf = nil
+	}
+	return len(b), nil
+}

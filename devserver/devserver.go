@@ -1,0 +1,316 @@
+// Package devserver starts the real Temporal server (go.temporal.io/server) in-process,
+// backed by a SQLite file (or memory), with the Temporal Web UI beside it.
+//
+// It is what `worker -dev`, `starter demo` and the end-to-end tests run on. Nothing in the
+// session path imports it: production deployments point the worker at a cluster instead.
+package devserver
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"net"
+	"os"
+	"path/filepath"
+	"strconv"
+	"time"
+
+	enumspb "go.temporal.io/api/enums/v1"
+	"go.temporal.io/api/operatorservice/v1"
+	"go.temporal.io/api/serviceerror"
+	"go.temporal.io/sdk/client"
+	"go.temporal.io/server/common/cluster"
+	"go.temporal.io/server/common/config"
+	"go.temporal.io/server/common/dynamicconfig"
+	"go.temporal.io/server/common/log"
+	"go.temporal.io/server/common/metrics"
+	sqliteplugin "go.temporal.io/server/common/persistence/sql/sqlplugin/sqlite"
+	sqliteschema "go.temporal.io/server/schema/sqlite"
+	"go.temporal.io/server/temporal"
+
+	uiserver "github.com/temporalio/ui-server/v2/server"
+	uiconfig "github.com/temporalio/ui-server/v2/server/config"
+	uioptions "github.com/temporalio/ui-server/v2/server/server_options"
+
+	"github.com/tacp-dev/tacp/signals"
+)
+
+// Options configure an embedded server. The zero value starts an in-memory server on free
+// loopback ports with no UI, which is what tests want.
+type Options struct {
+	// DBPath is the SQLite file. Empty means in-memory (state is lost on Stop).
+	DBPath string
+	// IP to listen on; default 127.0.0.1.
+	IP string
+	// Port of the gRPC frontend; 0 picks a free port.
+	Port int
+	// UIPort of the Web UI; 0 means no UI.
+	UIPort int
+	// Namespace registered at start; default "default".
+	Namespace string
+	// Logger for the server; nil discards server logs (they are noisy and not ours).
+	Logger log.Logger
+}
+
+// Server is a running embedded Temporal server.
+type Server struct {
+	server    temporal.Server
+	ui        *uiserver.Server
+	hostPort  string
+	uiURL     string
+	namespace string
+}
+
+// SearchAttributes are the custom search attributes of DESIGN §2, registered on start.
+var SearchAttributes = map[string]enumspb.IndexedValueType{
+	signals.SearchAttrSessionState:     enumspb.INDEXED_VALUE_TYPE_KEYWORD,
+	signals.SearchAttrTurn:             enumspb.INDEXED_VALUE_TYPE_INT,
+	signals.SearchAttrAgent:            enumspb.INDEXED_VALUE_TYPE_KEYWORD,
+	signals.SearchAttrAwaitingApproval: enumspb.INDEXED_VALUE_TYPE_BOOL,
+}
+
+// Start starts the server and returns once its frontend answers and the namespace and
+// search attributes exist.
+func Start(ctx context.Context, opts Options) (*Server, error) {
+	if opts.IP == "" {
+		opts.IP = "127.0.0.1"
+	}
+	if opts.Namespace == "" {
+		opts.Namespace = "default"
+	}
+	if opts.Logger == nil {
+		opts.Logger = log.NewNoopLogger()
+	}
+	if opts.Port == 0 {
+		p, err := freePort(opts.IP)
+		if err != nil {
+			return nil, err
+		}
+		opts.Port = p
+	}
+
+	sqlCfg := config.SQL{
+		PluginName:        sqliteplugin.PluginName,
+		ConnectAttributes: map[string]string{},
+		DatabaseName:      opts.DBPath,
+	}
+	if opts.DBPath == "" {
+		sqlCfg.ConnectAttributes["mode"] = "memory"
+		sqlCfg.ConnectAttributes["cache"] = "shared"
+		sqlCfg.DatabaseName = "tacp-" + strconv.Itoa(rand.IntN(1<<30))
+	} else {
+		sqlCfg.ConnectAttributes["mode"] = "rwc"
+		sqlCfg.ConnectAttributes["_journal_mode"] = "wal"
+		sqlCfg.ConnectAttributes["_synchronous"] = "2"
+		if _, err := os.Stat(opts.DBPath); errors.Is(err, os.ErrNotExist) {
+			if err := os.MkdirAll(filepath.Dir(opts.DBPath), 0o755); err != nil {
+				return nil, fmt.Errorf("devserver: create db dir: %w", err)
+			}
+			if err := sqliteschema.SetupSchema(&sqlCfg); err != nil {
+				return nil, fmt.Errorf("devserver: set up schema in %s: %w", opts.DBPath, err)
+			}
+		}
+	}
+
+	cfg, err := serverConfig(opts, &sqlCfg)
+	if err != nil {
+		return nil, err
+	}
+	nsCfg, err := sqliteschema.NewNamespaceConfig(cfg.ClusterMetadata.CurrentClusterName, opts.Namespace, false, SearchAttributes)
+	if err != nil {
+		return nil, fmt.Errorf("devserver: namespace config: %w", err)
+	}
+	if err := sqliteschema.CreateNamespaces(&sqlCfg, nsCfg); err != nil {
+		return nil, fmt.Errorf("devserver: create namespace: %w", err)
+	}
+
+	dc := dynamicconfig.StaticClient{
+		dynamicconfig.ForceSearchAttributesCacheRefreshOnRead.Key(): []dynamicconfig.ConstrainedValue{{Value: true}},
+		// Sessions are long-lived and chatty; the dev server should not be the one to
+		// suggest continue-as-new long before tacp's own threshold.
+		dynamicconfig.FrontendEnableUpdateWorkflowExecution.Key():              []dynamicconfig.ConstrainedValue{{Value: true}},
+		dynamicconfig.FrontendEnableUpdateWorkflowExecutionAsyncAccepted.Key(): []dynamicconfig.ConstrainedValue{{Value: true}},
+		dynamicconfig.EnableEagerWorkflowStart.Key():                           []dynamicconfig.ConstrainedValue{{Value: true}},
+	}
+
+	srv, err := temporal.NewServer(
+		temporal.WithConfig(cfg),
+		temporal.ForServices(temporal.DefaultServices),
+		temporal.WithLogger(opts.Logger),
+		temporal.WithDynamicConfigClient(dc),
+	)
+	if err != nil {
+		return nil, fmt.Errorf("devserver: new server: %w", err)
+	}
+	if err := srv.Start(); err != nil {
+		return nil, fmt.Errorf("devserver: start: %w", err)
+	}
+	s := &Server{server: srv, hostPort: net.JoinHostPort(opts.IP, strconv.Itoa(opts.Port)), namespace: opts.Namespace}
+	if err := s.ensureSearchAttributes(ctx); err != nil {
+		_ = srv.Stop()
+		return nil, err
+	}
+	if opts.UIPort != 0 {
+		s.ui = uiserver.NewServer(uioptions.WithConfigProvider(&uiconfig.Config{
+			TemporalGRPCAddress: s.hostPort,
+			Host:                opts.IP,
+			Port:                opts.UIPort,
+			EnableUI:            true,
+			DefaultNamespace:    opts.Namespace,
+			HideLogs:            true,
+			DisableNewsFetch:    true,
+			CORS:                uiconfig.CORS{CookieInsecure: true},
+		}))
+		go func() { _ = s.ui.Start() }()
+		s.uiURL = fmt.Sprintf("http://%s", net.JoinHostPort(opts.IP, strconv.Itoa(opts.UIPort)))
+	}
+	return s, nil
+}
+
+// ensureSearchAttributes registers any of SearchAttributes the namespace lacks (a database
+// file made by an older tacp), waiting for the frontend to answer first.
+func (s *Server) ensureSearchAttributes(ctx context.Context) error {
+	c, err := s.dial(ctx)
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	op := c.OperatorService()
+	resp, err := op.ListSearchAttributes(ctx, &operatorservice.ListSearchAttributesRequest{Namespace: s.namespace})
+	if err != nil {
+		return fmt.Errorf("devserver: list search attributes: %w", err)
+	}
+	missing := map[string]enumspb.IndexedValueType{}
+	for name, typ := range SearchAttributes {
+		if _, ok := resp.GetCustomAttributes()[name]; !ok {
+			missing[name] = typ
+		}
+	}
+	if len(missing) == 0 {
+		return nil
+	}
+	_, err = op.AddSearchAttributes(ctx, &operatorservice.AddSearchAttributesRequest{Namespace: s.namespace, SearchAttributes: missing})
+	var exists *serviceerror.AlreadyExists
+	if err != nil && !errors.As(err, &exists) {
+		return fmt.Errorf("devserver: add search attributes: %w", err)
+	}
+	return nil
+}
+
+// dial connects a client, retrying until the frontend answers or ctx ends.
+func (s *Server) dial(ctx context.Context) (client.Client, error) {
+	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	for {
+		c, err := client.DialContext(ctx, client.Options{HostPort: s.hostPort, Namespace: s.namespace, Logger: quietLogger{}})
+		if err == nil {
+			return c, nil
+		}
+		select {
+		case <-ctx.Done():
+			return nil, fmt.Errorf("devserver: frontend %s did not answer: %w", s.hostPort, err)
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+}
+
+// NewClient returns a client for the server's namespace. opts.HostPort and Namespace are set.
+func (s *Server) NewClient(ctx context.Context, opts client.Options) (client.Client, error) {
+	opts.HostPort = s.hostPort
+	if opts.Namespace == "" {
+		opts.Namespace = s.namespace
+	}
+	if opts.Logger == nil {
+		opts.Logger = quietLogger{}
+	}
+	return client.DialContext(ctx, opts)
+}
+
+// HostPort is the gRPC frontend address.
+func (s *Server) HostPort() string { return s.hostPort }
+
+// Namespace is the namespace registered at start.
+func (s *Server) Namespace() string { return s.namespace }
+
+// UIURL is the Web UI's address, empty when the UI is off.
+func (s *Server) UIURL() string { return s.uiURL }
+
+// Stop stops the UI and the server.
+func (s *Server) Stop() error {
+	if s.ui != nil {
+		s.ui.Stop()
+	}
+	return s.server.Stop()
+}
+
+func serverConfig(opts Options, sqlCfg *config.SQL) (*config.Config, error) {
+	ports := make([]int, 0, 8)
+	for range 8 {
+		p, err := freePort(opts.IP)
+		if err != nil {
+			return nil, err
+		}
+		ports = append(ports, p)
+	}
+	service := func(grpc, membership int) config.Service {
+		return config.Service{RPC: config.RPC{GRPCPort: grpc, MembershipPort: membership, BindOnIP: opts.IP}}
+	}
+	front := net.JoinHostPort(opts.IP, strconv.Itoa(opts.Port))
+	return &config.Config{
+		Global: config.Global{
+			Membership: config.Membership{MaxJoinDuration: 30 * time.Second, BroadcastAddress: opts.IP},
+			Metrics: &metrics.Config{Prometheus: &metrics.PrometheusConfig{
+				ListenAddress: net.JoinHostPort(opts.IP, strconv.Itoa(ports[7])), HandlerPath: "/metrics",
+			}},
+		},
+		Persistence: config.Persistence{
+			DefaultStore:     sqliteplugin.PluginName,
+			VisibilityStore:  sqliteplugin.PluginName,
+			NumHistoryShards: 1,
+			DataStores:       map[string]config.DataStore{sqliteplugin.PluginName: {SQL: sqlCfg}},
+		},
+		ClusterMetadata: &cluster.Config{
+			EnableGlobalNamespace:    false,
+			FailoverVersionIncrement: 10,
+			MasterClusterName:        "active",
+			CurrentClusterName:       "active",
+			ClusterInformation: map[string]cluster.ClusterInformation{
+				"active": {Enabled: true, InitialFailoverVersion: 1, RPCAddress: front},
+			},
+		},
+		DCRedirectionPolicy: config.DCRedirectionPolicy{Policy: "noop"},
+		Services: map[string]config.Service{
+			"frontend": service(opts.Port, ports[0]),
+			"history":  service(ports[1], ports[2]),
+			"matching": service(ports[3], ports[4]),
+			"worker":   service(ports[5], ports[6]),
+		},
+		Archival: config.Archival{
+			History:    config.HistoryArchival{State: "disabled"},
+			Visibility: config.VisibilityArchival{State: "disabled"},
+		},
+		NamespaceDefaults: config.NamespaceDefaults{Archival: config.ArchivalNamespaceDefaults{
+			History:    config.HistoryArchivalNamespaceDefaults{State: "disabled"},
+			Visibility: config.VisibilityArchivalNamespaceDefaults{State: "disabled"},
+		}},
+		PublicClient: config.PublicClient{HostPort: front},
+	}, nil
+}
+
+func freePort(ip string) (int, error) {
+	l, err := net.Listen("tcp", net.JoinHostPort(ip, "0"))
+	if err != nil {
+		return 0, fmt.Errorf("devserver: find a free port: %w", err)
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port, nil
+}
+
+// quietLogger drops the SDK client's own logs in the dev server's helper clients.
+type quietLogger struct{}
+
+func (quietLogger) Debug(string, ...any) {}
+func (quietLogger) Info(string, ...any)  {}
+func (quietLogger) Warn(string, ...any)  {}
+func (quietLogger) Error(string, ...any) {}

@@ -1,0 +1,269 @@
+package signals
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"time"
+
+	commonpb "go.temporal.io/api/common/v1"
+	enumspb "go.temporal.io/api/enums/v1"
+	"go.temporal.io/api/serviceerror"
+	"go.temporal.io/api/workflowservice/v1"
+	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/converter"
+)
+
+// Client is a typed client of tacp sessions over a Temporal client. Rejections come back as
+// *Rejection (errors.As); other errors are transport or server errors.
+type Client struct {
+	Temporal  client.Client
+	TaskQueue string
+}
+
+// NewClient returns a Client that starts sessions on taskQueue (DefaultTaskQueue if empty).
+func NewClient(c client.Client, taskQueue string) *Client {
+	if taskQueue == "" {
+		taskQueue = DefaultTaskQueue
+	}
+	return &Client{Temporal: c, TaskQueue: taskQueue}
+}
+
+// NewID returns a random id for client_message_id and client_msg_id.
+func NewID() string {
+	var b [12]byte
+	_, _ = rand.Read(b[:])
+	return hex.EncodeToString(b[:])
+}
+
+// Prompt sends a prompt to session cfg.SessionID, creating the session with cfg when it does
+// not exist (Update-with-Start, conflict policy USE_EXISTING). An empty ClientMessageID is
+// filled with a new id, which the returned result's turn is then known by.
+func (c *Client) Prompt(ctx context.Context, cfg SessionConfig, req PromptRequest) (PromptResult, error) {
+	if err := ValidateSessionID(cfg.SessionID); err != nil {
+		return PromptResult{}, Reject(RejectInvalidRequest, "%v", err)
+	}
+	if req.ClientMessageID == "" {
+		req.ClientMessageID = NewID()
+	}
+	start := c.Temporal.NewWithStartWorkflowOperation(client.StartWorkflowOptions{
+		ID:                       SessionWorkflowID(cfg.SessionID),
+		TaskQueue:                c.TaskQueue,
+		WorkflowIDConflictPolicy: enumspb.WORKFLOW_ID_CONFLICT_POLICY_USE_EXISTING,
+		// A closed session stays closed: its id is not reused for a new one.
+		WorkflowIDReusePolicy: enumspb.WORKFLOW_ID_REUSE_POLICY_REJECT_DUPLICATE,
+		StaticSummary:         "tacp session " + cfg.SessionID,
+		StaticDetails:         fmt.Sprintf("agent: %s\nworkspace: %s", orDefault(cfg.Agent, "worker default"), orDefault(cfg.Workspace, "worker default")),
+	}, SessionWorkflowType, cfg)
+	h, err := c.Temporal.UpdateWithStartWorkflow(ctx, client.UpdateWithStartWorkflowOptions{
+		StartWorkflowOperation: start,
+		UpdateOptions: client.UpdateWorkflowOptions{
+			UpdateID:     "prompt-" + req.ClientMessageID,
+			UpdateName:   UpdatePrompt,
+			Args:         []any{req},
+			WaitForStage: client.WorkflowUpdateStageCompleted,
+		},
+	})
+	var res PromptResult
+	if err == nil {
+		err = h.Get(ctx, &res)
+	}
+	if err != nil {
+		var started *serviceerror.WorkflowExecutionAlreadyStarted
+		if errors.As(err, &started) {
+			return res, Reject(RejectSessionClosed, "session %s is closed", cfg.SessionID)
+		}
+		return res, c.mapErr(ctx, cfg.SessionID, err)
+	}
+	return res, nil
+}
+
+// Steer steers the running turn of a session (compare-and-swap on ExpectedTurnID).
+func (c *Client) Steer(ctx context.Context, sessionID string, req SteerRequest) (SteerResult, error) {
+	var res SteerResult
+	return res, c.update(ctx, sessionID, UpdateSteer, req, &res)
+}
+
+// Cancel cancels the running turn of a session.
+func (c *Client) Cancel(ctx context.Context, sessionID string, req CancelRequest) (CancelResult, error) {
+	var res CancelResult
+	return res, c.update(ctx, sessionID, UpdateCancel, req, &res)
+}
+
+// Close closes a session: its running turn is cancelled, queued prompts are dropped, and the
+// workflow ends once the turn has.
+func (c *Client) Close(ctx context.Context, sessionID string, req CloseRequest) (CloseResult, error) {
+	var res CloseResult
+	return res, c.update(ctx, sessionID, UpdateClose, req, &res)
+}
+
+// Status queries a session's status snapshot.
+func (c *Client) Status(ctx context.Context, sessionID string) (Status, error) {
+	var st Status
+	return st, c.query(ctx, sessionID, QueryStatus, &st)
+}
+
+// Events queries the journal after afterSeq (at most limit events; 0 means the default).
+func (c *Client) Events(ctx context.Context, sessionID string, afterSeq int64, limit int) (EventsResult, error) {
+	var res EventsResult
+	return res, c.query(ctx, sessionID, QueryEvents, &res, EventsRequest{AfterSeq: afterSeq, Limit: limit})
+}
+
+// Watch calls fn with every event after afterSeq, polling the events query every interval
+// while it returns nothing new, until fn returns false, ctx ends, or a query fails. A gap
+// (events dropped by retention) is reported to fn as an event of kind "gap".
+func (c *Client) Watch(ctx context.Context, sessionID string, afterSeq int64, interval time.Duration, fn func(Event) bool) error {
+	for {
+		res, err := c.Events(ctx, sessionID, afterSeq, 0)
+		if err != nil {
+			return err
+		}
+		if res.Gap {
+			if !fn(Event{Seq: res.FirstRetainedSeq - 1, Kind: "gap"}) {
+				return nil
+			}
+		}
+		for _, ev := range res.Events {
+			afterSeq = ev.Seq
+			if !fn(ev) {
+				return nil
+			}
+		}
+		if len(res.Events) > 0 {
+			continue
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(interval):
+		}
+	}
+}
+
+// SessionInfo is one session as visibility lists it.
+type SessionInfo struct {
+	SessionID string    `json:"session_id"`
+	State     string    `json:"state"`
+	Turn      int64     `json:"turn"`
+	Agent     string    `json:"agent"`
+	Running   bool      `json:"running"`
+	StartedAt time.Time `json:"started_at"`
+}
+
+// List lists sessions from visibility, newest first (at most limit; 0 means 100).
+func (c *Client) List(ctx context.Context, limit int) ([]SessionInfo, error) {
+	if limit <= 0 {
+		limit = 100
+	}
+	var out []SessionInfo
+	var token []byte
+	for len(out) < limit {
+		resp, err := c.Temporal.ListWorkflow(ctx, &workflowservice.ListWorkflowExecutionsRequest{
+			Query:         fmt.Sprintf("WorkflowType = '%s'", SessionWorkflowType),
+			PageSize:      int32(min(limit, 1000)),
+			NextPageToken: token,
+		})
+		if err != nil {
+			return nil, fmt.Errorf("list sessions: %w", err)
+		}
+		for _, e := range resp.GetExecutions() {
+			info := SessionInfo{
+				SessionID: trimPrefix(e.GetExecution().GetWorkflowId(), "tacp-session-"),
+				Running:   e.GetStatus() == enumspb.WORKFLOW_EXECUTION_STATUS_RUNNING,
+				StartedAt: e.GetStartTime().AsTime(),
+			}
+			fields := e.GetSearchAttributes().GetIndexedFields()
+			info.State = decodeString(fields[SearchAttrSessionState])
+			info.Agent = decodeString(fields[SearchAttrAgent])
+			info.Turn = decodeInt(fields[SearchAttrTurn])
+			if !info.Running {
+				info.State = StateClosed
+			}
+			out = append(out, info)
+		}
+		token = resp.GetNextPageToken()
+		if len(token) == 0 {
+			break
+		}
+	}
+	return out, nil
+}
+
+func (c *Client) update(ctx context.Context, sessionID, name string, req, res any) error {
+	if err := ValidateSessionID(sessionID); err != nil {
+		return Reject(RejectInvalidRequest, "%v", err)
+	}
+	h, err := c.Temporal.UpdateWorkflow(ctx, client.UpdateWorkflowOptions{
+		WorkflowID:   SessionWorkflowID(sessionID),
+		UpdateName:   name,
+		Args:         []any{req},
+		WaitForStage: client.WorkflowUpdateStageCompleted,
+	})
+	if err == nil {
+		err = h.Get(ctx, res)
+	}
+	return c.mapErr(ctx, sessionID, err)
+}
+
+func (c *Client) query(ctx context.Context, sessionID, name string, res any, args ...any) error {
+	if err := ValidateSessionID(sessionID); err != nil {
+		return Reject(RejectInvalidRequest, "%v", err)
+	}
+	v, err := c.Temporal.QueryWorkflow(ctx, SessionWorkflowID(sessionID), "", name, args...)
+	if err != nil {
+		return c.mapErr(ctx, sessionID, err)
+	}
+	return v.Get(res)
+}
+
+// mapErr turns a validator's ApplicationError into a *Rejection, and "no such workflow"
+// into unknown_session or session_closed.
+func (c *Client) mapErr(ctx context.Context, sessionID string, err error) error {
+	if err == nil {
+		return nil
+	}
+	if rej, ok := AsRejection(err); ok {
+		return rej
+	}
+	var notFound *serviceerror.NotFound
+	if errors.As(err, &notFound) {
+		d, derr := c.Temporal.DescribeWorkflowExecution(ctx, SessionWorkflowID(sessionID), "")
+		if derr == nil && d.GetWorkflowExecutionInfo().GetStatus() != enumspb.WORKFLOW_EXECUTION_STATUS_RUNNING {
+			return Reject(RejectSessionClosed, "session %s is closed", sessionID)
+		}
+		return Reject(RejectUnknownSession, "no session %s", sessionID)
+	}
+	return err
+}
+
+func orDefault(s, def string) string {
+	if s == "" {
+		return def
+	}
+	return s
+}
+
+func trimPrefix(s, prefix string) string {
+	if len(s) >= len(prefix) && s[:len(prefix)] == prefix {
+		return s[len(prefix):]
+	}
+	return s
+}
+
+func decodeString(p *commonpb.Payload) string {
+	var s string
+	if p != nil {
+		_ = converter.GetDefaultDataConverter().FromPayload(p, &s)
+	}
+	return s
+}
+
+func decodeInt(p *commonpb.Payload) int64 {
+	var n int64
+	if p != nil {
+		_ = converter.GetDefaultDataConverter().FromPayload(p, &n)
+	}
+	return n
+}

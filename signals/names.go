@@ -1,0 +1,92 @@
+// Package signals is tacp's wire contract (DESIGN.md §2–5): every workflow, update, signal
+// and query name, every request, result and event payload, the rejection types, and a typed
+// client over the Temporal SDK client. It imports no worker code, so any client can depend
+// on it alone.
+package signals
+
+import (
+	"fmt"
+	"regexp"
+	"strconv"
+)
+
+// Workflow types and the default task queue.
+const (
+	SessionWorkflowType = "SessionWorkflow"
+	TurnWorkflowType    = "TurnWorkflow"
+	DefaultTaskQueue    = "tacp-sessions"
+)
+
+// Updates of DESIGN §3. Each also exists as a signal of the same name and payload.
+const (
+	UpdatePrompt            = "prompt"
+	UpdateSteer             = "steer"
+	UpdateCancel            = "cancel"
+	UpdatePermissionRespond = "permission_respond"
+	UpdatePermissionForget  = "permission_forget"
+	UpdateSetPolicy         = "set_policy"
+	UpdateAttach            = "attach"
+	UpdateDetach            = "detach"
+	UpdateClose             = "close"
+)
+
+// Queries of DESIGN §4.
+const (
+	QueryStatus = "status"
+	QueryEvents = "events"
+)
+
+// Signals the turn runner sends to the session workflow (DESIGN §7).
+const (
+	SignalTurnStarted  = "turn_started"
+	SignalTurnEvents   = "turn_events"
+	SignalTurnFinished = "turn_finished"
+)
+
+// Activity names of the turn runner.
+const (
+	ActivityRunTurn = "RunTurn"
+)
+
+// Search attributes of DESIGN §2.
+const (
+	SearchAttrSessionState     = "TacpSessionState"
+	SearchAttrTurn             = "TacpTurn"
+	SearchAttrAgent            = "TacpAgent"
+	SearchAttrAwaitingApproval = "TacpAwaitingApproval"
+)
+
+// Session states (status `state` and the TacpSessionState search attribute).
+const (
+	StateIdle       = "idle"
+	StateRunning    = "running"
+	StateGrace      = "grace"
+	StateCancelling = "cancelling"
+	StateSuspended  = "suspended"
+	StateClosed     = "closed"
+)
+
+// Limits on what a request may carry. Temporal refuses payloads over 2 MiB; tacp refuses
+// earlier, with a message, so nothing reaches the server that it would drop.
+const (
+	MaxTextBytes     = 1 << 20 // prompt and steer text
+	MaxClientIDBytes = 128     // client_message_id, client_msg_id, viewer_id
+)
+
+var sessionIDPattern = regexp.MustCompile(`^[A-Za-z0-9._-]{1,128}$`)
+
+// ValidateSessionID reports whether id is a valid session id (1–128 chars of [A-Za-z0-9._-]).
+func ValidateSessionID(id string) error {
+	if !sessionIDPattern.MatchString(id) {
+		return fmt.Errorf("invalid session id %q: want 1-128 characters of [A-Za-z0-9._-]", id)
+	}
+	return nil
+}
+
+// SessionWorkflowID is the workflow id of a session: tacp-session-<session_id>.
+func SessionWorkflowID(sessionID string) string { return "tacp-session-" + sessionID }
+
+// TurnWorkflowID is the workflow id of one turn: tacp-turn-<session_id>-<turn_id>.
+func TurnWorkflowID(sessionID string, turnID int64) string {
+	return "tacp-turn-" + sessionID + "-" + strconv.FormatInt(turnID, 10)
+}

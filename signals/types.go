@@ -1,0 +1,242 @@
+package signals
+
+import (
+	"encoding/json"
+	"time"
+)
+
+// SessionConfig is the one argument of SessionWorkflow. Only SessionID is required;
+// durations are Go duration strings ("15m"); zero values take the defaults of DESIGN §6.
+type SessionConfig struct {
+	SessionID         string `json:"session_id"`
+	Agent             string `json:"agent,omitempty"`
+	Workspace         string `json:"workspace,omitempty"`
+	QueueLimit        int    `json:"queue_limit,omitempty"`
+	JournalSize       int    `json:"journal_size,omitempty"`
+	GraceWindow       string `json:"grace_window,omitempty"`
+	TurnDeadline      string `json:"turn_deadline,omitempty"`
+	PermissionTimeout string `json:"permission_timeout,omitempty"`
+	Policy            string `json:"policy,omitempty"`
+	Steering          *bool  `json:"steering,omitempty"`
+	MaxRunEvents      int    `json:"max_run_events,omitempty"`
+	// Carried is the state a run hands to the next across continue-as-new. Clients leave it
+	// empty; its shape belongs to the workflows package.
+	Carried json.RawMessage `json:"carried,omitempty"`
+}
+
+// PromptRequest is the payload of the prompt update and signal.
+type PromptRequest struct {
+	Text string `json:"text"`
+	// Content is optional ACP content blocks sent instead of a single text block.
+	Content         json.RawMessage `json:"content,omitempty"`
+	ClientMessageID string          `json:"client_message_id"`
+	ViewerID        string          `json:"viewer_id,omitempty"`
+}
+
+// PromptResult answers a prompt: the turn it will run as, how many prompts are ahead of it
+// (0: it runs now), and whether it repeats an earlier client_message_id.
+type PromptResult struct {
+	TurnID    int64 `json:"turn_id"`
+	Position  int   `json:"position"`
+	Duplicate bool  `json:"duplicate"`
+}
+
+// SteerRequest is the payload of the steer update and signal. ExpectedTurnID is the steer
+// token the client last saw (status steer_token or a previous next_expected_turn_id).
+type SteerRequest struct {
+	Text           string `json:"text"`
+	ExpectedTurnID string `json:"expected_turn_id"`
+	ClientMsgID    string `json:"client_msg_id,omitempty"`
+	ViewerID       string `json:"viewer_id,omitempty"`
+}
+
+// Steer outcomes of an accepted steer update.
+const (
+	SteerAccepted  = "accepted"
+	SteerDuplicate = "duplicate"
+)
+
+// SteerRef names one accepted steer: its turn, its ordinal within the turn (1 for token
+// "7.1") and the client's id for it.
+type SteerRef struct {
+	TurnID      int64  `json:"turn_id"`
+	Offset      int    `json:"offset"`
+	ClientMsgID string `json:"client_msg_id,omitempty"`
+}
+
+// SteerResult answers an accepted (or duplicate) steer.
+type SteerResult struct {
+	Outcome            string   `json:"outcome"`
+	Ref                SteerRef `json:"ref"`
+	NextExpectedTurnID string   `json:"next_expected_turn_id"`
+}
+
+// StaleTurnDetails are the details of a stale_turn rejection.
+type StaleTurnDetails struct {
+	Expected string `json:"expected"`
+	Actual   string `json:"actual"`
+}
+
+// CancelRequest is the payload of the cancel update and signal. TurnID, when set, must name
+// the live turn.
+type CancelRequest struct {
+	TurnID   int64  `json:"turn_id,omitempty"`
+	ViewerID string `json:"viewer_id,omitempty"`
+}
+
+// Cancel outcomes.
+const (
+	CancelCancelling        = "cancelling"
+	CancelAlreadyCancelling = "already_cancelling"
+)
+
+// CancelResult answers cancel.
+type CancelResult struct {
+	Outcome string `json:"outcome"`
+}
+
+// CloseRequest is the payload of the close update and signal.
+type CloseRequest struct {
+	Reason string `json:"reason,omitempty"`
+}
+
+// CloseResult answers close.
+type CloseResult struct{}
+
+// EventsRequest is the argument of the events query.
+type EventsRequest struct {
+	AfterSeq int64 `json:"after_seq"`
+	Limit    int   `json:"limit,omitempty"`
+}
+
+// EventsResult answers the events query. Gap is true when events after AfterSeq were
+// dropped by retention: the caller must take the status snapshot instead.
+type EventsResult struct {
+	Events           []Event `json:"events"`
+	LastSeq          int64   `json:"last_seq"`
+	FirstRetainedSeq int64   `json:"first_retained_seq"`
+	Gap              bool    `json:"gap"`
+}
+
+// Event is one journal entry (DESIGN §5).
+type Event struct {
+	Seq    int64           `json:"seq"`
+	Kind   string          `json:"kind"`
+	TurnID int64           `json:"turn_id,omitempty"`
+	At     time.Time       `json:"at"`
+	Data   json.RawMessage `json:"data,omitempty"`
+}
+
+// QueuedPrompt is a prompt waiting behind the running turn.
+type QueuedPrompt struct {
+	TurnID          int64           `json:"turn_id"`
+	ClientMessageID string          `json:"client_message_id"`
+	Text            string          `json:"text"`
+	Content         json.RawMessage `json:"content,omitempty"`
+}
+
+// QueueEntry is a queued prompt as status shows it (without its text).
+type QueueEntry struct {
+	TurnID          int64  `json:"turn_id"`
+	ClientMessageID string `json:"client_message_id"`
+	Bytes           int    `json:"bytes"`
+}
+
+// JournalRange is the retained part of the journal.
+type JournalRange struct {
+	FirstSeq int64 `json:"first_seq"`
+	LastSeq  int64 `json:"last_seq"`
+}
+
+// Status is the answer of the status query: a snapshot of the session.
+type Status struct {
+	SessionID          string         `json:"session_id"`
+	State              string         `json:"state"`
+	TurnID             int64          `json:"turn_id"`
+	SteerToken         string         `json:"steer_token"`
+	TurnStartedAt      *time.Time     `json:"turn_started_at,omitempty"`
+	TurnDeadline       *time.Time     `json:"turn_deadline,omitempty"`
+	Viewers            []any          `json:"viewers"`
+	Queue              []QueueEntry   `json:"queue"`
+	PendingPermissions []any          `json:"pending_permissions"`
+	Policy             string         `json:"policy"`
+	Rules              []string       `json:"rules"`
+	Usage              map[string]any `json:"usage,omitempty"`
+	Journal            JournalRange   `json:"journal"`
+	Agent              string         `json:"agent"`
+	AgentSessionID     string         `json:"agent_session_id,omitempty"`
+	HistoryLength      int            `json:"history_length"`
+	Run                int            `json:"run"`
+}
+
+// --- Turn runner wire (DESIGN §7): TurnWorkflow input, activity input, and the signals the
+// runner sends to the session workflow. ---
+
+// TurnInput is the argument of TurnWorkflow.
+type TurnInput struct {
+	SessionID       string          `json:"session_id"`
+	TurnID          int64           `json:"turn_id"`
+	ClientMessageID string          `json:"client_message_id"`
+	Text            string          `json:"text"`
+	Content         json.RawMessage `json:"content,omitempty"`
+	Agent           string          `json:"agent,omitempty"`
+	Workspace       string          `json:"workspace,omitempty"`
+	AgentSessionID  string          `json:"agent_session_id,omitempty"`
+	// StartToClose bounds one attempt of the turn activity.
+	StartToClose time.Duration `json:"start_to_close"`
+	// Heartbeat is the turn activity's heartbeat timeout: how fast a lost worker is noticed.
+	Heartbeat time.Duration `json:"heartbeat"`
+}
+
+// RunTurnInput is the argument of the RunTurn activity.
+type RunTurnInput struct {
+	TurnInput
+	SessionWorkflowID string `json:"session_workflow_id"`
+}
+
+// RunTurnResult is what RunTurn returns when the agent answered the prompt.
+type RunTurnResult struct {
+	StopReason     string          `json:"stop_reason"`
+	AgentSessionID string          `json:"agent_session_id,omitempty"`
+	Usage          json.RawMessage `json:"usage,omitempty"`
+	// Attempt is the activity attempt that answered; Batches how many turn_events batches
+	// it sent.
+	Attempt int32 `json:"attempt"`
+	Batches int64 `json:"batches"`
+}
+
+// ErrAgent is the ApplicationError type of a turn the agent itself failed (it answered the
+// prompt with an error): not retried. Its details are a RunTurnResult with Attempt and
+// Batches.
+const ErrAgent = "agent_error"
+
+// TurnStartedSignal tells the session that an attempt of a turn is running.
+type TurnStartedSignal struct {
+	TurnID         int64  `json:"turn_id"`
+	Attempt        int32  `json:"attempt"`
+	HostQueue      string `json:"host_queue,omitempty"`
+	AgentSessionID string `json:"agent_session_id,omitempty"`
+}
+
+// TurnEventsSignal carries a batch of raw ACP session/update params. It is idempotent on
+// (TurnID, Attempt, Batch); batches of one attempt are numbered from 1 and sent in order.
+type TurnEventsSignal struct {
+	TurnID  int64             `json:"turn_id"`
+	Attempt int32             `json:"attempt"`
+	Batch   int64             `json:"batch"`
+	Events  []json.RawMessage `json:"events"`
+}
+
+// TurnFinishedSignal ends a turn: StopReason when the agent answered, Error otherwise.
+type TurnFinishedSignal struct {
+	TurnID         int64           `json:"turn_id"`
+	Attempt        int32           `json:"attempt"`
+	StopReason     string          `json:"stop_reason,omitempty"`
+	Error          string          `json:"error,omitempty"`
+	Orphaned       bool            `json:"orphaned,omitempty"`
+	AgentSessionID string          `json:"agent_session_id,omitempty"`
+	Usage          json.RawMessage `json:"usage,omitempty"`
+	// Batches is how many turn_events batches Attempt sent before it ended: the session
+	// journals the terminal event only after all of them.
+	Batches int64 `json:"batches,omitempty"`
+}

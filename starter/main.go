@@ -1,0 +1,486 @@
+// Command starter is tacp's command-line client: it sends prompts, steers and cancels to
+// sessions, shows their status and journal, and runs the self-contained demo.
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"sort"
+	"strings"
+	"syscall"
+	"time"
+
+	"go.temporal.io/sdk/client"
+
+	"github.com/tacp-dev/tacp/internal/app"
+	"github.com/tacp-dev/tacp/signals"
+)
+
+// Exit codes.
+const (
+	exitOK        = 0
+	exitError     = 1
+	exitRejected  = 2 // the session refused the request (the rejection is printed)
+	exitCancelled = 3 // the turn ended cancelled
+	exitFailed    = 4 // the turn failed
+	exitStopped   = 5 // the turn ended with another stop reason (max_tokens, refusal, ...)
+)
+
+type command struct {
+	name, args, help string
+	run              func(ctx context.Context, e *env, fs *flag.FlagSet, args []string) int
+}
+
+var commands = []command{
+	{"prompt", "[--no-wait] TEXT...", "send a prompt (creating the session if needed) and stream the reply; TEXT '-' reads stdin", cmdPrompt},
+	{"steer", "[--expect TOKEN] TEXT...", "steer the running turn (compare-and-swap on the steer token; default: the current one)", cmdSteer},
+	{"cancel", "[--turn N]", "cancel the running turn", cmdCancel},
+	{"status", "", "show the session's status", cmdStatus},
+	{"tail", "[--after SEQ] [--follow]", "print journal events after SEQ", cmdTail},
+	{"replay", "", "print the session's transcript from the journal", cmdReplay},
+	{"list", "", "list sessions", cmdList},
+	{"close", "[--reason TEXT]", "close the session (cancels its turn, drops its queue)", cmdClose},
+	{"demo", "[--exit]", "start the embedded server, a worker and a session, and show tacp at work", cmdDemo},
+}
+
+func main() {
+	app.MaybeRunTestAgent()
+	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
+}
+
+func usage(w io.Writer) {
+	fmt.Fprintln(w, "Usage: starter COMMAND [flags] [args]\n\nCommands:")
+	for _, c := range commands {
+		fmt.Fprintf(w, "  %-8s %s\n", c.name, c.help)
+	}
+	fmt.Fprintln(w, "\nCommon flags: --session ID, --json, --address HOST:PORT, --namespace NS, --task-queue Q.\nRun 'starter COMMAND -h' for a command's flags. Every flag falls back to TACP_<NAME>.")
+}
+
+// env is what every command shares: the connection flags and output.
+type env struct {
+	session   string
+	json      bool
+	address   string
+	namespace string
+	queue     string
+	agent     string
+	workspace string
+	out, err  io.Writer
+
+	tc client.Client
+	c  *signals.Client
+}
+
+func run(args []string, stdout, stderr io.Writer) int {
+	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
+		usage(stdout)
+		return exitOK
+	}
+	var cmd *command
+	for i := range commands {
+		if commands[i].name == args[0] {
+			cmd = &commands[i]
+		}
+	}
+	if cmd == nil {
+		fmt.Fprintf(stderr, "starter: unknown command %q\n\n", args[0])
+		usage(stderr)
+		return exitError
+	}
+	e := &env{out: stdout, err: stderr}
+	fs := flag.NewFlagSet("starter "+cmd.name, flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.Usage = func() {
+		fmt.Fprintf(stderr, "Usage: starter %s [flags] %s\n\n%s\n\n", cmd.name, cmd.args, cmd.help)
+		fs.PrintDefaults()
+	}
+	fs.StringVar(&e.session, "session", "", "session id")
+	fs.BoolVar(&e.json, "json", false, "print JSON (one object, or one event per line)")
+	fs.StringVar(&e.address, "address", "", "Temporal frontend host:port (default: TEMPORAL_ADDRESS or localhost:7233)")
+	fs.StringVar(&e.namespace, "namespace", "", "Temporal namespace (default: TEMPORAL_NAMESPACE or default)")
+	fs.StringVar(&e.queue, "task-queue", signals.DefaultTaskQueue, "task queue of new sessions")
+	fs.StringVar(&e.agent, "agent", "", "agent command line of a new session (default: the worker's)")
+	fs.StringVar(&e.workspace, "workspace", "", "workspace directory of a new session (default: the worker's)")
+
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	defer func() {
+		if e.tc != nil {
+			e.tc.Close()
+		}
+	}()
+	return cmd.run(ctx, e, fs, args[1:])
+}
+
+// parse parses the command's flags; it returns false (after printing why) when the command
+// should stop with exitError.
+func (e *env) parse(fs *flag.FlagSet, args []string, needSession bool) bool {
+	if err := app.ParseFlags(fs, args); err != nil {
+		if !errors.Is(err, flag.ErrHelp) {
+			fmt.Fprintln(e.err, "starter:", err)
+		}
+		return false
+	}
+	if needSession {
+		if e.session == "" {
+			fmt.Fprintln(e.err, "starter: --session is required")
+			return false
+		}
+		if err := signals.ValidateSessionID(e.session); err != nil {
+			fmt.Fprintln(e.err, "starter:", err)
+			return false
+		}
+	}
+	return true
+}
+
+// connect dials Temporal once.
+func (e *env) connect(ctx context.Context) error {
+	if e.c != nil {
+		return nil
+	}
+	tc, err := app.Dial(ctx, e.address, e.namespace, nil)
+	if err != nil {
+		return err
+	}
+	e.tc, e.c = tc, signals.NewClient(tc, e.queue)
+	return nil
+}
+
+// fail prints err and returns the exit code it deserves.
+func (e *env) fail(err error) int {
+	if rej, ok := signals.AsRejection(err); ok {
+		if e.json {
+			e.printJSON(map[string]any{"rejected": rej.Type, "message": rej.Message, "details": rej.Details})
+		} else {
+			fmt.Fprintf(e.err, "rejected: %s\n", rej.Error())
+			if d, ok := rej.Details.(signals.StaleTurnDetails); ok {
+				fmt.Fprintf(e.err, "  expected %s, actual %s\n", d.Expected, d.Actual)
+			}
+		}
+		return exitRejected
+	}
+	fmt.Fprintln(e.err, "starter:", err)
+	return exitError
+}
+
+func (e *env) printJSON(v any) {
+	b, _ := json.Marshal(v)
+	fmt.Fprintln(e.out, string(b))
+}
+
+func textArg(args []string, stdin io.Reader) (string, error) {
+	if len(args) == 1 && args[0] == "-" {
+		b, err := io.ReadAll(io.LimitReader(stdin, signals.MaxTextBytes+1))
+		return string(b), err
+	}
+	return strings.Join(args, " "), nil
+}
+
+func cmdPrompt(ctx context.Context, e *env, fs *flag.FlagSet, args []string) int {
+	noWait := fs.Bool("no-wait", false, "return once the prompt is queued")
+	id := fs.String("id", "", "client_message_id (default: a new id; repeat one to retry safely)")
+	if !e.parse(fs, args, true) {
+		return exitError
+	}
+	text, err := textArg(fs.Args(), os.Stdin)
+	if err != nil {
+		return e.fail(err)
+	}
+	if err := e.connect(ctx); err != nil {
+		return e.fail(err)
+	}
+	// Where to watch from: the journal's end before the prompt, when the session exists.
+	var after int64
+	if st, err := e.c.Status(ctx, e.session); err == nil {
+		after = st.Journal.LastSeq
+	}
+	cfg := signals.SessionConfig{SessionID: e.session, Agent: e.agent, Workspace: e.workspace}
+	res, err := e.c.Prompt(ctx, cfg, signals.PromptRequest{Text: text, ClientMessageID: *id})
+	if err != nil {
+		return e.fail(err)
+	}
+	if *noWait {
+		if e.json {
+			e.printJSON(res)
+		} else {
+			fmt.Fprintf(e.out, "turn %d queued at position %d%s\n", res.TurnID, res.Position, dupNote(res.Duplicate))
+		}
+		return exitOK
+	}
+	if res.Duplicate {
+		after = 0
+	}
+	if !e.json {
+		fmt.Fprintf(e.err, "turn %d (position %d)%s\n", res.TurnID, res.Position, dupNote(res.Duplicate))
+	}
+	return e.follow(ctx, after, res.TurnID)
+}
+
+func dupNote(dup bool) string {
+	if dup {
+		return ", a duplicate of an earlier prompt"
+	}
+	return ""
+}
+
+// follow prints the events of turnID after seq until the turn's terminal event, and
+// returns the exit code of its stop reason.
+func (e *env) follow(ctx context.Context, after, turnID int64) int {
+	code := exitError
+	r := newRenderer(e.out, e.err)
+	err := e.c.Watch(ctx, e.session, after, 50*time.Millisecond, func(ev signals.Event) bool {
+		if ev.TurnID != turnID {
+			return true
+		}
+		if e.json {
+			e.printJSON(ev)
+		} else {
+			r.render(ev)
+		}
+		switch ev.Kind {
+		case signals.EventTurnEnded:
+			var d signals.TurnEndedData
+			_ = json.Unmarshal(ev.Data, &d)
+			code = stopCode(d.StopReason)
+			return false
+		case signals.EventTurnFailed:
+			code = exitFailed
+			return false
+		}
+		return true
+	})
+	if err != nil {
+		return e.fail(err)
+	}
+	return code
+}
+
+func stopCode(reason string) int {
+	switch reason {
+	case "end_turn":
+		return exitOK
+	case "cancelled":
+		return exitCancelled
+	default:
+		return exitStopped
+	}
+}
+
+func cmdSteer(ctx context.Context, e *env, fs *flag.FlagSet, args []string) int {
+	expect := fs.String("expect", "", "the steer token you expect to be live (default: the current one)")
+	id := fs.String("id", "", "client_msg_id (default: a new id)")
+	if !e.parse(fs, args, true) {
+		return exitError
+	}
+	text, err := textArg(fs.Args(), os.Stdin)
+	if err != nil {
+		return e.fail(err)
+	}
+	if err := e.connect(ctx); err != nil {
+		return e.fail(err)
+	}
+	if *expect == "" {
+		st, err := e.c.Status(ctx, e.session)
+		if err != nil {
+			return e.fail(err)
+		}
+		*expect = st.SteerToken
+		if *expect == "" {
+			*expect = "none"
+		}
+	}
+	if *id == "" {
+		*id = signals.NewID()
+	}
+	res, err := e.c.Steer(ctx, e.session, signals.SteerRequest{Text: text, ExpectedTurnID: *expect, ClientMsgID: *id})
+	if err != nil {
+		return e.fail(err)
+	}
+	if e.json {
+		e.printJSON(res)
+	} else {
+		fmt.Fprintf(e.out, "%s: turn %d steer %d; next token %s\n", res.Outcome, res.Ref.TurnID, res.Ref.Offset, res.NextExpectedTurnID)
+	}
+	return exitOK
+}
+
+func cmdCancel(ctx context.Context, e *env, fs *flag.FlagSet, args []string) int {
+	turn := fs.Int64("turn", 0, "the turn to cancel (default: the running one)")
+	if !e.parse(fs, args, true) {
+		return exitError
+	}
+	if err := e.connect(ctx); err != nil {
+		return e.fail(err)
+	}
+	res, err := e.c.Cancel(ctx, e.session, signals.CancelRequest{TurnID: *turn})
+	if err != nil {
+		return e.fail(err)
+	}
+	if e.json {
+		e.printJSON(res)
+	} else {
+		fmt.Fprintln(e.out, res.Outcome)
+	}
+	return exitOK
+}
+
+func cmdClose(ctx context.Context, e *env, fs *flag.FlagSet, args []string) int {
+	reason := fs.String("reason", "", "why the session is closed (journaled)")
+	if !e.parse(fs, args, true) {
+		return exitError
+	}
+	if err := e.connect(ctx); err != nil {
+		return e.fail(err)
+	}
+	res, err := e.c.Close(ctx, e.session, signals.CloseRequest{Reason: *reason})
+	if err != nil {
+		return e.fail(err)
+	}
+	if e.json {
+		e.printJSON(res)
+	} else {
+		fmt.Fprintln(e.out, "closing")
+	}
+	return exitOK
+}
+
+func cmdStatus(ctx context.Context, e *env, fs *flag.FlagSet, args []string) int {
+	if !e.parse(fs, args, true) {
+		return exitError
+	}
+	if err := e.connect(ctx); err != nil {
+		return e.fail(err)
+	}
+	st, err := e.c.Status(ctx, e.session)
+	if err != nil {
+		return e.fail(err)
+	}
+	if e.json {
+		e.printJSON(st)
+		return exitOK
+	}
+	fmt.Fprintf(e.out, "session   %s\nstate     %s\nturn      %d\ntoken     %s\nqueue     %d\njournal   %d..%d\nrun       %d (history %d events)\nagent     %s\n",
+		st.SessionID, st.State, st.TurnID, orDash(st.SteerToken), len(st.Queue), st.Journal.FirstSeq, st.Journal.LastSeq, st.Run, st.HistoryLength, orDash(st.Agent))
+	return exitOK
+}
+
+func orDash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}
+
+func cmdTail(ctx context.Context, e *env, fs *flag.FlagSet, args []string) int {
+	after := fs.Int64("after", 0, "print events after this seq")
+	follow := fs.Bool("follow", false, "keep printing new events until interrupted")
+	if !e.parse(fs, args, true) {
+		return exitError
+	}
+	if err := e.connect(ctx); err != nil {
+		return e.fail(err)
+	}
+	print := func(ev signals.Event) {
+		if e.json {
+			e.printJSON(ev)
+		} else {
+			fmt.Fprintf(e.out, "%6d %s turn=%d %s\n", ev.Seq, ev.Kind, ev.TurnID, compact(ev.Data))
+		}
+	}
+	if *follow {
+		err := e.c.Watch(ctx, e.session, *after, 200*time.Millisecond, func(ev signals.Event) bool { print(ev); return true })
+		if err != nil && !errors.Is(err, context.Canceled) {
+			return e.fail(err)
+		}
+		return exitOK
+	}
+	for {
+		res, err := e.c.Events(ctx, e.session, *after, 0)
+		if err != nil {
+			return e.fail(err)
+		}
+		if res.Gap && !e.json {
+			fmt.Fprintf(e.err, "(events %d..%d were trimmed by retention)\n", *after+1, res.FirstRetainedSeq-1)
+		}
+		for _, ev := range res.Events {
+			print(ev)
+			*after = ev.Seq
+		}
+		if len(res.Events) == 0 || *after >= res.LastSeq {
+			return exitOK
+		}
+	}
+}
+
+func compact(raw json.RawMessage) string {
+	if len(raw) > 200 {
+		return string(raw[:200]) + "…"
+	}
+	return string(raw)
+}
+
+func cmdReplay(ctx context.Context, e *env, fs *flag.FlagSet, args []string) int {
+	if !e.parse(fs, args, true) {
+		return exitError
+	}
+	if err := e.connect(ctx); err != nil {
+		return e.fail(err)
+	}
+	return e.replay(ctx)
+}
+
+// replay prints the whole retained journal as a transcript.
+func (e *env) replay(ctx context.Context) int {
+	r := newRenderer(e.out, e.out)
+	var after int64
+	for {
+		res, err := e.c.Events(ctx, e.session, after, 0)
+		if err != nil {
+			return e.fail(err)
+		}
+		if res.Gap {
+			fmt.Fprintf(e.out, "[older events trimmed: journal starts at %d]\n", res.FirstRetainedSeq)
+		}
+		for _, ev := range res.Events {
+			if e.json {
+				e.printJSON(ev)
+			} else {
+				r.render(ev)
+			}
+			after = ev.Seq
+		}
+		if len(res.Events) == 0 || after >= res.LastSeq {
+			r.flush()
+			return exitOK
+		}
+	}
+}
+
+func cmdList(ctx context.Context, e *env, fs *flag.FlagSet, args []string) int {
+	if !e.parse(fs, args, false) {
+		return exitError
+	}
+	if err := e.connect(ctx); err != nil {
+		return e.fail(err)
+	}
+	list, err := e.c.List(ctx, 0)
+	if err != nil {
+		return e.fail(err)
+	}
+	sort.SliceStable(list, func(i, j int) bool { return list[i].StartedAt.After(list[j].StartedAt) })
+	for _, s := range list {
+		if e.json {
+			e.printJSON(s)
+		} else {
+			fmt.Fprintf(e.out, "%-32s %-10s turn %-4d %s\n", s.SessionID, orDash(s.State), s.Turn, orDash(s.Agent))
+		}
+	}
+	return exitOK
+}

@@ -1,0 +1,100 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"strings"
+
+	"github.com/tacp-dev/tacp/signals"
+)
+
+// renderer prints journal events as a readable transcript: agent text as it streams, tool
+// calls and session events on lines of their own.
+type renderer struct {
+	out, meta io.Writer
+	midLine   bool
+}
+
+func newRenderer(out, meta io.Writer) *renderer { return &renderer{out: out, meta: meta} }
+
+func (r *renderer) flush() {
+	if r.midLine {
+		fmt.Fprintln(r.out)
+		r.midLine = false
+	}
+}
+
+func (r *renderer) line(format string, args ...any) {
+	r.flush()
+	fmt.Fprintf(r.meta, format+"\n", args...)
+}
+
+func (r *renderer) render(ev signals.Event) {
+	switch ev.Kind {
+	case signals.EventAgentUpdate:
+		r.agentUpdate(ev.Data)
+	case signals.EventPromptAccepted:
+		var d signals.PromptAcceptedData
+		_ = json.Unmarshal(ev.Data, &d)
+		r.line("> %s", firstLine(d.Text))
+	case signals.EventTurnStarted, signals.EventTurnRestarted:
+		var d signals.TurnStartedData
+		_ = json.Unmarshal(ev.Data, &d)
+		r.line("[%s: turn %d, attempt %d]", ev.Kind, ev.TurnID, d.Attempt)
+	case signals.EventTurnEnded:
+		var d signals.TurnEndedData
+		_ = json.Unmarshal(ev.Data, &d)
+		r.line("[turn %d ended: %s]", ev.TurnID, d.StopReason)
+	case signals.EventTurnFailed:
+		var d signals.TurnFailedData
+		_ = json.Unmarshal(ev.Data, &d)
+		r.line("[turn %d failed: %s]", ev.TurnID, d.Error)
+	case "gap":
+		r.line("[older events trimmed]")
+	default:
+		r.line("[%s %s]", ev.Kind, compact(ev.Data))
+	}
+}
+
+// agentUpdate prints one ACP session/update: text chunks inline, the rest as a line.
+func (r *renderer) agentUpdate(raw json.RawMessage) {
+	var n struct {
+		Update struct {
+			Kind    string `json:"sessionUpdate"`
+			Content struct {
+				Type string `json:"type"`
+				Text string `json:"text"`
+			} `json:"content"`
+			Title  string `json:"title"`
+			Status string `json:"status"`
+			ToolID string `json:"toolCallId"`
+		} `json:"update"`
+	}
+	if json.Unmarshal(raw, &n) != nil {
+		r.line("[agent.update %s]", compact(raw))
+		return
+	}
+	u := n.Update
+	switch u.Kind {
+	case "agent_message_chunk":
+		fmt.Fprint(r.out, u.Content.Text)
+		r.midLine = !strings.HasSuffix(u.Content.Text, "\n")
+	case "agent_thought_chunk":
+		r.line("(thinking) %s", u.Content.Text)
+	case "tool_call":
+		r.line("[tool %s: %s (%s)]", u.ToolID, u.Title, u.Status)
+	case "tool_call_update":
+		r.line("[tool %s: %s]", u.ToolID, u.Status)
+	case "user_message_chunk":
+	default:
+		r.line("[%s]", u.Kind)
+	}
+}
+
+func firstLine(s string) string {
+	if i := strings.IndexByte(s, '\n'); i >= 0 {
+		return s[:i] + " …"
+	}
+	return s
+}

@@ -1,0 +1,700 @@
+// Package agent implements tacp-testagent, a real Agent Client Protocol (ACP)
+// agent whose behaviour is scripted by the prompt text. Tests, demos and
+// benchmarks use it to drive every part of the protocol deterministically,
+// without a model behind it.
+//
+// The first line of the first text block of a session/prompt may hold a
+// directive, alone on that line; the rest of the text is the body:
+//
+//	(none)               echo the whole prompt text in up to 5 agent_message_chunk pieces
+//	/echo                echo the body the same way
+//	/chunks N [every D]  send N chunks "chunk i\n" (i from 1), one every D (default 10ms)
+//	/sleep D             send "." every 100ms for D; session/cancel stops it within one tick
+//	/permission KIND     tool_call call_<n> of kind KIND, then session/request_permission
+//	                     (allow, allow_always, reject), then a tool_call_update (completed
+//	                     if allowed, else failed) and the text "permission: selected <id>"
+//	                     or "permission: cancelled"
+//	/fail                answer with the JSON-RPC error "testagent: scripted failure"
+//	/usage               send "usage" and a usage_update (used 30, size 200000), then answer
+//	                     with PromptResponse.usage {inputTokens 10, outputTokens 20, totalTokens 30}
+//	/unknown             send a session/update of kind "tacp_custom_kind" that no SDK knows
+//
+// Any other first line starting with "/" is answered with invalid params. Turns
+// end with stopReason end_turn, or cancelled once session/cancel arrived. Turns
+// of one session never overlap: a new prompt cancels the running turn first.
+//
+// Every session/update sent, and each user prompt as a user_message_chunk, is
+// appended to <transcripts>/<sessionId>.jsonl, so session/load replays a session
+// even in another process. With Options.Steering, initialize advertises
+// _meta.steering.supported and the _session/steering extension request
+// {sessionId, prompt} is honoured: while a prompt runs in that session the agent
+// sends "steered: <prompt>" in the running turn and answers {"outcome":"injected"},
+// otherwise {"outcome":"failed"}.
+package agent
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"maps"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	"github.com/coder/acp-go-sdk"
+)
+
+const (
+	// Version is reported as agentInfo.version.
+	Version = "0.1.0"
+	// DefaultName is the default agentInfo.name.
+	DefaultName = "tacp-testagent"
+
+	steeringMethod = "_session/steering"
+	unknownKind    = "tacp_custom_kind"
+	sleepTick      = 100 * time.Millisecond
+	defaultEvery   = 10 * time.Millisecond
+)
+
+// Options configures an agent served by Serve.
+type Options struct {
+	// TranscriptDir holds one <sessionId>.jsonl per session; empty means
+	// DefaultTranscriptDir().
+	TranscriptDir string
+	// Steering advertises and honours the _session/steering extension.
+	Steering bool
+	// Name is reported as agentInfo.name; empty means DefaultName.
+	Name string
+}
+
+// DefaultTranscriptDir is where transcripts go unless configured otherwise.
+func DefaultTranscriptDir() string { return filepath.Join(os.TempDir(), "tacp-testagent") }
+
+// Main runs the agent on stdin/stdout with command-line args (without the
+// program name) and returns the process exit code. Diagnostics go to stderr.
+func Main(args []string) int {
+	var opts Options
+	fset := flag.NewFlagSet(DefaultName, flag.ContinueOnError)
+	fset.StringVar(&opts.TranscriptDir, "transcripts", DefaultTranscriptDir(), "directory of session transcripts (<sessionId>.jsonl)")
+	fset.BoolVar(&opts.Steering, "steering", false, "advertise and honour the _session/steering extension")
+	fset.StringVar(&opts.Name, "name", DefaultName, "agentInfo name reported by initialize")
+	if err := fset.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return 0
+		}
+		return 2
+	}
+	if fset.NArg() > 0 {
+		fmt.Fprintf(os.Stderr, "%s: unexpected arguments %q\n", DefaultName, fset.Args())
+		return 2
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if err := Serve(ctx, opts, os.Stdin, os.Stdout); err != nil && !errors.Is(err, context.Canceled) {
+		fmt.Fprintf(os.Stderr, "%s: %v\n", DefaultName, err)
+		return 1
+	}
+	return 0
+}
+
+// Serve runs the agent over one ACP connection reading requests from in and
+// writing to out; diagnostics go to slog.Default (stderr unless redirected).
+// It returns nil when the peer closes in, or ctx.Err() when ctx ends first; in
+// and out stay owned by the caller.
+func Serve(ctx context.Context, opts Options, in io.Reader, out io.Writer) error {
+	if opts.TranscriptDir == "" {
+		opts.TranscriptDir = DefaultTranscriptDir()
+	}
+	if opts.Name == "" {
+		opts.Name = DefaultName
+	}
+	if err := os.MkdirAll(opts.TranscriptDir, 0o755); err != nil {
+		return fmt.Errorf("transcript dir: %w", err)
+	}
+	a := &testAgent{
+		opts:     opts,
+		out:      &lockedWriter{w: out},
+		log:      slog.Default(),
+		sessions: make(map[acp.SessionId]*session),
+		ready:    make(chan struct{}),
+	}
+	// No SetLogger: the SDK reads its logger unsynchronised from goroutines
+	// that NewAgentSideConnection has already started; it uses slog.Default.
+	a.conn = acp.NewAgentSideConnection(a, a.out, in)
+	close(a.ready)
+
+	var err error
+	select {
+	case <-a.conn.Done():
+	case <-ctx.Done():
+		err = ctx.Err()
+	}
+	a.shutdown()
+	return err
+}
+
+// lockedWriter serialises whole-line writes. The SDK writes each JSON-RPC
+// message with a single Write call, so sharing this writer lets the agent emit
+// raw lines (unknown update kinds, transcript replay) without interleaving.
+type lockedWriter struct {
+	mu sync.Mutex
+	w  io.Writer
+}
+
+func (l *lockedWriter) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.w.Write(p)
+}
+
+// session is one ACP session. Its mutex orders transcript appends with the
+// wire, and guards the running turn so cancel and steering see it consistently.
+type session struct {
+	id     acp.SessionId
+	mu     sync.Mutex
+	file   *os.File           // transcript; nil after shutdown
+	turn   context.Context    // running prompt turn; nil when idle
+	cancel context.CancelFunc // cancels turn
+	done   chan struct{}      // closed when turn has finished
+}
+
+// testAgent implements acp.Agent, acp.AgentLoader and acp.ExtensionMethodHandler.
+type testAgent struct {
+	opts  Options
+	out   *lockedWriter
+	log   *slog.Logger
+	conn  *acp.AgentSideConnection
+	ready chan struct{} // closed once conn is set
+	calls atomic.Int64  // tool call counter
+
+	mu       sync.Mutex
+	sessions map[acp.SessionId]*session
+	closed   bool
+}
+
+var (
+	_ acp.Agent                  = (*testAgent)(nil)
+	_ acp.AgentLoader            = (*testAgent)(nil)
+	_ acp.ExtensionMethodHandler = (*testAgent)(nil)
+)
+
+// connection waits until Serve has stored the connection: handlers may start
+// before NewAgentSideConnection returns.
+func (a *testAgent) connection() *acp.AgentSideConnection {
+	<-a.ready
+	return a.conn
+}
+
+func (a *testAgent) Initialize(context.Context, acp.InitializeRequest) (acp.InitializeResponse, error) {
+	resp := acp.InitializeResponse{
+		ProtocolVersion:   acp.ProtocolVersionNumber,
+		AgentCapabilities: acp.AgentCapabilities{LoadSession: true},
+		AgentInfo:         &acp.Implementation{Name: a.opts.Name, Version: Version},
+		AuthMethods:       []acp.AuthMethod{},
+	}
+	if a.opts.Steering {
+		resp.Meta = map[string]any{"steering": map[string]any{"supported": true}}
+	}
+	return resp, nil
+}
+
+func (a *testAgent) Authenticate(context.Context, acp.AuthenticateRequest) (acp.AuthenticateResponse, error) {
+	return acp.AuthenticateResponse{}, nil
+}
+
+func (a *testAgent) SetSessionMode(context.Context, acp.SetSessionModeRequest) (acp.SetSessionModeResponse, error) {
+	return acp.SetSessionModeResponse{}, nil
+}
+
+func (a *testAgent) SetSessionConfigOption(context.Context, acp.SetSessionConfigOptionRequest) (acp.SetSessionConfigOptionResponse, error) {
+	return acp.SetSessionConfigOptionResponse{}, acp.NewMethodNotFound(acp.AgentMethodSessionSetConfigOption)
+}
+
+func (a *testAgent) ListSessions(context.Context, acp.ListSessionsRequest) (acp.ListSessionsResponse, error) {
+	return acp.ListSessionsResponse{}, acp.NewMethodNotFound(acp.AgentMethodSessionList)
+}
+
+func (a *testAgent) ResumeSession(context.Context, acp.ResumeSessionRequest) (acp.ResumeSessionResponse, error) {
+	return acp.ResumeSessionResponse{}, acp.NewMethodNotFound(acp.AgentMethodSessionResume)
+}
+
+func (a *testAgent) CloseSession(context.Context, acp.CloseSessionRequest) (acp.CloseSessionResponse, error) {
+	return acp.CloseSessionResponse{}, acp.NewMethodNotFound(acp.AgentMethodSessionClose)
+}
+
+func (a *testAgent) NewSession(context.Context, acp.NewSessionRequest) (acp.NewSessionResponse, error) {
+	var b [12]byte
+	_, _ = rand.Read(b[:]) // never fails since Go 1.24
+	id := acp.SessionId("ts_" + hex.EncodeToString(b[:]))
+	if _, err := a.register(id, true); err != nil {
+		return acp.NewSessionResponse{}, acp.NewInternalError(map[string]any{"error": err.Error()})
+	}
+	return acp.NewSessionResponse{SessionId: id}, nil
+}
+
+// LoadSession replays the session's transcript line by line, exactly as the
+// updates were sent, and then makes the session available for prompts.
+func (a *testAgent) LoadSession(_ context.Context, p acp.LoadSessionRequest) (acp.LoadSessionResponse, error) {
+	s, err := a.register(p.SessionId, false)
+	if err != nil {
+		return acp.LoadSessionResponse{}, err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.turn != nil {
+		return acp.LoadSessionResponse{}, acp.NewInvalidRequest(map[string]any{"error": "a prompt is running in this session"})
+	}
+	data, err := os.ReadFile(a.transcriptPath(p.SessionId))
+	if err != nil {
+		return acp.LoadSessionResponse{}, acp.NewInternalError(map[string]any{"error": err.Error()})
+	}
+	for line := range bytes.Lines(data) {
+		line = bytes.TrimSpace(line)
+		if len(line) == 0 {
+			continue
+		}
+		if !json.Valid(line) { // e.g. torn by a crash mid-append
+			a.log.Warn("skipping corrupt transcript line", "session", p.SessionId)
+			continue
+		}
+		if err := a.notifyRaw(line); err != nil {
+			return acp.LoadSessionResponse{}, err
+		}
+	}
+	return acp.LoadSessionResponse{}, nil
+}
+
+// Cancel ends the running turn of the session, if any; the prompt then
+// answers stopReason cancelled. The SDK cancels the prompt's context too, but
+// loses track of it after a pre-emption, so the agent keeps its own handle.
+func (a *testAgent) Cancel(_ context.Context, p acp.CancelNotification) error {
+	if s, err := a.lookup(p.SessionId); err == nil {
+		s.mu.Lock()
+		if s.cancel != nil {
+			s.cancel()
+		}
+		s.mu.Unlock()
+	}
+	return nil
+}
+
+// Prompt runs one scripted turn. Turns in a session never overlap: a new
+// prompt cancels the running turn, which answers cancelled, and starts once it
+// has finished. (The SDK cancels the older prompt's context itself, so
+// rejecting the newcomer instead would leave the session with no turn.)
+func (a *testAgent) Prompt(ctx context.Context, p acp.PromptRequest) (acp.PromptResponse, error) {
+	s, err := a.lookup(p.SessionId)
+	if err != nil {
+		return acp.PromptResponse{}, err
+	}
+	var texts []string
+	for _, b := range p.Prompt {
+		if b.Text != nil {
+			texts = append(texts, b.Text.Text)
+		}
+	}
+	text := strings.Join(texts, "\n")
+
+	s.mu.Lock()
+	for s.turn != nil {
+		cancelPrev, prevDone := s.cancel, s.done
+		s.mu.Unlock()
+		cancelPrev()
+		select {
+		case <-prevDone:
+		case <-ctx.Done(): // pre-empted in turn by a newer prompt
+			return acp.PromptResponse{StopReason: acp.StopReasonCancelled}, nil
+		}
+		s.mu.Lock()
+	}
+	turn, cancel := context.WithCancel(ctx)
+	defer cancel()
+	s.turn, s.cancel, s.done = turn, cancel, make(chan struct{})
+	a.recordLocked(s, acp.SessionNotification{SessionId: s.id, Update: acp.UpdateUserMessageText(text)})
+	s.mu.Unlock()
+	defer func() {
+		s.mu.Lock()
+		close(s.done)
+		s.turn, s.cancel, s.done = nil, nil, nil
+		s.mu.Unlock()
+	}()
+	return a.run(turn, s, text)
+}
+
+// run interprets the directive on the first line of text.
+func (a *testAgent) run(ctx context.Context, s *session, text string) (acp.PromptResponse, error) {
+	first, body, _ := strings.Cut(text, "\n")
+	fields := strings.Fields(first)
+	if len(fields) == 0 || !strings.HasPrefix(fields[0], "/") {
+		fields = []string{""}
+		body = text
+	}
+	dir, args := fields[0], fields[1:]
+	usageErr := func(usage string) error {
+		return acp.NewInvalidParams(map[string]any{"directive": dir, "error": "usage: " + usage})
+	}
+
+	var (
+		err   error
+		usage *acp.Usage
+	)
+	switch dir {
+	case "", "/echo":
+		if len(args) > 0 {
+			return acp.PromptResponse{}, usageErr("/echo")
+		}
+		err = a.echo(ctx, s, body)
+	case "/chunks":
+		n, every, perr := parseChunks(args)
+		if perr != nil {
+			return acp.PromptResponse{}, usageErr("/chunks N [every DURATION]")
+		}
+		err = a.chunks(ctx, s, n, every)
+	case "/sleep":
+		d, perr := parseDuration(args)
+		if perr != nil {
+			return acp.PromptResponse{}, usageErr("/sleep DURATION")
+		}
+		err = a.sleep(ctx, s, d)
+	case "/permission":
+		if len(args) != 1 || !slices.Contains(toolKinds, acp.ToolKind(args[0])) {
+			return acp.PromptResponse{}, usageErr(fmt.Sprintf("/permission KIND (one of %v)", toolKinds))
+		}
+		err = a.permission(ctx, s, acp.ToolKind(args[0]))
+	case "/fail":
+		return acp.PromptResponse{}, &acp.RequestError{Code: -32603, Message: "testagent: scripted failure"}
+	case "/usage":
+		if err = a.say(s, "usage"); err == nil {
+			err = a.emit(s, acp.SessionUpdate{UsageUpdate: &acp.SessionUsageUpdate{Used: 30, Size: 200000}})
+		}
+		usage = &acp.Usage{InputTokens: 10, OutputTokens: 20, TotalTokens: 30}
+	case "/unknown":
+		err = a.unknown(s)
+	default:
+		return acp.PromptResponse{}, acp.NewInvalidParams(map[string]any{"directive": dir, "error": "unknown directive " + dir})
+	}
+	if err != nil {
+		return acp.PromptResponse{}, err
+	}
+	resp := acp.PromptResponse{StopReason: acp.StopReasonEndTurn, Usage: usage}
+	if ctx.Err() != nil {
+		resp.StopReason = acp.StopReasonCancelled
+	}
+	return resp, nil
+}
+
+// toolKinds are the kinds /permission accepts.
+var toolKinds = []acp.ToolKind{
+	acp.ToolKindRead, acp.ToolKindEdit, acp.ToolKindDelete, acp.ToolKindMove, acp.ToolKindSearch,
+	acp.ToolKindExecute, acp.ToolKindThink, acp.ToolKindFetch, acp.ToolKindOther,
+}
+
+func parseChunks(args []string) (int, time.Duration, error) {
+	if len(args) != 1 && (len(args) != 3 || args[1] != "every") {
+		return 0, 0, errors.New("bad arguments")
+	}
+	n, err := strconv.Atoi(args[0])
+	if err != nil || n < 0 {
+		return 0, 0, errors.New("bad count")
+	}
+	every := defaultEvery
+	if len(args) == 3 {
+		if every, err = parseDuration(args[2:]); err != nil {
+			return 0, 0, err
+		}
+	}
+	return n, every, nil
+}
+
+func parseDuration(args []string) (time.Duration, error) {
+	if len(args) != 1 {
+		return 0, errors.New("want one duration")
+	}
+	d, err := time.ParseDuration(args[0])
+	if err == nil && d < 0 {
+		err = errors.New("negative duration")
+	}
+	return d, err
+}
+
+// echo sends text back in up to 5 chunks of roughly equal rune counts.
+func (a *testAgent) echo(ctx context.Context, s *session, text string) error {
+	r := []rune(text)
+	n := min(5, len(r))
+	for i := range n {
+		if ctx.Err() != nil {
+			return nil
+		}
+		if err := a.say(s, string(r[i*len(r)/n:(i+1)*len(r)/n])); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// chunks sends n numbered chunks on a fixed schedule (no drift), every apart.
+func (a *testAgent) chunks(ctx context.Context, s *session, n int, every time.Duration) error {
+	start := time.Now()
+	for i := 1; i <= n; i++ {
+		if !wait(ctx, time.Until(start.Add(time.Duration(i-1)*every))) {
+			return nil
+		}
+		if err := a.say(s, fmt.Sprintf("chunk %d\n", i)); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// sleep streams "." every sleepTick until d has passed or the turn is cancelled.
+func (a *testAgent) sleep(ctx context.Context, s *session, d time.Duration) error {
+	deadline := time.NewTimer(d)
+	defer deadline.Stop()
+	tick := time.NewTicker(sleepTick)
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-deadline.C:
+			return nil
+		case <-tick.C:
+			if err := a.say(s, "."); err != nil {
+				return err
+			}
+		}
+	}
+}
+
+// permission walks a tool call through session/request_permission.
+func (a *testAgent) permission(ctx context.Context, s *session, kind acp.ToolKind) error {
+	id := acp.ToolCallId(fmt.Sprintf("call_%d", a.calls.Add(1)))
+	title := string(kind) + " something"
+	input := map[string]any{"path": "README.md"}
+	err := a.emit(s, acp.StartToolCall(id, title, acp.WithStartKind(kind),
+		acp.WithStartStatus(acp.ToolCallStatusPending), acp.WithStartRawInput(input)))
+	if err != nil {
+		return err
+	}
+	resp, err := a.connection().RequestPermission(ctx, acp.RequestPermissionRequest{
+		SessionId: s.id,
+		ToolCall: acp.ToolCallUpdate{
+			ToolCallId: id, Title: &title, Kind: &kind,
+			Status: acp.Ptr(acp.ToolCallStatusPending), RawInput: input,
+		},
+		Options: []acp.PermissionOption{
+			{Kind: acp.PermissionOptionKindAllowOnce, Name: "Allow once", OptionId: "allow"},
+			{Kind: acp.PermissionOptionKindAllowAlways, Name: "Always allow", OptionId: "allow_always"},
+			{Kind: acp.PermissionOptionKindRejectOnce, Name: "Reject", OptionId: "reject"},
+		},
+	})
+	status, text := acp.ToolCallStatusFailed, "permission: cancelled"
+	switch {
+	case err != nil && ctx.Err() == nil: // the client failed the request
+		_ = a.emit(s, acp.UpdateToolCall(id, acp.WithUpdateStatus(acp.ToolCallStatusFailed)))
+		return err
+	case err == nil && resp.Outcome.Selected != nil:
+		opt := resp.Outcome.Selected.OptionId
+		text = "permission: selected " + string(opt)
+		if opt == "allow" || opt == "allow_always" {
+			status = acp.ToolCallStatusCompleted
+		}
+	}
+	if err := a.emit(s, acp.UpdateToolCall(id, acp.WithUpdateStatus(status))); err != nil {
+		return err
+	}
+	return a.say(s, text)
+}
+
+// unknown sends an update kind the SDK cannot express, bypassing its types.
+func (a *testAgent) unknown(s *session) error {
+	params, err := json.Marshal(map[string]any{
+		"sessionId": s.id,
+		"update":    map[string]any{"sessionUpdate": unknownKind, "payload": map[string]any{"x": 1}},
+	})
+	if err != nil {
+		return err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	a.recordLocked(s, json.RawMessage(params))
+	return a.notifyRaw(params)
+}
+
+// HandleExtensionMethod serves _session/steering when steering is enabled.
+func (a *testAgent) HandleExtensionMethod(_ context.Context, method string, params json.RawMessage) (any, error) {
+	if !a.opts.Steering || method != steeringMethod {
+		return nil, acp.NewMethodNotFound(method)
+	}
+	var p struct {
+		SessionID acp.SessionId `json:"sessionId"`
+		Prompt    string        `json:"prompt"`
+	}
+	if err := json.Unmarshal(params, &p); err != nil {
+		return nil, acp.NewInvalidParams(map[string]any{"error": err.Error()})
+	}
+	outcome := "failed"
+	if s, err := a.lookup(p.SessionID); err == nil {
+		ok, err := a.steer(s, p.Prompt)
+		if err != nil {
+			return nil, err
+		}
+		if ok {
+			outcome = "injected"
+		}
+	}
+	return map[string]string{"outcome": outcome}, nil
+}
+
+// steer injects prompt into the running turn of s, reporting whether one ran.
+// Holding s.mu keeps the turn from answering before the injected chunk is out.
+func (a *testAgent) steer(s *session, prompt string) (bool, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.turn == nil || s.turn.Err() != nil {
+		return false, nil
+	}
+	return true, a.emitLocked(s, acp.UpdateAgentMessageText("steered: "+prompt))
+}
+
+var validID = regexp.MustCompile(`^[A-Za-z0-9._-]+$`)
+
+func (a *testAgent) transcriptPath(id acp.SessionId) string {
+	return filepath.Join(a.opts.TranscriptDir, string(id)+".jsonl")
+}
+
+// register returns the session id, opening its transcript (created if create is
+// set, otherwise it must exist) when the session is not yet known.
+func (a *testAgent) register(id acp.SessionId, create bool) (*session, error) {
+	if !validID.MatchString(string(id)) {
+		return nil, acp.NewInvalidParams(map[string]any{"error": "invalid session id", "sessionId": id})
+	}
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.closed {
+		return nil, acp.NewInternalError(map[string]any{"error": "agent is shutting down"})
+	}
+	if s, ok := a.sessions[id]; ok {
+		return s, nil
+	}
+	flags := os.O_WRONLY | os.O_APPEND
+	if create {
+		flags |= os.O_CREATE | os.O_EXCL
+	}
+	f, err := os.OpenFile(a.transcriptPath(id), flags, 0o644)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, acp.NewInvalidParams(map[string]any{"error": "unknown session", "sessionId": id})
+	} else if err != nil {
+		return nil, acp.NewInternalError(map[string]any{"error": err.Error()})
+	}
+	s := &session{id: id, file: f}
+	a.sessions[id] = s
+	return s, nil
+}
+
+// lookup returns a session created or loaded on this connection.
+func (a *testAgent) lookup(id acp.SessionId) (*session, error) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if s, ok := a.sessions[id]; ok {
+		return s, nil
+	}
+	return nil, acp.NewInvalidParams(map[string]any{"error": "unknown session", "sessionId": id})
+}
+
+// shutdown cancels running turns and closes transcripts once the peer is gone.
+func (a *testAgent) shutdown() {
+	a.mu.Lock()
+	a.closed = true
+	sessions := slices.Collect(maps.Values(a.sessions))
+	a.mu.Unlock()
+	for _, s := range sessions {
+		s.mu.Lock()
+		if s.cancel != nil {
+			s.cancel()
+		}
+		if s.file != nil {
+			_ = s.file.Close()
+			s.file = nil
+		}
+		s.mu.Unlock()
+	}
+}
+
+// say sends an agent_message_chunk with text.
+func (a *testAgent) say(s *session, text string) error {
+	return a.emit(s, acp.UpdateAgentMessageText(text))
+}
+
+func (a *testAgent) emit(s *session, u acp.SessionUpdate) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return a.emitLocked(s, u)
+}
+
+// emitLocked records and sends an update; s.mu must be held. It does not use
+// the turn context: updates may still be sent after the turn is cancelled.
+func (a *testAgent) emitLocked(s *session, u acp.SessionUpdate) error {
+	n := acp.SessionNotification{SessionId: s.id, Update: u}
+	a.recordLocked(s, n)
+	return a.connection().SessionUpdate(context.Background(), n)
+}
+
+// recordLocked appends params as one transcript line; s.mu must be held.
+// Failures are logged, not fatal: the live turn matters more than its record.
+func (a *testAgent) recordLocked(s *session, params any) {
+	if s.file == nil {
+		return
+	}
+	b, err := json.Marshal(params)
+	if err == nil {
+		_, err = s.file.Write(append(b, '\n'))
+	}
+	if err != nil {
+		a.log.Error("transcript append failed", "session", s.id, "err", err)
+	}
+}
+
+// notifyRaw writes a session/update notification with pre-encoded params.
+func (a *testAgent) notifyRaw(params json.RawMessage) error {
+	b, err := json.Marshal(struct {
+		JSONRPC string          `json:"jsonrpc"`
+		Method  string          `json:"method"`
+		Params  json.RawMessage `json:"params"`
+	}{"2.0", acp.ClientMethodSessionUpdate, params})
+	if err != nil {
+		return err
+	}
+	_, err = a.out.Write(append(b, '\n'))
+	return err
+}
+
+// wait sleeps for d unless ctx ends first; it reports whether ctx is still live.
+func wait(ctx context.Context, d time.Duration) bool {
+	if d <= 0 {
+		return ctx.Err() == nil
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return false
+	case <-t.C:
+		return true
+	}
+}

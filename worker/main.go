@@ -1,0 +1,83 @@
+// Command worker runs tacp's session workflows and turn runner. With -dev it first starts
+// the real Temporal server in-process (SQLite file) with its Web UI; without, it connects
+// to the cluster named by the standard TEMPORAL_* variables or temporal.toml profile.
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"syscall"
+
+	"go.temporal.io/sdk/client"
+
+	"github.com/tacp-dev/tacp/devserver"
+	"github.com/tacp-dev/tacp/internal/app"
+	"github.com/tacp-dev/tacp/signals"
+)
+
+func main() {
+	app.MaybeRunTestAgent()
+	if err := run(); err != nil {
+		fmt.Fprintln(os.Stderr, "worker:", err)
+		os.Exit(1)
+	}
+}
+
+func run() error {
+	fs := flag.NewFlagSet("worker", flag.ExitOnError)
+	fs.Usage = func() {
+		fmt.Fprintf(fs.Output(), "Usage: worker [flags]\n\nRuns tacp sessions. Every flag falls back to the TACP_<NAME> environment variable\n(dots and dashes as underscores, e.g. TACP_DEV_DB).\n\n")
+		fs.PrintDefaults()
+	}
+	dataDir := app.DefaultDataDir()
+	var (
+		dev       = fs.Bool("dev", false, "start the embedded Temporal server and Web UI first")
+		devDB     = fs.String("dev.db", filepath.Join(dataDir, "dev.db"), "SQLite file of the embedded server")
+		devPort   = fs.Int("dev.port", 7233, "gRPC port of the embedded server")
+		devUIPort = fs.Int("dev.ui-port", 8233, "Web UI port of the embedded server (0: no UI)")
+		queue     = fs.String("task-queue", signals.DefaultTaskQueue, "task queue of the session workflows")
+		agentCmd  = fs.String("agent", "", "default agent command line (default: the built-in test agent)")
+		data      = fs.String("data-dir", dataDir, "directory for workspaces and agent transcripts")
+		address   = fs.String("address", "", "Temporal frontend host:port (overrides TEMPORAL_ADDRESS)")
+		namespace = fs.String("namespace", "", "Temporal namespace (overrides TEMPORAL_NAMESPACE)")
+		logLevel  = fs.String("log.level", "info", "log level: debug, info, warn, error")
+	)
+	if err := app.ParseFlags(fs, os.Args[1:]); err != nil {
+		return err
+	}
+	logger, err := app.NewLogger(*logLevel)
+	if err != nil {
+		return err
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+
+	var c client.Client
+	if *dev {
+		srv, err := devserver.Start(ctx, devserver.Options{DBPath: *devDB, Port: *devPort, UIPort: *devUIPort})
+		if err != nil {
+			return err
+		}
+		defer func() { _ = srv.Stop() }()
+		logger.Info("embedded Temporal server started", "address", srv.HostPort(), "ui", srv.UIURL(), "db", *devDB)
+		if c, err = srv.NewClient(ctx, client.Options{}); err != nil {
+			return err
+		}
+	} else if c, err = app.Dial(ctx, *address, *namespace, logger); err != nil {
+		return err
+	}
+	defer c.Close()
+
+	w, err := app.StartWorker(c, app.WorkerOptions{TaskQueue: *queue, Agent: *agentCmd, DataDir: *data, Logger: logger})
+	if err != nil {
+		return err
+	}
+	defer w.Stop()
+	logger.Info("worker polling", "task_queue", *queue)
+	<-ctx.Done()
+	return nil
+}

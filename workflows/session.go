@@ -1,0 +1,604 @@
+package workflows
+
+// SessionWorkflow is the shell around the pure cores: it is the single writer of a session's
+// state and serializes updates, signals and the turn loop into the queue, steer and journal
+// cores. Handlers only change state and never block; the main loop alone issues commands
+// (start a turn, cancel it, upsert search attributes, continue as new), so that a run can
+// continue as new at any workflow-task boundary, a running turn included (DESIGN §6).
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"path"
+	"strconv"
+	"strings"
+	"time"
+
+	enumspb "go.temporal.io/api/enums/v1"
+	"go.temporal.io/sdk/temporal"
+	"go.temporal.io/sdk/workflow"
+
+	"github.com/tacp-dev/tacp/signals"
+)
+
+// LiveTurn is the running turn as the session knows it.
+type LiveTurn struct {
+	TurnID          int64     `json:"turn_id"`
+	ClientMessageID string    `json:"client_message_id"`
+	Attempt         int32     `json:"attempt"`
+	HostQueue       string    `json:"host_queue,omitempty"`
+	StartedAt       time.Time `json:"started_at"`
+	// Started is set once the TurnWorkflow child is known to exist.
+	Started bool `json:"started"`
+	// Cancelling is set by cancel or close; CancelSent once the cancel request is recorded.
+	Cancelling   bool   `json:"cancelling"`
+	CancelReason string `json:"cancel_reason,omitempty"`
+	CancelSent   bool   `json:"cancel_sent"`
+	// LastBatch is the watermark of turn_events for Attempt (batches are numbered from 1).
+	LastBatch int64 `json:"last_batch"`
+	// Finished holds a turn_finished that waits for its attempt's last batches.
+	Finished *signals.TurnFinishedSignal `json:"finished,omitempty"`
+}
+
+// sessionState is everything a run carries to the next across continue-as-new.
+type sessionState struct {
+	Run            int       `json:"run"`
+	Queue          *Queue    `json:"queue"`
+	Steer          *Steer    `json:"steer"`
+	Journal        *Journal  `json:"journal"`
+	Turn           *LiveTurn `json:"turn,omitempty"`
+	AgentSessionID string    `json:"agent_session_id,omitempty"`
+	Closing        bool      `json:"closing,omitempty"`
+	CloseReason    string    `json:"close_reason,omitempty"`
+}
+
+// session is one run of SessionWorkflow.
+type session struct {
+	sessionState
+	cfg Config
+
+	// per-run counters and bookkeeping (not carried)
+	updates, signalsSeen int
+	pending              int // commands whose futures have not resolved
+	lastSA               string
+}
+
+// SessionWorkflow runs one tacp session. See the package documentation and DESIGN.md.
+func SessionWorkflow(ctx workflow.Context, in signals.SessionConfig) error {
+	cfg, err := ResolveConfig(in)
+	if err != nil {
+		return temporal.NewNonRetryableApplicationError(err.Error(), signals.RejectInvalidRequest, nil)
+	}
+	s := &session{cfg: cfg}
+	if len(in.Carried) > 0 {
+		if err := json.Unmarshal(in.Carried, &s.sessionState); err != nil {
+			return temporal.NewNonRetryableApplicationError("decode carried state: "+err.Error(), "carried_state", nil)
+		}
+		s.Run++
+	} else {
+		s.Run = 1
+		s.Queue = NewQueue(cfg.QueueLimit)
+		s.Steer = NewSteer()
+		s.Journal = NewJournal(cfg.JournalSize)
+		s.journal(ctx, signals.EventSessionStarted, 0, signals.SessionStartedData{Agent: cfg.Agent, Workspace: cfg.Workspace, Run: 1})
+	}
+	if err := s.register(ctx); err != nil {
+		return err
+	}
+	return s.loop(ctx)
+}
+
+func (s *session) journal(ctx workflow.Context, kind string, turnID int64, data any) {
+	s.Journal.Append(kind, turnID, workflow.Now(ctx), data)
+}
+
+// busy reports whether a turn holds the session (queued prompts wait behind it).
+func (s *session) busy() bool { return s.Turn != nil }
+
+// steerChannel reports whether an accepted steer could reach the live turn. The delivery
+// path into a running turn is not built yet, so this is honestly false: steers that pass the
+// CAS checks are answered no_steer_channel.
+func (s *session) steerChannel() bool { return false }
+
+func (s *session) register(ctx workflow.Context) error {
+	type reg struct {
+		name      string
+		handler   any
+		validator any
+	}
+	for _, r := range []reg{
+		{signals.UpdatePrompt, s.prompt, s.validatePrompt},
+		{signals.UpdateSteer, s.steer, s.validateSteer},
+		{signals.UpdateCancel, s.cancel, s.validateCancel},
+		{signals.UpdateClose, s.close, nil},
+	} {
+		if err := workflow.SetUpdateHandlerWithOptions(ctx, r.name, r.handler, workflow.UpdateHandlerOptions{Validator: r.validator}); err != nil {
+			return err
+		}
+	}
+	if err := workflow.SetQueryHandler(ctx, signals.QueryStatus, func() (signals.Status, error) {
+		return s.status(ctx), nil
+	}); err != nil {
+		return err
+	}
+	if err := workflow.SetQueryHandler(ctx, signals.QueryEvents, func(req signals.EventsRequest) (signals.EventsResult, error) {
+		return s.Journal.Since(req.AfterSeq, req.Limit), nil
+	}); err != nil {
+		return err
+	}
+	// Signal receivers run in this order within a workflow task: a turn's start, its events,
+	// then its end (turn_finished also waits for its last batch, whatever the order).
+	for _, r := range s.signalReceivers(ctx) {
+		ch := workflow.GetSignalChannel(ctx, r.name)
+		handle := r.handle
+		workflow.Go(ctx, func(ctx workflow.Context) {
+			for {
+				var raw json.RawMessage
+				ch.Receive(ctx, &raw)
+				s.signalsSeen++
+				handle(ctx, raw)
+			}
+		})
+	}
+	return nil
+}
+
+type signalReceiver struct {
+	name   string
+	handle func(workflow.Context, json.RawMessage)
+}
+
+func (s *session) signalReceivers(ctx workflow.Context) []signalReceiver {
+	return []signalReceiver{
+		{signals.SignalTurnStarted, decoded(s.turnStarted)},
+		{signals.SignalTurnEvents, decoded(s.turnEvents)},
+		{signals.SignalTurnFinished, decoded(s.turnFinished)},
+		{signals.UpdatePrompt, decoded(func(ctx workflow.Context, req signals.PromptRequest) {
+			if rej := s.checkPrompt(req); rej != nil {
+				s.journal(ctx, signals.EventPromptRejected, 0, signals.RejectedData{ClientMessageID: req.ClientMessageID, Type: rej.Type, Message: rej.Message})
+				return
+			}
+			_, _ = s.prompt(ctx, req)
+		})},
+		{signals.UpdateSteer, decoded(func(ctx workflow.Context, req signals.SteerRequest) {
+			if err := s.validateSteer(ctx, req); err != nil {
+				rej, _ := signals.AsRejection(err)
+				s.journal(ctx, signals.EventSteerRejected, s.Steer.TurnID, signals.RejectedData{ClientMsgID: req.ClientMsgID, Type: rej.Type, Message: rej.Message, Details: rej.Details})
+				return
+			}
+			_, _ = s.steer(ctx, req)
+		})},
+		{signals.UpdateCancel, decoded(func(ctx workflow.Context, req signals.CancelRequest) {
+			if s.validateCancel(ctx, req) == nil {
+				_, _ = s.cancel(ctx, req)
+			}
+		})},
+		{signals.UpdateClose, decoded(func(ctx workflow.Context, req signals.CloseRequest) {
+			_, _ = s.close(ctx, req)
+		})},
+	}
+}
+
+// decoded adapts a typed signal handler to raw JSON; a payload that does not decode is
+// logged and dropped (a signal cannot be refused).
+func decoded[T any](h func(workflow.Context, T)) func(workflow.Context, json.RawMessage) {
+	return func(ctx workflow.Context, raw json.RawMessage) {
+		var v T
+		if err := json.Unmarshal(raw, &v); err != nil {
+			workflow.GetLogger(ctx).Warn("dropping malformed signal", "error", err)
+			return
+		}
+		h(ctx, v)
+	}
+}
+
+// --- prompt ---
+
+func (s *session) checkPrompt(req signals.PromptRequest) *signals.Rejection {
+	if s.Closing {
+		return signals.Reject(signals.RejectSessionClosed, "session is closed")
+	}
+	_, rej := s.Queue.Check(req, s.busy())
+	return rej
+}
+
+func (s *session) validatePrompt(ctx workflow.Context, req signals.PromptRequest) error {
+	if rej := s.checkPrompt(req); rej != nil {
+		return rej.ApplicationError()
+	}
+	return nil
+}
+
+func (s *session) prompt(ctx workflow.Context, req signals.PromptRequest) (signals.PromptResult, error) {
+	s.updates++
+	if rej := s.checkPrompt(req); rej != nil {
+		return signals.PromptResult{}, rej.ApplicationError()
+	}
+	res, rej := s.Queue.Offer(req, s.busy())
+	if rej != nil {
+		return res, rej.ApplicationError()
+	}
+	if !res.Duplicate {
+		text, cut := journalText(req.Text)
+		s.journal(ctx, signals.EventPromptAccepted, res.TurnID, signals.PromptAcceptedData{
+			ClientMessageID: req.ClientMessageID, Text: text, TextTruncated: cut, Position: res.Position,
+		})
+	}
+	return res, nil
+}
+
+func journalText(text string) (string, bool) {
+	if len(text) <= signals.MaxJournalTextBytes {
+		return text, false
+	}
+	return text[:signals.MaxJournalTextBytes], true
+}
+
+// --- steer ---
+
+func (s *session) validateSteer(ctx workflow.Context, req signals.SteerRequest) error {
+	if _, rej := s.Steer.Decide(req, s.steerChannel()); rej != nil {
+		return rej.ApplicationError()
+	}
+	return nil
+}
+
+func (s *session) steer(ctx workflow.Context, req signals.SteerRequest) (signals.SteerResult, error) {
+	s.updates++
+	res, rej := s.Steer.Accept(req, s.steerChannel())
+	if rej != nil {
+		return res, rej.ApplicationError()
+	}
+	if res.Outcome == signals.SteerAccepted {
+		text, cut := journalText(req.Text)
+		s.journal(ctx, signals.EventSteerAccepted, res.Ref.TurnID, signals.SteerAcceptedData{
+			Ref: res.Ref, Text: text, TextTruncated: cut, NextExpectedTurnID: res.NextExpectedTurnID,
+		})
+	}
+	return res, nil
+}
+
+// --- cancel and close ---
+
+func (s *session) validateCancel(ctx workflow.Context, req signals.CancelRequest) error {
+	if s.Turn == nil || (req.TurnID != 0 && req.TurnID != s.Turn.TurnID) {
+		return signals.Reject(signals.RejectNoLiveTurn, "no turn %s is running", turnLabel(req.TurnID)).ApplicationError()
+	}
+	return nil
+}
+
+func turnLabel(id int64) string {
+	if id == 0 {
+		return "at all"
+	}
+	return strconv.FormatInt(id, 10)
+}
+
+func (s *session) cancel(ctx workflow.Context, req signals.CancelRequest) (signals.CancelResult, error) {
+	s.updates++
+	if err := s.validateCancel(ctx, req); err != nil {
+		return signals.CancelResult{}, err
+	}
+	if s.Turn.Cancelling {
+		return signals.CancelResult{Outcome: signals.CancelAlreadyCancelling}, nil
+	}
+	s.startCancel(ctx, "cancel")
+	return signals.CancelResult{Outcome: signals.CancelCancelling}, nil
+}
+
+// startCancel marks the live turn cancelling; the main loop sends the cancel request.
+func (s *session) startCancel(ctx workflow.Context, reason string) {
+	s.Turn.Cancelling, s.Turn.CancelReason = true, reason
+	s.Steer.Halt()
+	s.journal(ctx, signals.EventTurnCancelling, s.Turn.TurnID, signals.TurnCancellingData{Reason: reason})
+}
+
+func (s *session) close(ctx workflow.Context, req signals.CloseRequest) (signals.CloseResult, error) {
+	s.updates++
+	if s.Closing {
+		return signals.CloseResult{}, nil
+	}
+	s.Closing, s.CloseReason = true, req.Reason
+	if s.Turn != nil && !s.Turn.Cancelling {
+		s.startCancel(ctx, "close")
+	}
+	return signals.CloseResult{}, nil
+}
+
+// --- the turn runner's signals ---
+
+func (s *session) liveTurn(turnID int64) *LiveTurn {
+	if s.Turn == nil || s.Turn.TurnID != turnID {
+		return nil
+	}
+	return s.Turn
+}
+
+// advanceAttempt moves the live turn to a newer attempt of its activity: the partial output
+// of the old attempt is superseded, which viewers learn from turn.restarted.
+func (s *session) advanceAttempt(ctx workflow.Context, t *LiveTurn, attempt int32) {
+	if attempt <= t.Attempt {
+		return
+	}
+	t.Attempt, t.LastBatch, t.HostQueue = attempt, 0, ""
+	s.journal(ctx, signals.EventTurnRestarted, t.TurnID, signals.TurnStartedData{Attempt: attempt, PromptClientMessageID: t.ClientMessageID})
+}
+
+func (s *session) turnStarted(ctx workflow.Context, sig signals.TurnStartedSignal) {
+	t := s.liveTurn(sig.TurnID)
+	if t == nil || sig.Attempt < t.Attempt {
+		return
+	}
+	s.advanceAttempt(ctx, t, sig.Attempt)
+	t.HostQueue = sig.HostQueue
+	if sig.AgentSessionID != "" {
+		s.AgentSessionID = sig.AgentSessionID
+	}
+}
+
+func (s *session) turnEvents(ctx workflow.Context, sig signals.TurnEventsSignal) {
+	t := s.liveTurn(sig.TurnID)
+	if t == nil || sig.Attempt < t.Attempt {
+		return
+	}
+	s.advanceAttempt(ctx, t, sig.Attempt)
+	if sig.Batch <= t.LastBatch {
+		return // a repeated delivery of a batch already journaled
+	}
+	t.LastBatch = sig.Batch
+	for _, ev := range sig.Events {
+		s.journal(ctx, signals.EventAgentUpdate, t.TurnID, ev)
+	}
+	s.maybeFinish(ctx)
+}
+
+func (s *session) turnFinished(ctx workflow.Context, sig signals.TurnFinishedSignal) {
+	t := s.liveTurn(sig.TurnID)
+	if t == nil || (sig.Attempt != 0 && sig.Attempt < t.Attempt) {
+		return
+	}
+	if sig.Attempt > t.Attempt {
+		s.advanceAttempt(ctx, t, sig.Attempt)
+	}
+	t.Finished = &sig
+	s.maybeFinish(ctx)
+}
+
+// maybeFinish ends the live turn once its turn_finished has arrived and, when it came from a
+// known attempt, every batch that attempt sent before it.
+func (s *session) maybeFinish(ctx workflow.Context) {
+	t := s.Turn
+	if t == nil || t.Finished == nil {
+		return
+	}
+	fin := t.Finished
+	if fin.Attempt == t.Attempt && fin.Batches > t.LastBatch {
+		return
+	}
+	if fin.AgentSessionID != "" {
+		s.AgentSessionID = fin.AgentSessionID
+	}
+	if fin.Error != "" {
+		s.journal(ctx, signals.EventTurnFailed, t.TurnID, signals.TurnFailedData{Error: fin.Error, Orphaned: fin.Orphaned})
+	} else {
+		s.journal(ctx, signals.EventTurnEnded, t.TurnID, signals.TurnEndedData{StopReason: fin.StopReason})
+	}
+	s.Turn = nil
+	s.Steer.Halt()
+}
+
+// --- queries ---
+
+func (s *session) state() string {
+	switch {
+	case s.Turn == nil && s.Closing:
+		return signals.StateClosed
+	case s.Turn == nil:
+		return signals.StateIdle
+	case s.Turn.Cancelling:
+		return signals.StateCancelling
+	default:
+		return signals.StateRunning
+	}
+}
+
+func (s *session) status(ctx workflow.Context) signals.Status {
+	st := signals.Status{
+		SessionID:          s.cfg.SessionID,
+		State:              s.state(),
+		SteerToken:         s.Steer.Token(),
+		Viewers:            []any{},
+		Queue:              s.Queue.Entries(),
+		PendingPermissions: []any{},
+		Policy:             s.cfg.Policy,
+		Rules:              []string{},
+		Journal:            s.Journal.Range(),
+		Agent:              s.cfg.Agent,
+		AgentSessionID:     s.AgentSessionID,
+		HistoryLength:      workflow.GetInfo(ctx).GetCurrentHistoryLength(),
+		Run:                s.Run,
+	}
+	if s.Turn != nil {
+		st.TurnID = s.Turn.TurnID
+		started := s.Turn.StartedAt
+		deadline := started.Add(s.cfg.Deadline)
+		st.TurnStartedAt, st.TurnDeadline = &started, &deadline
+	}
+	return st
+}
+
+// --- the main loop ---
+
+func (s *session) loop(ctx workflow.Context) error {
+	for {
+		s.upsertSearchAttributes(ctx)
+		err := workflow.Await(ctx, func() bool {
+			return s.canContinueAsNew(ctx) ||
+				(s.Turn != nil && s.Turn.Cancelling && s.Turn.Started && !s.Turn.CancelSent) ||
+				(s.Turn == nil && len(s.Queue.Items) > 0 && !s.Closing) ||
+				(s.Turn == nil && s.Closing && s.pending == 0)
+		})
+		if err != nil {
+			return err
+		}
+		switch {
+		case s.Turn == nil && s.Closing && s.pending == 0:
+			dropped := s.Queue.Drain()
+			s.journal(ctx, signals.EventSessionClosed, 0, signals.SessionClosedData{Reason: s.CloseReason, Dropped: dropped})
+			s.upsertSearchAttributes(ctx)
+			return workflow.Await(ctx, func() bool { return workflow.AllHandlersFinished(ctx) })
+		case s.canContinueAsNew(ctx):
+			return s.continueAsNew(ctx)
+		case s.Turn != nil && s.Turn.Cancelling && s.Turn.Started && !s.Turn.CancelSent:
+			s.Turn.CancelSent = true
+			s.track(ctx, workflow.RequestCancelExternalWorkflow(ctx, signals.TurnWorkflowID(s.cfg.SessionID, s.Turn.TurnID), ""), nil)
+		case s.Turn == nil && len(s.Queue.Items) > 0:
+			s.startTurn(ctx)
+		}
+	}
+}
+
+// track counts a command's future as pending until it resolves, so that continue-as-new and
+// close wait for it; done, if set, runs with its error.
+func (s *session) track(ctx workflow.Context, f workflow.Future, done func(error)) {
+	s.pending++
+	workflow.Go(ctx, func(ctx workflow.Context) {
+		err := f.Get(ctx, nil)
+		s.pending--
+		if done != nil {
+			done(err)
+		}
+	})
+}
+
+func (s *session) startTurn(ctx workflow.Context) {
+	p, _ := s.Queue.Pop()
+	now := workflow.Now(ctx)
+	t := &LiveTurn{TurnID: p.TurnID, ClientMessageID: p.ClientMessageID, Attempt: 1, StartedAt: now}
+	s.Turn = t
+	s.Steer.Begin(t.TurnID)
+	s.journal(ctx, signals.EventTurnStarted, t.TurnID, signals.TurnStartedData{Attempt: 1, PromptClientMessageID: p.ClientMessageID})
+
+	cctx := workflow.WithChildOptions(ctx, workflow.ChildWorkflowOptions{
+		WorkflowID:            signals.TurnWorkflowID(s.cfg.SessionID, t.TurnID),
+		ParentClosePolicy:     enumspb.PARENT_CLOSE_POLICY_ABANDON,
+		WorkflowIDReusePolicy: enumspb.WORKFLOW_ID_REUSE_POLICY_REJECT_DUPLICATE,
+		StaticSummary:         fmt.Sprintf("turn %d of session %s", t.TurnID, s.cfg.SessionID),
+	})
+	child := workflow.ExecuteChildWorkflow(cctx, signals.TurnWorkflowType, signals.TurnInput{
+		SessionID:       s.cfg.SessionID,
+		TurnID:          t.TurnID,
+		ClientMessageID: p.ClientMessageID,
+		Text:            p.Text,
+		Content:         p.Content,
+		Agent:           s.cfg.Agent,
+		Workspace:       s.cfg.Workspace,
+		AgentSessionID:  s.AgentSessionID,
+		StartToClose:    s.cfg.Deadline + turnStartToCloseSlack,
+		Heartbeat:       TurnHeartbeat,
+	})
+	turnID := t.TurnID
+	s.track(ctx, child.GetChildWorkflowExecution(), func(err error) {
+		t := s.liveTurn(turnID)
+		if t == nil {
+			return
+		}
+		if err != nil {
+			t.Finished = &signals.TurnFinishedSignal{TurnID: turnID, Error: "start turn workflow: " + err.Error()}
+			s.maybeFinish(ctx)
+			return
+		}
+		t.Started = true
+		// In this run the child's end is visible too: if it ends without having reported
+		// (terminated by an operator, say), the turn still gets its terminal event.
+		workflow.Go(ctx, func(ctx workflow.Context) {
+			err := child.Get(ctx, nil)
+			if t := s.liveTurn(turnID); t != nil && t.Finished == nil {
+				msg := "turn workflow ended without reporting"
+				if err != nil {
+					msg += ": " + err.Error()
+				}
+				t.Finished = &signals.TurnFinishedSignal{TurnID: turnID, Error: msg, Orphaned: true}
+				s.maybeFinish(ctx)
+			}
+		})
+	})
+}
+
+func (s *session) upsertSearchAttributes(ctx workflow.Context) {
+	state := s.state()
+	var turn int64
+	if s.Turn != nil {
+		turn = s.Turn.TurnID
+	} else {
+		turn = s.Queue.LastTurnID
+	}
+	key := state + "/" + strconv.FormatInt(turn, 10)
+	if key == s.lastSA {
+		return
+	}
+	s.lastSA = key
+	err := workflow.UpsertTypedSearchAttributes(ctx,
+		temporal.NewSearchAttributeKeyKeyword(signals.SearchAttrSessionState).ValueSet(state),
+		temporal.NewSearchAttributeKeyInt64(signals.SearchAttrTurn).ValueSet(turn),
+		temporal.NewSearchAttributeKeyKeyword(signals.SearchAttrAgent).ValueSet(agentName(s.cfg.Agent)),
+		temporal.NewSearchAttributeKeyBool(signals.SearchAttrAwaitingApproval).ValueSet(false),
+	)
+	if err != nil {
+		workflow.GetLogger(ctx).Warn("upsert search attributes", "error", err)
+	}
+	workflow.SetCurrentDetails(ctx, fmt.Sprintf("**%s** · turn %d · %d queued · journal seq %d · run %d",
+		state, turn, len(s.Queue.Items), s.Journal.LastSeq, s.Run))
+}
+
+// agentName is the agent's program name, for the TacpAgent search attribute.
+func agentName(cmd string) string {
+	fields := strings.Fields(cmd)
+	if len(fields) == 0 {
+		return "default"
+	}
+	return path.Base(fields[0])
+}
+
+// --- continue-as-new ---
+
+func (s *session) canContinueAsNew(ctx workflow.Context) bool {
+	if s.pending > 0 || (s.Turn != nil && !s.Turn.Started && s.Turn.Finished == nil) {
+		return false // a command in flight must resolve in this run
+	}
+	info := workflow.GetInfo(ctx)
+	return info.GetContinueAsNewSuggested() ||
+		info.GetCurrentHistoryLength() >= s.cfg.MaxRunEvents ||
+		s.updates >= maxRunUpdates || s.signalsSeen >= maxRunSignals
+}
+
+func (s *session) continueAsNew(ctx workflow.Context) error {
+	if err := workflow.Await(ctx, func() bool { return workflow.AllHandlersFinished(ctx) }); err != nil {
+		return err
+	}
+	// Drain what the signal channels hold so far, in the receivers' order.
+	for _, r := range s.signalReceivers(ctx) {
+		ch := workflow.GetSignalChannel(ctx, r.name)
+		for {
+			var raw json.RawMessage
+			if !ch.ReceiveAsync(&raw) {
+				break
+			}
+			r.handle(ctx, raw)
+		}
+	}
+	carried, err := json.Marshal(s.sessionState)
+	if err != nil {
+		return fmt.Errorf("encode carried state: %w", err)
+	}
+	next := s.cfg.SessionConfig
+	next.Carried = carried
+	return workflow.NewContinueAsNewError(ctx, SessionWorkflow, next)
+}
+
+// IsContinueAsNew reports whether err is the continue-as-new a run ends with.
+func IsContinueAsNew(err error) bool {
+	var can *workflow.ContinueAsNewError
+	return errors.As(err, &can)
+}

@@ -1,0 +1,68 @@
+package workflows
+
+// TurnWorkflow owns one turn: it runs the RunTurn activity (with its retries and failover)
+// and reports the outcome to the session by a turn_finished signal to the session's
+// workflow id, which reaches whichever run of the session is current. The session starts
+// it as a child with ParentClosePolicy ABANDON, so the turn outlives the run that started it
+// when the session continues as new.
+
+import (
+	"errors"
+	"fmt"
+	"time"
+
+	"go.temporal.io/sdk/temporal"
+	"go.temporal.io/sdk/workflow"
+
+	"github.com/tacp-dev/tacp/signals"
+)
+
+// turnAttempts bounds the RunTurn attempts: a lost worker is retried on another worker.
+const turnAttempts = 3
+
+// TurnWorkflow runs one turn of a session.
+func TurnWorkflow(ctx workflow.Context, in signals.TurnInput) error {
+	actx := workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
+		StartToCloseTimeout: in.StartToClose,
+		HeartbeatTimeout:    in.Heartbeat,
+		WaitForCancellation: true,
+		RetryPolicy: &temporal.RetryPolicy{
+			InitialInterval:        time.Second,
+			BackoffCoefficient:     2,
+			MaximumInterval:        10 * time.Second,
+			MaximumAttempts:        turnAttempts,
+			NonRetryableErrorTypes: []string{signals.ErrAgent},
+		},
+		Summary: fmt.Sprintf("turn %d: prompting", in.TurnID),
+	})
+	var res signals.RunTurnResult
+	err := workflow.ExecuteActivity(actx, signals.ActivityRunTurn, signals.RunTurnInput{
+		TurnInput:         in,
+		SessionWorkflowID: signals.SessionWorkflowID(in.SessionID),
+	}).Get(actx, &res)
+
+	fin := signals.TurnFinishedSignal{TurnID: in.TurnID}
+	var appErr *temporal.ApplicationError
+	var timeoutErr *temporal.TimeoutError
+	switch {
+	case err == nil:
+		fin.StopReason, fin.Attempt, fin.Batches = res.StopReason, res.Attempt, res.Batches
+		fin.AgentSessionID, fin.Usage = res.AgentSessionID, res.Usage
+	case temporal.IsCanceledError(err):
+		fin.StopReason = "cancelled"
+	case errors.As(err, &appErr):
+		fin.Error = appErr.Message()
+		var partial signals.RunTurnResult
+		if appErr.HasDetails() && appErr.Details(&partial) == nil {
+			fin.Attempt, fin.Batches, fin.AgentSessionID = partial.Attempt, partial.Batches, partial.AgentSessionID
+		}
+	case errors.As(err, &timeoutErr):
+		fin.Error = fmt.Sprintf("turn activity timed out (%s) after %d attempts: its worker was lost", timeoutErr.TimeoutType(), turnAttempts)
+		fin.Orphaned = true
+	default:
+		fin.Error = err.Error()
+	}
+	// The turn's own context may be cancelled; the report must go out regardless.
+	dctx, _ := workflow.NewDisconnectedContext(ctx)
+	return workflow.SignalExternalWorkflow(dctx, signals.SessionWorkflowID(in.SessionID), "", signals.SignalTurnFinished, fin).Get(dctx, nil)
+}
