@@ -58,6 +58,8 @@ type session struct {
 	sessionState
 	cfg Config
 
+	receivers []signalReceiver
+
 	// per-run counters and bookkeeping (not carried)
 	updates, signalsSeen int
 	pending              int // commands whose futures have not resolved
@@ -127,41 +129,38 @@ func (s *session) register(ctx workflow.Context) error {
 	}); err != nil {
 		return err
 	}
-	// Signal receivers run in this order within a workflow task: a turn's start, its events,
-	// then its end (turn_finished also waits for its last batch, whatever the order).
-	for _, r := range s.signalReceivers(ctx) {
-		ch := workflow.GetSignalChannel(ctx, r.name)
-		handle := r.handle
-		workflow.Go(ctx, func(ctx workflow.Context) {
-			for {
-				var raw json.RawMessage
-				ch.Receive(ctx, &raw)
-				s.signalsSeen++
-				handle(ctx, raw)
-			}
-		})
+	s.receivers = s.signalReceivers()
+	for i := range s.receivers {
+		s.receivers[i].ch = workflow.GetSignalChannel(ctx, s.receivers[i].name)
 	}
 	return nil
 }
 
+// signalReceiver is one signal channel and its handler. Signals are handled by the main
+// loop, not by coroutines of their own: a signal a coroutine has been handed but not yet run
+// would be lost by a continue-as-new in the same workflow task.
 type signalReceiver struct {
 	name   string
 	handle func(workflow.Context, json.RawMessage)
+	ch     workflow.ReceiveChannel
 }
 
-func (s *session) signalReceivers(ctx workflow.Context) []signalReceiver {
+// signalReceivers lists the signals in the order they are drained within a workflow task:
+// a turn's start, its events, its end (turn_finished also waits for its last batch, whatever
+// the order), then the clients' signals.
+func (s *session) signalReceivers() []signalReceiver {
 	return []signalReceiver{
-		{signals.SignalTurnStarted, decoded(s.turnStarted)},
-		{signals.SignalTurnEvents, decoded(s.turnEvents)},
-		{signals.SignalTurnFinished, decoded(s.turnFinished)},
-		{signals.UpdatePrompt, decoded(func(ctx workflow.Context, req signals.PromptRequest) {
+		{name: signals.SignalTurnStarted, handle: decoded(s.turnStarted)},
+		{name: signals.SignalTurnEvents, handle: decoded(s.turnEvents)},
+		{name: signals.SignalTurnFinished, handle: decoded(s.turnFinished)},
+		{name: signals.UpdatePrompt, handle: decoded(func(ctx workflow.Context, req signals.PromptRequest) {
 			if rej := s.checkPrompt(req); rej != nil {
 				s.journal(ctx, signals.EventPromptRejected, 0, signals.RejectedData{ClientMessageID: req.ClientMessageID, Type: rej.Type, Message: rej.Message})
 				return
 			}
 			_, _ = s.prompt(ctx, req)
 		})},
-		{signals.UpdateSteer, decoded(func(ctx workflow.Context, req signals.SteerRequest) {
+		{name: signals.UpdateSteer, handle: decoded(func(ctx workflow.Context, req signals.SteerRequest) {
 			if err := s.validateSteer(ctx, req); err != nil {
 				rej, _ := signals.AsRejection(err)
 				s.journal(ctx, signals.EventSteerRejected, s.Steer.TurnID, signals.RejectedData{ClientMsgID: req.ClientMsgID, Type: rej.Type, Message: rej.Message, Details: rej.Details})
@@ -169,12 +168,12 @@ func (s *session) signalReceivers(ctx workflow.Context) []signalReceiver {
 			}
 			_, _ = s.steer(ctx, req)
 		})},
-		{signals.UpdateCancel, decoded(func(ctx workflow.Context, req signals.CancelRequest) {
+		{name: signals.UpdateCancel, handle: decoded(func(ctx workflow.Context, req signals.CancelRequest) {
 			if s.validateCancel(ctx, req) == nil {
 				_, _ = s.cancel(ctx, req)
 			}
 		})},
-		{signals.UpdateClose, decoded(func(ctx workflow.Context, req signals.CloseRequest) {
+		{name: signals.UpdateClose, handle: decoded(func(ctx workflow.Context, req signals.CloseRequest) {
 			_, _ = s.close(ctx, req)
 		})},
 	}
@@ -430,11 +429,36 @@ func (s *session) status(ctx workflow.Context) signals.Status {
 
 // --- the main loop ---
 
+// signalsPending reports whether a signal waits in a channel.
+func (s *session) signalsPending() bool {
+	for _, r := range s.receivers {
+		if r.ch.Len() > 0 {
+			return true
+		}
+	}
+	return false
+}
+
+// drainSignals handles every signal received so far, channel by channel.
+func (s *session) drainSignals(ctx workflow.Context) {
+	for _, r := range s.receivers {
+		for {
+			var raw json.RawMessage
+			if !r.ch.ReceiveAsync(&raw) {
+				break
+			}
+			s.signalsSeen++
+			r.handle(ctx, raw)
+		}
+	}
+}
+
 func (s *session) loop(ctx workflow.Context) error {
 	for {
+		s.drainSignals(ctx)
 		s.upsertSearchAttributes(ctx)
 		err := workflow.Await(ctx, func() bool {
-			return s.canContinueAsNew(ctx) ||
+			return s.signalsPending() || s.canContinueAsNew(ctx) ||
 				(s.Turn != nil && s.Turn.Cancelling && s.Turn.Started && !s.Turn.CancelSent) ||
 				(s.Turn == nil && len(s.Queue.Items) > 0 && !s.Closing) ||
 				(s.Turn == nil && s.Closing && s.pending == 0)
@@ -442,6 +466,7 @@ func (s *session) loop(ctx workflow.Context) error {
 		if err != nil {
 			return err
 		}
+		s.drainSignals(ctx)
 		switch {
 		case s.Turn == nil && s.Closing && s.pending == 0:
 			dropped := s.Queue.Drain()
@@ -510,16 +535,16 @@ func (s *session) startTurn(ctx workflow.Context) {
 			return
 		}
 		t.Started = true
-		// In this run the child's end is visible too: if it ends without having reported
-		// (terminated by an operator, say), the turn still gets its terminal event.
+		// In this run the child's end is visible too. A TurnWorkflow that completes, or ends
+		// cancelled, has sent its turn_finished first; one that fails, times out or is
+		// terminated by an operator has not, and the turn still gets its terminal event.
 		workflow.Go(ctx, func(ctx workflow.Context) {
 			err := child.Get(ctx, nil)
+			if err == nil || temporal.IsCanceledError(err) {
+				return
+			}
 			if t := s.liveTurn(turnID); t != nil && t.Finished == nil {
-				msg := "turn workflow ended without reporting"
-				if err != nil {
-					msg += ": " + err.Error()
-				}
-				t.Finished = &signals.TurnFinishedSignal{TurnID: turnID, Error: msg, Orphaned: true}
+				t.Finished = &signals.TurnFinishedSignal{TurnID: turnID, Error: "turn workflow ended without reporting: " + err.Error(), Orphaned: true}
 				s.maybeFinish(ctx)
 			}
 		})
@@ -577,17 +602,7 @@ func (s *session) continueAsNew(ctx workflow.Context) error {
 	if err := workflow.Await(ctx, func() bool { return workflow.AllHandlersFinished(ctx) }); err != nil {
 		return err
 	}
-	// Drain what the signal channels hold so far, in the receivers' order.
-	for _, r := range s.signalReceivers(ctx) {
-		ch := workflow.GetSignalChannel(ctx, r.name)
-		for {
-			var raw json.RawMessage
-			if !ch.ReceiveAsync(&raw) {
-				break
-			}
-			r.handle(ctx, raw)
-		}
-	}
+	s.drainSignals(ctx)
 	carried, err := json.Marshal(s.sessionState)
 	if err != nil {
 		return fmt.Errorf("encode carried state: %w", err)

@@ -1,0 +1,470 @@
+package bench
+
+// The control round trip: how long a client waits for tacp's answer to a control request
+// (prompt, steer) on a running session, set against the cheapest update Temporal can answer
+// (NoopWorkflow's `noop`) on the same in-process server, worker process and client. The ratio
+// is tacp's own cost; the absolute figures are mostly the machine's.
+//
+// TestMain starts one embedded Temporal server (devserver), a tacp worker whose agent is the
+// real testagent binary, and a worker for NoopWorkflow. Two sessions are kept busy with a
+// `/sleep 10m` turn from the start (one for prompts, one for steers), so every operation,
+// noop included, is measured under the same background load: a turn streaming an event
+// batch every 100 ms into its session.
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"log/slog"
+	"math"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"testing"
+	"text/tabwriter"
+	"time"
+
+	"go.temporal.io/sdk/client"
+	sdklog "go.temporal.io/sdk/log"
+	"go.temporal.io/sdk/worker"
+	"go.temporal.io/sdk/workflow"
+
+	"github.com/tacp-dev/tacp/devserver"
+	"github.com/tacp-dev/tacp/internal/app"
+	"github.com/tacp-dev/tacp/signals"
+	"github.com/tacp-dev/tacp/workflows"
+)
+
+const (
+	noopQueue  = "bench-noop"
+	noopUpdate = "noop"
+	// noopRunUpdates rotates NoopWorkflow well before Temporal's per-run update budget (2,000).
+	noopRunUpdates = 500
+	// busyPrompt keeps a turn running for the whole benchmark, so prompts only queue and
+	// steers find a live turn.
+	busyPrompt = "/sleep 10m"
+	opTimeout  = 30 * time.Second
+)
+
+// env is the shared fixture; nil when nothing in this run needs the server.
+var env *fixture
+
+// noopP50 is the noop round trip's p50 (ms) measured by the noop_update sub-benchmark, the
+// denominator of the other sub-benchmarks' ratio_p50.
+var noopP50 float64
+
+type fixture struct {
+	srv         *devserver.Server
+	c           client.Client
+	sc          *signals.Client
+	workers     []worker.Worker
+	noop        *noopTarget
+	prompt      *promptTarget
+	steer       *steerTarget
+	steerStale  *steerTarget
+	sessions    []string // every session started, closed at the end
+	tmp         string
+	agentBinary string
+}
+
+// NoopWorkflow is the baseline: one update that returns its argument, behind a validator that
+// accepts everything, on a workflow that never ends by itself.
+func NoopWorkflow(ctx workflow.Context) error {
+	err := workflow.SetUpdateHandlerWithOptions(ctx, noopUpdate,
+		func(ctx workflow.Context, arg string) (string, error) { return arg, nil },
+		workflow.UpdateHandlerOptions{Validator: func(ctx workflow.Context, arg string) error { return nil }})
+	if err != nil {
+		return err
+	}
+	return workflow.Await(ctx, func() bool { return false })
+}
+
+func TestMain(m *testing.M) {
+	flag.Parse()
+	// Start the server only when a benchmark or the table will use it: `go test ./...` stays fast.
+	if flag.Lookup("test.bench").Value.String() == "" && os.Getenv("TACP_BENCH") != "1" {
+		os.Exit(m.Run())
+	}
+	f, err := setup(context.Background())
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "bench setup:", err)
+		if f != nil {
+			f.teardown()
+		}
+		os.Exit(1)
+	}
+	env = f
+	code := m.Run()
+	f.teardown()
+	os.Exit(code)
+}
+
+func setup(ctx context.Context) (*fixture, error) {
+	tmp, err := os.MkdirTemp("", "tacp-bench-")
+	if err != nil {
+		return nil, err
+	}
+	f := &fixture{tmp: tmp, agentBinary: filepath.Join(tmp, "testagent")}
+	// The worker's default agent (the running binary with arg `testagent`) is not an agent
+	// inside a test binary: build the real one.
+	build := exec.Command("go", "build", "-o", f.agentBinary, "github.com/tacp-dev/tacp/testagent")
+	if out, err := build.CombinedOutput(); err != nil {
+		return f, fmt.Errorf("build testagent: %v\n%s", err, out)
+	}
+	if f.srv, err = devserver.Start(ctx, devserver.Options{}); err != nil {
+		return f, err
+	}
+	quiet := sdklog.NewStructuredLogger(slog.New(slog.DiscardHandler))
+	if f.c, err = f.srv.NewClient(ctx, client.Options{Logger: quiet}); err != nil {
+		return f, err
+	}
+	queue := "tacp-bench-" + signals.NewID()[:8]
+	f.sc = signals.NewClient(f.c, queue)
+
+	w, err := app.StartWorker(f.c, app.WorkerOptions{
+		TaskQueue: queue,
+		DataDir:   filepath.Join(tmp, "data"),
+		Agent:     strconv.Quote(f.agentBinary) + " -transcripts " + strconv.Quote(filepath.Join(tmp, "transcripts")),
+	})
+	if err != nil {
+		return f, err
+	}
+	f.workers = append(f.workers, w)
+	nw := worker.New(f.c, noopQueue, worker.Options{})
+	nw.RegisterWorkflow(NoopWorkflow)
+	if err := nw.Start(); err != nil {
+		return f, fmt.Errorf("start noop worker: %w", err)
+	}
+	f.workers = append(f.workers, nw)
+
+	// Both busy sessions exist before anything is timed (see the file comment).
+	f.noop = &noopTarget{f: f}
+	f.prompt = &promptTarget{f: f}
+	if err := f.prompt.rotate(ctx); err != nil {
+		return f, err
+	}
+	steerSession, token, err := f.busySession(ctx)
+	if err != nil {
+		return f, err
+	}
+	f.steer = &steerTarget{f: f, session: steerSession, token: token, want: signals.RejectNoSteerChannel}
+	f.steerStale = &steerTarget{f: f, session: steerSession, token: "0", want: signals.RejectStaleTurn}
+	return f, nil
+}
+
+// busySession starts a session whose first turn runs busyPrompt and returns once the turn
+// is running in the agent, with its steer token.
+func (f *fixture) busySession(ctx context.Context) (id, token string, err error) {
+	id = "bench-" + signals.NewID()
+	f.sessions = append(f.sessions, id)
+	ctx, cancel := context.WithTimeout(ctx, opTimeout)
+	defer cancel()
+	if _, err := f.sc.Prompt(ctx, signals.SessionConfig{SessionID: id}, signals.PromptRequest{Text: busyPrompt}); err != nil {
+		return "", "", fmt.Errorf("start session %s: %w", id, err)
+	}
+	for {
+		st, err := f.sc.Status(ctx, id)
+		if err != nil {
+			return "", "", fmt.Errorf("status of %s: %w", id, err)
+		}
+		// AgentSessionID arrives with turn_started: the agent is up and streaming.
+		if st.State == signals.StateRunning && st.SteerToken != "" && st.AgentSessionID != "" {
+			return id, st.SteerToken, nil
+		}
+		select {
+		case <-ctx.Done():
+			return "", "", fmt.Errorf("session %s: turn did not start: %w", id, ctx.Err())
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+}
+
+// closeSession closes a session and waits for its workflow to end, so that a cancelled turn
+// does not linger as load behind the next measurement.
+func (f *fixture) closeSession(ctx context.Context, id string) error {
+	ctx, cancel := context.WithTimeout(ctx, opTimeout)
+	defer cancel()
+	if _, err := f.sc.Close(ctx, id, signals.CloseRequest{Reason: "bench"}); err != nil {
+		if rej, ok := signals.AsRejection(err); ok && (rej.Type == signals.RejectSessionClosed || rej.Type == signals.RejectUnknownSession) {
+			return nil
+		}
+		return fmt.Errorf("close %s: %w", id, err)
+	}
+	return f.c.GetWorkflow(ctx, signals.SessionWorkflowID(id), "").Get(ctx, nil)
+}
+
+func (f *fixture) teardown() {
+	ctx := context.Background()
+	for _, id := range f.sessions {
+		_ = f.closeSession(ctx, id)
+	}
+	if f.noop != nil && f.noop.id != "" {
+		_ = f.c.TerminateWorkflow(ctx, f.noop.id, "", "bench done")
+	}
+	for _, w := range slices.Backward(f.workers) {
+		w.Stop()
+	}
+	if f.c != nil {
+		f.c.Close()
+	}
+	if f.srv != nil {
+		_ = f.srv.Stop()
+	}
+	_ = os.RemoveAll(f.tmp)
+}
+
+// A target is one kind of control round trip. rotate (untimed) prepares a fresh target when
+// due reports that the current one is used up; do is the measured round trip.
+type target interface {
+	due() bool
+	rotate(ctx context.Context) error
+	do(ctx context.Context) error
+}
+
+// noopTarget sends `noop` to a running NoopWorkflow, started anew every noopRunUpdates.
+type noopTarget struct {
+	f    *fixture
+	id   string
+	left int
+}
+
+func (t *noopTarget) due() bool { return t.left == 0 }
+
+func (t *noopTarget) rotate(ctx context.Context) error {
+	if t.id != "" {
+		if err := t.f.c.TerminateWorkflow(ctx, t.id, "", "rotated"); err != nil {
+			return err
+		}
+	}
+	t.id = "bench-noop-" + signals.NewID()
+	if _, err := t.f.c.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: t.id, TaskQueue: noopQueue}, NoopWorkflow); err != nil {
+		return err
+	}
+	t.left = noopRunUpdates
+	// The first update also waits for the first workflow task: pay it here, untimed.
+	return t.do(ctx)
+}
+
+func (t *noopTarget) do(ctx context.Context) error {
+	t.left--
+	arg := signals.NewID()
+	h, err := t.f.c.UpdateWorkflow(ctx, client.UpdateWorkflowOptions{
+		WorkflowID:   t.id,
+		UpdateName:   noopUpdate,
+		Args:         []any{arg},
+		WaitForStage: client.WorkflowUpdateStageCompleted,
+	})
+	if err != nil {
+		return err
+	}
+	var got string
+	if err := h.Get(ctx, &got); err != nil {
+		return err
+	}
+	if got != arg {
+		return fmt.Errorf("noop returned %q, want %q", got, arg)
+	}
+	return nil
+}
+
+// promptTarget queues prompts behind a busy turn. A session's queue holds
+// workflows.DefaultQueueLimit prompts, so a fresh busy session replaces it when full.
+type promptTarget struct {
+	f       *fixture
+	session string
+	left    int
+}
+
+func (t *promptTarget) due() bool { return t.left == 0 }
+
+func (t *promptTarget) rotate(ctx context.Context) error {
+	if t.session != "" {
+		if err := t.f.closeSession(ctx, t.session); err != nil {
+			return err
+		}
+	}
+	id, _, err := t.f.busySession(ctx)
+	if err != nil {
+		return err
+	}
+	t.session, t.left = id, workflows.DefaultQueueLimit
+	return nil
+}
+
+func (t *promptTarget) do(ctx context.Context) error {
+	t.left--
+	res, err := t.f.sc.Prompt(ctx, signals.SessionConfig{SessionID: t.session},
+		signals.PromptRequest{Text: "queued behind the busy turn", ClientMessageID: signals.NewID()})
+	if err != nil {
+		return err
+	}
+	if res.Position == 0 || res.Duplicate {
+		return fmt.Errorf("prompt was not queued behind a running turn: %+v", res)
+	}
+	return nil
+}
+
+// steerTarget steers the busy turn of one session with a fixed expected_turn_id and wants one
+// rejection back: no_steer_channel for the live token (no delivery path into a running turn
+// exists yet, so that is today's honest answer to a steer that passes the CAS checks), or
+// stale_turn for a wrong one. Both are validator rejections: a full update round trip that
+// writes no history.
+type steerTarget struct {
+	f       *fixture
+	session string
+	token   string
+	want    string
+}
+
+func (t *steerTarget) due() bool                    { return false }
+func (t *steerTarget) rotate(context.Context) error { return nil }
+
+func (t *steerTarget) do(ctx context.Context) error {
+	_, err := t.f.sc.Steer(ctx, t.session, signals.SteerRequest{
+		Text: "steer", ExpectedTurnID: t.token, ClientMsgID: signals.NewID(),
+	})
+	if err == nil {
+		return fmt.Errorf("steer with token %q was accepted, want rejection %s (a steer channel exists now: measure accepted steers)", t.token, t.want)
+	}
+	rej, ok := signals.AsRejection(err)
+	if !ok {
+		return err
+	}
+	if rej.Type != t.want {
+		return fmt.Errorf("steer with token %q: rejection %v, want %s", t.token, rej, t.want)
+	}
+	return nil
+}
+
+// roundTrip runs one measured operation, rotating the target first (untimed) when due.
+// pause and resume bracket the untimed part (b.StopTimer/StartTimer in a benchmark).
+func roundTrip(t target, pause, resume func()) (time.Duration, error) {
+	if t.due() {
+		pause()
+		err := t.rotate(context.Background())
+		resume()
+		if err != nil {
+			return 0, fmt.Errorf("rotate: %w", err)
+		}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), opTimeout)
+	defer cancel()
+	start := time.Now()
+	err := t.do(ctx)
+	return time.Since(start), err
+}
+
+// measure runs n round trips of t outside any benchmark timer.
+func measure(t target, n int) ([]time.Duration, error) {
+	lat := make([]time.Duration, 0, n)
+	for range n {
+		d, err := roundTrip(t, func() {}, func() {})
+		if err != nil {
+			return nil, err
+		}
+		lat = append(lat, d)
+	}
+	return lat, nil
+}
+
+// percentile is the nearest-rank p-th percentile (0 < p ≤ 1) of lat, in milliseconds.
+func percentile(lat []time.Duration, p float64) float64 {
+	s := slices.Clone(lat)
+	slices.Sort(s)
+	i := max(int(math.Ceil(p*float64(len(s))))-1, 0)
+	return float64(s[i]) / float64(time.Millisecond)
+}
+
+func BenchmarkControlRoundTrip(b *testing.B) {
+	if env == nil {
+		b.Fatal("no bench fixture (TestMain did not set one up)")
+	}
+	run := func(name string, t target) {
+		b.Run(name, func(b *testing.B) {
+			if name != "noop_update" && noopP50 == 0 {
+				lat, err := measure(env.noop, 200)
+				if err != nil {
+					b.Fatalf("noop baseline: %v", err)
+				}
+				noopP50 = percentile(lat, 0.50)
+			}
+			lat := make([]time.Duration, 0, b.N)
+			b.ResetTimer()
+			for range b.N {
+				d, err := roundTrip(t, b.StopTimer, b.StartTimer)
+				if err != nil {
+					b.Fatalf("%s: %v", name, err)
+				}
+				lat = append(lat, d)
+			}
+			b.StopTimer()
+			p50, p99 := percentile(lat, 0.50), percentile(lat, 0.99)
+			b.ReportMetric(p50, "p50_ms")
+			b.ReportMetric(p99, "p99_ms")
+			if name == "noop_update" {
+				noopP50 = p50
+			} else {
+				b.ReportMetric(p50/noopP50, "ratio_p50")
+			}
+		})
+	}
+	run("noop_update", env.noop)
+	run("prompt", env.prompt)
+	run("steer", env.steer)
+	run("steer_stale", env.steerStale)
+}
+
+// TestControlRoundTripTable prints the figures the README quotes:
+//
+//	TACP_BENCH=1 go test ./bench -run TestControlRoundTripTable -v
+//
+// The kinds are interleaved round by round, so drift in the machine's load over the run
+// affects them alike.
+func TestControlRoundTripTable(t *testing.T) {
+	if os.Getenv("TACP_BENCH") != "1" {
+		t.Skip("set TACP_BENCH=1 to measure control round trips")
+	}
+	n := 300
+	if s := os.Getenv("TACP_BENCH_N"); s != "" {
+		v, err := strconv.Atoi(s)
+		if err != nil || v < 1 {
+			t.Fatalf("TACP_BENCH_N=%q: want a positive integer", s)
+		}
+		n = v
+	}
+	kinds := []struct {
+		name string
+		t    target
+	}{
+		{"noop_update", env.noop},
+		{"prompt", env.prompt},
+		{"steer", env.steer},
+		{"steer_stale", env.steerStale},
+	}
+	const warmup = 20
+	lat := make([][]time.Duration, len(kinds))
+	for round := range warmup + n {
+		for i, k := range kinds {
+			d, err := roundTrip(k.t, func() {}, func() {})
+			if err != nil {
+				t.Fatalf("%s: %v", k.name, err)
+			}
+			if round >= warmup {
+				lat[i] = append(lat[i], d)
+			}
+		}
+	}
+
+	base50, base99 := percentile(lat[0], 0.50), percentile(lat[0], 0.99)
+	tw := tabwriter.NewWriter(os.Stdout, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "operation\tn\tp50 ms\tp99 ms\tp50 / noop\tp99 / noop\t")
+	for i, k := range kinds {
+		p50, p99 := percentile(lat[i], 0.50), percentile(lat[i], 0.99)
+		fmt.Fprintf(tw, "%s\t%d\t%.2f\t%.2f\t%.2f\t%.2f\t\n", k.name, len(lat[i]), p50, p99, p50/base50, p99/base99)
+	}
+	if err := tw.Flush(); err != nil {
+		t.Fatal(err)
+	}
+}

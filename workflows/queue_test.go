@@ -1,0 +1,422 @@
+package workflows
+
+// Tests of the prompt queue (DESIGN §6 "Turns"): idempotent on client_message_id, bounded by
+// queue_limit and a byte budget, turn ids one apart, FIFO, and plain data across
+// continue-as-new.
+
+import (
+	"encoding/json"
+	"reflect"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/tacp-dev/tacp/signals"
+)
+
+func promptReq(text, id string) signals.PromptRequest {
+	return signals.PromptRequest{Text: text, ClientMessageID: id}
+}
+
+func mustOffer(t *testing.T, q *Queue, req signals.PromptRequest, busy bool) signals.PromptResult {
+	t.Helper()
+	res, rej := q.Offer(req, busy)
+	require.Nil(t, rej, "prompt %q rejected", req.ClientMessageID)
+	require.False(t, res.Duplicate)
+	return res
+}
+
+// cloneQueue deep-copies q for before/after comparisons.
+func cloneQueue(q *Queue) Queue {
+	c := *q
+	c.Items = slices.Clone(q.Items)
+	if q.Seen.Entries != nil {
+		c.Seen.Entries = make(map[string]signals.PromptResult, len(q.Seen.Entries))
+		for k, v := range q.Seen.Entries {
+			c.Seen.Entries[k] = v
+		}
+	}
+	c.Seen.Order = slices.Clone(q.Seen.Order)
+	return c
+}
+
+func TestQueue_NewQueueDefaults(t *testing.T) {
+	tests := []struct {
+		limit, want int
+	}{
+		{0, DefaultQueueLimit},
+		{-1, DefaultQueueLimit},
+		{1, 1},
+		{32, 32},
+	}
+	for _, tt := range tests {
+		t.Run(strconv.Itoa(tt.limit), func(t *testing.T) {
+			q := NewQueue(tt.limit)
+			require.Equal(t, tt.want, q.Limit)
+			require.Equal(t, DefaultQueueBytes, q.MaxBytes)
+			require.Empty(t, q.Items)
+			require.Zero(t, q.Bytes)
+			require.Zero(t, q.LastTurnID)
+		})
+	}
+	require.Equal(t, 16, DefaultQueueLimit, "DESIGN §6: queue_limit default 16")
+}
+
+func TestQueue_DuplicateClientMessageIDReturnsOriginalResult(t *testing.T) {
+	tests := []struct {
+		name  string
+		retry signals.PromptRequest
+		busy  bool
+	}{
+		{"same request", promptReq("hello", "c1"), true},
+		{"different text", promptReq("something else", "c1"), false},
+		{"while idle", promptReq("hello", "c1"), false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			q := NewQueue(4)
+			orig := mustOffer(t, q, promptReq("hello", "c1"), true)
+			mustOffer(t, q, promptReq("later", "c2"), true)
+			before := cloneQueue(q)
+
+			res, rej := q.Offer(tt.retry, tt.busy)
+			require.Nil(t, rej)
+			require.Equal(t, signals.PromptResult{TurnID: orig.TurnID, Position: orig.Position, Duplicate: true}, res)
+			require.True(t, reflect.DeepEqual(before, *q), "a duplicate queued something")
+		})
+	}
+}
+
+func TestQueue_DuplicateWinsOverQueueFull(t *testing.T) {
+	q := NewQueue(2)
+	orig := mustOffer(t, q, promptReq("a", "c1"), true)
+	mustOffer(t, q, promptReq("b", "c2"), true)
+
+	_, rej := q.Check(promptReq("c", "c3"), true)
+	require.NotNil(t, rej)
+	require.Equal(t, signals.RejectQueueFull, rej.Type)
+
+	before := cloneQueue(q)
+	res, rej := q.Offer(promptReq("a", "c1"), true)
+	require.Nil(t, rej)
+	require.Equal(t, signals.PromptResult{TurnID: orig.TurnID, Position: orig.Position, Duplicate: true}, res)
+	require.True(t, reflect.DeepEqual(before, *q))
+}
+
+func TestQueue_DuplicateAfterThePromptRan(t *testing.T) {
+	q := NewQueue(4)
+	orig := mustOffer(t, q, promptReq("a", "c1"), false)
+	_, ok := q.Pop()
+	require.True(t, ok)
+	res, rej := q.Offer(promptReq("a", "c1"), true)
+	require.Nil(t, rej)
+	require.True(t, res.Duplicate)
+	require.Equal(t, orig.TurnID, res.TurnID)
+	require.Empty(t, q.Items, "a repeated client_message_id starts nothing")
+}
+
+func TestQueue_QueueFullAtLimit(t *testing.T) {
+	q := NewQueue(3)
+	for i := range 3 {
+		mustOffer(t, q, promptReq("p", "c"+strconv.Itoa(i)), true)
+	}
+	before := cloneQueue(q)
+	res, rej := q.Offer(promptReq("p", "c3"), true)
+	require.NotNil(t, rej)
+	require.Equal(t, signals.RejectQueueFull, rej.Type)
+	require.Contains(t, rej.Message, "3")
+	require.Equal(t, signals.PromptResult{}, res)
+	require.True(t, reflect.DeepEqual(before, *q), "a rejection changed the queue")
+
+	// Room again after a pop; the turn id continues past the rejected prompt.
+	q.Pop()
+	res = mustOffer(t, q, promptReq("p", "c3"), true)
+	require.Equal(t, int64(4), res.TurnID)
+}
+
+func TestQueue_ByteBudget(t *testing.T) {
+	tests := []struct {
+		name     string
+		maxBytes int
+		queued   []string // texts already queued
+		text     string
+		wantFull bool
+	}{
+		{"fits", 10, []string{"12345678"}, "12", false},
+		{"exactly at the budget", 10, []string{"12345"}, "12345", false},
+		{"one byte over", 10, []string{"12345"}, "123456", true},
+		{"empty queue takes a prompt over the budget", 10, nil, strings.Repeat("x", 50), false},
+		{"no budget", 0, []string{strings.Repeat("x", 50)}, strings.Repeat("y", 50), false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			q := NewQueue(8)
+			q.MaxBytes = tt.maxBytes
+			for i, text := range tt.queued {
+				mustOffer(t, q, promptReq(text, "q"+strconv.Itoa(i)), true)
+			}
+			res, rej := q.Offer(promptReq(tt.text, "new"), true)
+			if tt.wantFull {
+				require.NotNil(t, rej)
+				require.Equal(t, signals.RejectQueueFull, rej.Type)
+				require.Contains(t, rej.Message, "bytes")
+				return
+			}
+			require.Nil(t, rej)
+			require.Equal(t, len(tt.queued)+1, res.Position)
+		})
+	}
+}
+
+func TestQueue_ByteBudgetCountsContent(t *testing.T) {
+	q := NewQueue(8)
+	q.MaxBytes = 20
+	content := json.RawMessage(`[{"type":"text","text":"hi"}]`) // 29 bytes
+	res, rej := q.Offer(signals.PromptRequest{Content: content, ClientMessageID: "c1"}, true)
+	require.Nil(t, rej)
+	require.Equal(t, 1, res.Position)
+	require.Equal(t, len(content), q.Bytes)
+
+	_, rej = q.Offer(promptReq("x", "c2"), true)
+	require.NotNil(t, rej)
+	require.Equal(t, signals.RejectQueueFull, rej.Type)
+}
+
+func TestQueue_BytesTrackQueuedText(t *testing.T) {
+	q := NewQueue(8)
+	mustOffer(t, q, promptReq("abc", "c1"), true)
+	mustOffer(t, q, signals.PromptRequest{Text: "de", Content: json.RawMessage(`[1]`), ClientMessageID: "c2"}, true)
+	require.Equal(t, 3+2+3, q.Bytes)
+	q.Pop()
+	require.Equal(t, 5, q.Bytes)
+	q.Pop()
+	require.Zero(t, q.Bytes)
+	mustOffer(t, q, promptReq("xyz", "c3"), true)
+	q.Drain()
+	require.Zero(t, q.Bytes)
+}
+
+func TestQueue_Positions(t *testing.T) {
+	tests := []struct {
+		name   string
+		queued int
+		busy   bool
+		want   int
+	}{
+		{"idle and empty runs now", 0, false, 0},
+		{"busy and empty waits for the running turn", 0, true, 1},
+		{"idle with one queued", 1, false, 1},
+		{"busy with two queued", 2, true, 3},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			q := NewQueue(8)
+			for i := range tt.queued {
+				mustOffer(t, q, promptReq("p", "q"+strconv.Itoa(i)), true)
+			}
+			res := mustOffer(t, q, promptReq("p", "new"), tt.busy)
+			require.Equal(t, tt.want, res.Position)
+		})
+	}
+}
+
+func TestQueue_TurnIDsIncreaseByOne(t *testing.T) {
+	q := NewQueue(8)
+	for want := int64(1); want <= 5; want++ {
+		res := mustOffer(t, q, promptReq("p", "c"+strconv.FormatInt(want, 10)), want%2 == 0)
+		require.Equal(t, want, res.TurnID)
+		require.Equal(t, want, q.LastTurnID)
+		if want%2 == 1 {
+			q.Pop() // a turn started from the queue
+		}
+	}
+	// Draining (close) never lets an id be handed out again.
+	q.Drain()
+	res := mustOffer(t, q, promptReq("p", "c6"), false)
+	require.Equal(t, int64(6), res.TurnID)
+}
+
+func TestQueue_CheckChangesNothing(t *testing.T) {
+	tests := []struct {
+		name string
+		req  signals.PromptRequest
+	}{
+		{"would queue", promptReq("new", "c9")},
+		{"duplicate", promptReq("a", "c1")},
+		{"full", promptReq("x", "c10")},
+		{"invalid", promptReq("", "c11")},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			q := NewQueue(3)
+			mustOffer(t, q, promptReq("a", "c1"), true)
+			mustOffer(t, q, promptReq("b", "c2"), true)
+			if tt.name == "full" {
+				mustOffer(t, q, promptReq("c", "c3"), true)
+			}
+			before := cloneQueue(q)
+			res1, rej1 := q.Check(tt.req, true)
+			res2, rej2 := q.Check(tt.req, true)
+			require.Equal(t, res1, res2)
+			require.Equal(t, rej1, rej2)
+			require.True(t, reflect.DeepEqual(before, *q), "Check changed the queue")
+
+			// Offer decides the same way.
+			res3, rej3 := q.Offer(tt.req, true)
+			require.Equal(t, res1, res3)
+			require.Equal(t, rej1, rej3)
+		})
+	}
+}
+
+func TestQueue_PopIsFIFO(t *testing.T) {
+	q := NewQueue(8)
+	for i := range 4 {
+		mustOffer(t, q, promptReq("text"+strconv.Itoa(i), "c"+strconv.Itoa(i)), true)
+	}
+	for i := range 4 {
+		p, ok := q.Pop()
+		require.True(t, ok)
+		require.Equal(t, signals.QueuedPrompt{TurnID: int64(i + 1), ClientMessageID: "c" + strconv.Itoa(i), Text: "text" + strconv.Itoa(i)}, p)
+	}
+	p, ok := q.Pop()
+	require.False(t, ok)
+	require.Equal(t, signals.QueuedPrompt{}, p)
+}
+
+func TestQueue_DrainReturnsIDsInOrder(t *testing.T) {
+	q := NewQueue(8)
+	require.Empty(t, q.Drain())
+	for i := range 3 {
+		mustOffer(t, q, promptReq("p", "c"+strconv.Itoa(i)), true)
+	}
+	require.Equal(t, []string{"c0", "c1", "c2"}, q.Drain())
+	require.Empty(t, q.Items)
+	require.Zero(t, q.Bytes)
+	_, ok := q.Pop()
+	require.False(t, ok)
+	// Drained ids are still remembered: a retry does not queue the prompt again.
+	res, rej := q.Offer(promptReq("p", "c1"), false)
+	require.Nil(t, rej)
+	require.True(t, res.Duplicate)
+	require.Empty(t, q.Items)
+}
+
+func TestQueue_EntriesOmitText(t *testing.T) {
+	q := NewQueue(8)
+	require.NotNil(t, q.Entries(), "status shows [] rather than null")
+	require.Empty(t, q.Entries())
+	mustOffer(t, q, promptReq("secret prompt", "c1"), true)
+	mustOffer(t, q, signals.PromptRequest{Text: "ab", Content: json.RawMessage(`[]`), ClientMessageID: "c2"}, true)
+	require.Equal(t, []signals.QueueEntry{
+		{TurnID: 1, ClientMessageID: "c1", Bytes: len("secret prompt")},
+		{TurnID: 2, ClientMessageID: "c2", Bytes: 4},
+	}, q.Entries())
+	b, err := json.Marshal(q.Entries())
+	require.NoError(t, err)
+	require.NotContains(t, string(b), "secret")
+}
+
+func TestQueue_JSONRoundTrip(t *testing.T) {
+	q := NewQueue(3)
+	q.MaxBytes = 1000
+	mustOffer(t, q, promptReq("a", "c1"), true)
+	mustOffer(t, q, signals.PromptRequest{Text: "b", Content: json.RawMessage(`[{"type":"text","text":"b"}]`), ClientMessageID: "c2"}, true)
+	q.Pop()
+
+	b, err := json.Marshal(q)
+	require.NoError(t, err)
+	var next Queue
+	require.NoError(t, json.Unmarshal(b, &next))
+	require.True(t, reflect.DeepEqual(*q, next), "round trip changed the queue:\nbefore %+v\nafter  %+v", *q, next)
+
+	// The carried queue keeps deduplicating, limiting and numbering.
+	res, rej := next.Offer(promptReq("a", "c1"), true)
+	require.Nil(t, rej)
+	require.Equal(t, signals.PromptResult{TurnID: 1, Position: 1, Duplicate: true}, res)
+	res = mustOffer(t, &next, promptReq("c", "c3"), true)
+	require.Equal(t, int64(3), res.TurnID)
+	mustOffer(t, &next, promptReq("d", "c4"), true)
+	_, rej = next.Offer(promptReq("e", "c5"), true)
+	require.NotNil(t, rej)
+	require.Equal(t, signals.RejectQueueFull, rej.Type)
+}
+
+func TestQueue_InvalidRequests(t *testing.T) {
+	tests := []struct {
+		name    string
+		req     signals.PromptRequest
+		wantMsg string
+	}{
+		{"empty text and no content", promptReq("", "c1"), "empty"},
+		{"whitespace text", promptReq(" \n\t", "c1"), "empty"},
+		{"text over MaxTextBytes", promptReq(strings.Repeat("a", signals.MaxTextBytes+1), "c1"), "limit"},
+		{"text and content over MaxTextBytes", signals.PromptRequest{Text: strings.Repeat("a", signals.MaxTextBytes), Content: json.RawMessage(`[]`), ClientMessageID: "c1"}, "limit"},
+		{"missing client_message_id", promptReq("hello", ""), "client_message_id"},
+		{"client_message_id too long", promptReq("hello", strings.Repeat("c", signals.MaxClientIDBytes+1)), "client_message_id"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			require.Equal(t, signals.RejectInvalidRequest, ValidatePrompt(tt.req).Type)
+			q := NewQueue(4)
+			before := cloneQueue(q)
+			res, rej := q.Offer(tt.req, false)
+			require.NotNil(t, rej)
+			require.Equal(t, signals.RejectInvalidRequest, rej.Type)
+			require.Contains(t, rej.Message, tt.wantMsg)
+			require.Equal(t, signals.PromptResult{}, res)
+			require.True(t, reflect.DeepEqual(before, *q))
+		})
+	}
+}
+
+func TestQueue_ValidRequestsAtTheLimits(t *testing.T) {
+	tests := []struct {
+		name string
+		req  signals.PromptRequest
+	}{
+		{"content without text", signals.PromptRequest{Content: json.RawMessage(`[{"type":"text","text":"hi"}]`), ClientMessageID: "c1"}},
+		{"text of exactly MaxTextBytes", promptReq(strings.Repeat("a", signals.MaxTextBytes), "c1")},
+		{"client_message_id of exactly MaxClientIDBytes", promptReq("hi", strings.Repeat("c", signals.MaxClientIDBytes))},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			require.Nil(t, ValidatePrompt(tt.req))
+			mustOffer(t, NewQueue(4), tt.req, false)
+		})
+	}
+}
+
+func TestQueue_BytesStayExactAcrossJSONRoundTrip(t *testing.T) {
+	t.Log("BUG: Queue.Bytes drifts across continue-as-new when a prompt's Content is not in " +
+		"Go's canonical JSON form. Offer adds len(req.Content) as received (json.Unmarshal keeps a " +
+		"RawMessage verbatim, e.g. `[{\"type\": \"text\", \"text\": \"<b>\"}]` from a Python or TypeScript " +
+		"client), but json.Marshal of the carried Queue compacts and HTML-escapes RawMessage, so after " +
+		"the round trip len(Items[i].Content) differs from what Bytes counted and Pop subtracts the new " +
+		"length: Bytes never returns to 0 (it grows with every such prompt and CAN, until close's Drain), " +
+		"so the byte budget rejects prompts as queue_full that fit, or goes negative and stops limiting. " +
+		"Fix idea: recompute Bytes from Items after decoding, or store each item's size.")
+	tests := []struct {
+		name    string
+		content json.RawMessage
+	}{
+		{"spaces after separators (Python json.dumps)", json.RawMessage(`[{"type": "text", "text": "hi"}]`)},
+		{"unescaped HTML characters (JavaScript JSON.stringify)", json.RawMessage(`[{"type":"text","text":"<b>&</b>"}]`)},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			q := NewQueue(4)
+			mustOffer(t, q, signals.PromptRequest{Text: "t", Content: tt.content, ClientMessageID: "c1"}, true)
+			b, err := json.Marshal(q)
+			require.NoError(t, err)
+			var next Queue
+			require.NoError(t, json.Unmarshal(b, &next))
+			_, ok := next.Pop()
+			require.True(t, ok)
+			require.Zero(t, next.Bytes, "an empty queue holds 0 bytes")
+		})
+	}
+}

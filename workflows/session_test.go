@@ -1,0 +1,356 @@
+package workflows
+
+import (
+	"encoding/json"
+	"errors"
+	"testing"
+	"time"
+
+		"github.com/stretchr/testify/require"
+	"go.temporal.io/sdk/converter"
+	"go.temporal.io/sdk/testsuite"
+	"go.temporal.io/sdk/workflow"
+
+	"github.com/tacp-dev/tacp/signals"
+)
+
+// The session shell under the SDK's test environment. TurnWorkflow is replaced by a child
+// that runs until cancelled; the tests play the turn runner by sending its signals.
+
+func fakeTurn(ctx workflow.Context, in signals.TurnInput) error {
+	return workflow.Await(ctx, func() bool { return false })
+}
+
+type harness struct {
+	t   *testing.T
+	env *testsuite.TestWorkflowEnvironment
+	at  time.Duration
+}
+
+func newHarness(t *testing.T) *harness {
+	var suite testsuite.WorkflowTestSuite
+	suite.SetLogger(quiet{})
+	env := suite.NewTestWorkflowEnvironment()
+	env.RegisterWorkflowWithOptions(SessionWorkflow, workflow.RegisterOptions{Name: signals.SessionWorkflowType})
+	env.RegisterWorkflowWithOptions(fakeTurn, workflow.RegisterOptions{Name: signals.TurnWorkflowType})
+	// The fake turns never end; the session abandons them as it does real ones.
+	env.SetDetachedChildWait(false)
+	return &harness{t: t, env: env}
+}
+
+// step runs fn one simulated second after the previous step.
+func (h *harness) step(fn func()) {
+	h.at += time.Second
+	h.env.RegisterDelayedCallback(fn, h.at)
+}
+
+// update sends an update and hands its outcome to check.
+func (h *harness) update(name string, arg any, check func(result any, err error)) {
+	h.env.UpdateWorkflow(name, "", &testsuite.TestUpdateCallback{
+		OnReject: func(err error) { check(nil, err) },
+		OnAccept: func() {},
+		OnComplete: func(res any, err error) {
+			check(res, err)
+		},
+	}, arg)
+}
+
+func (h *harness) prompt(text, id string, check func(signals.PromptResult, error)) {
+	h.update(signals.UpdatePrompt, signals.PromptRequest{Text: text, ClientMessageID: id}, func(res any, err error) {
+		var r signals.PromptResult
+		if err == nil {
+			r = res.(signals.PromptResult)
+		}
+		check(r, err)
+	})
+}
+
+func (h *harness) events() []signals.Event {
+	v, err := h.env.QueryWorkflow(signals.QueryEvents, signals.EventsRequest{})
+	require.NoError(h.t, err)
+	var res signals.EventsResult
+	require.NoError(h.t, v.Get(&res))
+	return res.Events
+}
+
+func (h *harness) status() signals.Status {
+	v, err := h.env.QueryWorkflow(signals.QueryStatus)
+	require.NoError(h.t, err)
+	var st signals.Status
+	require.NoError(h.t, v.Get(&st))
+	return st
+}
+
+func kinds(evs []signals.Event) []string {
+	out := make([]string, len(evs))
+	for i, e := range evs {
+		out[i] = e.Kind
+	}
+	return out
+}
+
+func chunk(text string) json.RawMessage {
+	b, _ := json.Marshal(map[string]any{"sessionId": "a1", "update": map[string]any{
+		"sessionUpdate": "agent_message_chunk", "content": map[string]any{"type": "text", "text": text},
+	}})
+	return b
+}
+
+func rejectionType(t *testing.T, err error) string {
+	t.Helper()
+	rej, ok := signals.AsRejection(err)
+	require.True(t, ok, "want a rejection, got %v", err)
+	return rej.Type
+}
+
+func (h *harness) run(cfg signals.SessionConfig) error {
+	h.env.ExecuteWorkflow(signals.SessionWorkflowType, cfg)
+	require.True(h.t, h.env.IsWorkflowCompleted())
+	return h.env.GetWorkflowError()
+}
+
+func (h *harness) closeSession() {
+	h.step(func() { h.update(signals.UpdateClose, signals.CloseRequest{Reason: "test"}, func(any, error) {}) })
+}
+
+func TestSession_TurnLoopJournalsEveryBatchOnceAndEndsTheTurn(t *testing.T) {
+	h := newHarness(t)
+	h.step(func() {
+		h.prompt("hello", "m1", func(r signals.PromptResult, err error) {
+			require.NoError(t, err)
+			require.Equal(t, signals.PromptResult{TurnID: 1, Position: 0}, r)
+		})
+	})
+	h.step(func() {
+		require.Equal(t, signals.StateRunning, h.status().State)
+		require.Equal(t, "1", h.status().SteerToken)
+		h.prompt("second", "m2", func(r signals.PromptResult, err error) {
+			require.NoError(t, err)
+			require.Equal(t, signals.PromptResult{TurnID: 2, Position: 1}, r)
+		})
+		h.env.SignalWorkflow(signals.SignalTurnStarted, signals.TurnStartedSignal{TurnID: 1, Attempt: 1, AgentSessionID: "a1"})
+		h.env.SignalWorkflow(signals.SignalTurnEvents, signals.TurnEventsSignal{TurnID: 1, Attempt: 1, Batch: 1, Events: []json.RawMessage{chunk("a"), chunk("b")}})
+		// A repeated delivery of batch 1 is dropped.
+		h.env.SignalWorkflow(signals.SignalTurnEvents, signals.TurnEventsSignal{TurnID: 1, Attempt: 1, Batch: 1, Events: []json.RawMessage{chunk("a"), chunk("b")}})
+		h.env.SignalWorkflow(signals.SignalTurnEvents, signals.TurnEventsSignal{TurnID: 1, Attempt: 1, Batch: 2, Events: []json.RawMessage{chunk("c")}})
+		h.env.SignalWorkflow(signals.SignalTurnFinished, signals.TurnFinishedSignal{TurnID: 1, Attempt: 1, StopReason: "end_turn", Batches: 2})
+	})
+	h.step(func() {
+		st := h.status()
+		require.Equal(t, int64(2), st.TurnID, "the queued prompt starts when the first turn ends")
+		require.Equal(t, "a1", st.AgentSessionID)
+		h.env.SignalWorkflow(signals.SignalTurnFinished, signals.TurnFinishedSignal{TurnID: 2, Attempt: 1, StopReason: "end_turn"})
+	})
+	h.step(func() {
+		require.Equal(t, []string{
+			"session.started", "prompt.accepted", "turn.started", "prompt.accepted",
+			"agent.update", "agent.update", "agent.update", "turn.ended",
+			"turn.started", "turn.ended",
+		}, kinds(h.events()))
+		require.Equal(t, signals.StateIdle, h.status().State)
+	})
+	h.closeSession()
+	require.NoError(t, h.run(signals.SessionConfig{SessionID: "s1"}))
+}
+
+func TestSession_TurnFinishedWaitsForItsLastBatch(t *testing.T) {
+	h := newHarness(t)
+	h.step(func() { h.prompt("hello", "m1", func(signals.PromptResult, error) {}) })
+	h.step(func() {
+		h.env.SignalWorkflow(signals.SignalTurnFinished, signals.TurnFinishedSignal{TurnID: 1, Attempt: 1, StopReason: "end_turn", Batches: 1})
+	})
+	h.step(func() {
+		require.Equal(t, signals.StateRunning, h.status().State, "batch 1 has not arrived")
+		h.env.SignalWorkflow(signals.SignalTurnEvents, signals.TurnEventsSignal{TurnID: 1, Attempt: 1, Batch: 1, Events: []json.RawMessage{chunk("late")}})
+	})
+	h.step(func() {
+		require.Equal(t, []string{"session.started", "prompt.accepted", "turn.started", "agent.update", "turn.ended"}, kinds(h.events()))
+	})
+	h.closeSession()
+	require.NoError(t, h.run(signals.SessionConfig{SessionID: "s1"}))
+}
+
+func TestSession_RejectedUpdatesWriteNothing(t *testing.T) {
+	h := newHarness(t)
+	h.step(func() {
+		before := h.events()
+		h.update(signals.UpdateSteer, signals.SteerRequest{Text: "x", ExpectedTurnID: "1"}, func(_ any, err error) {
+			require.Equal(t, signals.RejectNoLiveTurn, rejectionType(t, err))
+		})
+		h.prompt("   ", "m1", func(_ signals.PromptResult, err error) {
+			require.Equal(t, signals.RejectInvalidRequest, rejectionType(t, err))
+		})
+		h.update(signals.UpdateCancel, signals.CancelRequest{}, func(_ any, err error) {
+			require.Equal(t, signals.RejectNoLiveTurn, rejectionType(t, err))
+		})
+		require.Equal(t, before, h.events())
+	})
+	h.closeSession()
+	require.NoError(t, h.run(signals.SessionConfig{SessionID: "s1"}))
+}
+
+func TestSession_SteerPassingTheChecksIsAnsweredNoSteerChannel(t *testing.T) {
+	h := newHarness(t)
+	h.step(func() { h.prompt("work", "m1", func(signals.PromptResult, error) {}) })
+	h.step(func() {
+		h.update(signals.UpdateSteer, signals.SteerRequest{Text: "x", ExpectedTurnID: "0"}, func(_ any, err error) {
+			rej, _ := signals.AsRejection(err)
+			require.Equal(t, signals.RejectStaleTurn, rej.Type)
+			require.Equal(t, signals.StaleTurnDetails{Expected: "0", Actual: "1"}, rej.Details)
+		})
+		h.update(signals.UpdateSteer, signals.SteerRequest{Text: "x", ExpectedTurnID: "1"}, func(_ any, err error) {
+			require.Equal(t, signals.RejectNoSteerChannel, rejectionType(t, err))
+		})
+	})
+	h.step(func() {
+		h.env.SignalWorkflow(signals.SignalTurnFinished, signals.TurnFinishedSignal{TurnID: 1, StopReason: "end_turn"})
+	})
+	h.closeSession()
+	require.NoError(t, h.run(signals.SessionConfig{SessionID: "s1"}))
+}
+
+func TestSession_SignalTwinJournalsItsRejection(t *testing.T) {
+	h := newHarness(t)
+	h.step(func() {
+		h.env.SignalWorkflow(signals.UpdatePrompt, signals.PromptRequest{Text: "", ClientMessageID: "m1"})
+		h.env.SignalWorkflow(signals.UpdateSteer, signals.SteerRequest{Text: "x", ExpectedTurnID: "3", ClientMsgID: "s1"})
+	})
+	h.step(func() {
+		evs := h.events()
+		require.Equal(t, []string{"session.started", "prompt.rejected", "steer.rejected"}, kinds(evs))
+		var d signals.RejectedData
+		require.NoError(t, json.Unmarshal(evs[2].Data, &d))
+		require.Equal(t, signals.RejectNoLiveTurn, d.Type)
+		h.env.SignalWorkflow(signals.UpdatePrompt, signals.PromptRequest{Text: "ok", ClientMessageID: "m2"})
+	})
+	h.step(func() {
+		require.Equal(t, int64(1), h.status().TurnID, "an accepted prompt signal starts a turn")
+		h.env.SignalWorkflow(signals.SignalTurnFinished, signals.TurnFinishedSignal{TurnID: 1, StopReason: "end_turn"})
+	})
+	h.closeSession()
+	require.NoError(t, h.run(signals.SessionConfig{SessionID: "s1"}))
+}
+
+func TestSession_CancelMarksTheTurnCancellingOnce(t *testing.T) {
+	h := newHarness(t)
+	h.step(func() { h.prompt("/sleep 1m", "m1", func(signals.PromptResult, error) {}) })
+	h.step(func() {
+		h.update(signals.UpdateCancel, signals.CancelRequest{}, func(res any, err error) {
+			require.NoError(t, err)
+			require.Equal(t, signals.CancelCancelling, res.(signals.CancelResult).Outcome)
+			st := h.status()
+			require.Equal(t, signals.StateCancelling, st.State)
+			require.Empty(t, st.SteerToken, "a cancelling turn takes no steers")
+		})
+		h.update(signals.UpdateCancel, signals.CancelRequest{TurnID: 1}, func(res any, err error) {
+			require.NoError(t, err)
+			require.Equal(t, signals.CancelAlreadyCancelling, res.(signals.CancelResult).Outcome)
+		})
+	})
+	h.step(func() {
+		h.env.SignalWorkflow(signals.SignalTurnFinished, signals.TurnFinishedSignal{TurnID: 1, Attempt: 1, StopReason: "cancelled"})
+	})
+	h.step(func() {
+		evs := h.events()
+		require.Equal(t, []string{"session.started", "prompt.accepted", "turn.started", "turn.cancelling", "turn.ended"}, kinds(evs), string(evs[len(evs)-1].Data))
+		require.JSONEq(t, `{"stop_reason":"cancelled"}`, string(evs[4].Data))
+	})
+	h.closeSession()
+	require.NoError(t, h.run(signals.SessionConfig{SessionID: "s1"}))
+}
+
+func TestSession_CloseRejectsPromptsAndEndsAfterTheTurn(t *testing.T) {
+	h := newHarness(t)
+	h.step(func() {
+		h.prompt("one", "m1", func(signals.PromptResult, error) {})
+		h.prompt("two", "m2", func(signals.PromptResult, error) {})
+	})
+	h.closeSession()
+	h.step(func() {
+		h.prompt("three", "m3", func(_ signals.PromptResult, err error) {
+			require.Equal(t, signals.RejectSessionClosed, rejectionType(t, err))
+		})
+		h.env.SignalWorkflow(signals.SignalTurnFinished, signals.TurnFinishedSignal{TurnID: 1, StopReason: "cancelled"})
+	})
+	require.NoError(t, h.run(signals.SessionConfig{SessionID: "s1"}))
+	evs := h.events()
+	last := evs[len(evs)-1]
+	require.Equal(t, signals.EventSessionClosed, last.Kind)
+	require.JSONEq(t, `{"reason":"test","dropped":["m2"]}`, string(last.Data))
+}
+
+// canInput extracts the SessionConfig a run continued as new with.
+func canInput(t *testing.T, err error) signals.SessionConfig {
+	t.Helper()
+	var can *workflow.ContinueAsNewError
+	require.True(t, errors.As(err, &can), "want continue-as-new, got %v", err)
+	var cfg signals.SessionConfig
+	require.NoError(t, converter.GetDefaultDataConverter().FromPayloads(can.Input, &cfg))
+	return cfg
+}
+
+func TestSession_ContinueAsNewMidTurnCarriesJournalDedupAndTheLiveTurn(t *testing.T) {
+	// Run 1: a turn running with one batch journaled, then the server suggests
+	// continue-as-new.
+	h := newHarness(t)
+	h.step(func() { h.prompt("long", "m1", func(signals.PromptResult, error) {}) })
+	h.step(func() {
+		h.prompt("queued", "m2", func(signals.PromptResult, error) {})
+		h.env.SignalWorkflow(signals.SignalTurnStarted, signals.TurnStartedSignal{TurnID: 1, Attempt: 1, AgentSessionID: "a1"})
+		h.env.SignalWorkflow(signals.SignalTurnEvents, signals.TurnEventsSignal{TurnID: 1, Attempt: 1, Batch: 1, Events: []json.RawMessage{chunk("a")}})
+	})
+	h.step(func() {
+		// Delivered without a workflow task of its own: it sits in its channel when the next
+		// task continues as new, and must be drained, not lost.
+		h.env.SignalWorkflowSkippingWorkflowTask(signals.SignalTurnEvents, signals.TurnEventsSignal{TurnID: 1, Attempt: 1, Batch: 2, Events: []json.RawMessage{chunk("b")}})
+	})
+	h.step(func() { h.env.SetContinueAsNewSuggested(true) })
+	next := canInput(t, h.run(signals.SessionConfig{SessionID: "s1"}))
+	run1 := h.events()
+	require.Equal(t, "agent.update", run1[len(run1)-1].Kind)
+
+	// Run 2 starts from the carried state.
+	h2 := newHarness(t)
+	h2.step(func() {
+		st := h2.status()
+		require.Equal(t, 2, st.Run)
+		require.Equal(t, int64(1), st.TurnID)
+		require.Equal(t, "1", st.SteerToken)
+		require.Len(t, st.Queue, 1)
+		require.Equal(t, run1, h2.events(), "the journal tail crosses continue-as-new unchanged")
+		h2.prompt("long", "m1", func(r signals.PromptResult, err error) {
+			require.NoError(t, err)
+			require.True(t, r.Duplicate, "the dedup index crosses continue-as-new")
+			require.Equal(t, int64(1), r.TurnID)
+		})
+		// Batch 2 was journaled in run 1: a redelivery is dropped; batch 3 is new.
+		h2.env.SignalWorkflow(signals.SignalTurnEvents, signals.TurnEventsSignal{TurnID: 1, Attempt: 1, Batch: 2, Events: []json.RawMessage{chunk("b")}})
+		h2.env.SignalWorkflow(signals.SignalTurnEvents, signals.TurnEventsSignal{TurnID: 1, Attempt: 1, Batch: 3, Events: []json.RawMessage{chunk("c")}})
+		h2.env.SignalWorkflow(signals.SignalTurnFinished, signals.TurnFinishedSignal{TurnID: 1, Attempt: 1, StopReason: "end_turn", Batches: 3})
+	})
+	h2.step(func() {
+		require.Equal(t, int64(2), h2.status().TurnID, "the carried queue runs next")
+		h2.env.SignalWorkflow(signals.SignalTurnFinished, signals.TurnFinishedSignal{TurnID: 2, StopReason: "end_turn"})
+	})
+	h2.closeSession()
+	require.NoError(t, h2.run(next))
+	evs := h2.events()
+	for i, ev := range evs {
+		require.Equal(t, evs[0].Seq+int64(i), ev.Seq, "seq is contiguous across runs")
+	}
+	require.Equal(t, []string{"agent.update", "turn.ended", "turn.started", "turn.ended", "session.closed"}, kinds(evs[len(run1):]))
+}
+
+func TestSession_InvalidConfigFailsTheStart(t *testing.T) {
+	h := newHarness(t)
+	err := h.run(signals.SessionConfig{SessionID: "bad/id"})
+	require.ErrorContains(t, err, "invalid session id")
+}
+
+// quiet drops the test environment's logs.
+type quiet struct{}
+
+func (quiet) Debug(string, ...any) {}
+func (quiet) Info(string, ...any)  {}
+func (quiet) Warn(string, ...any)  {}
+func (quiet) Error(string, ...any) {}
