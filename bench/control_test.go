@@ -459,10 +459,10 @@ func TestControlRoundTripTable(t *testing.T) {
 
 	base50, base99 := percentile(lat[0], 0.50), percentile(lat[0], 0.99)
 	tw := tabwriter.NewWriter(os.Stdout, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "operation\tn\tp50 ms\tp99 ms\tp50 / noop\tp99 / noop\t")
+	fmt.Fprintln(tw, "operation\tn\tp50 ms\tp99 ms\tp50 / noop\tp99 / noop")
 	for i, k := range kinds {
 		p50, p99 := percentile(lat[i], 0.50), percentile(lat[i], 0.99)
-		fmt.Fprintf(tw, "%s\t%d\t%.2f\t%.2f\t%.2f\t%.2f\t\n", k.name, len(lat[i]), p50, p99, p50/base50, p99/base99)
+		fmt.Fprintf(tw, "%s\t%d\t%.2f\t%.2f\t%.2f\t%.2f\n", k.name, len(lat[i]), p50, p99, p50/base50, p99/base99)
 	}
 	if err := tw.Flush(); err != nil {
 		t.Fatal(err)

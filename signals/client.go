@@ -60,7 +60,6 @@ func (c *Client) Prompt(ctx context.Context, cfg SessionConfig, req PromptReques
 	h, err := c.Temporal.UpdateWithStartWorkflow(ctx, client.UpdateWithStartWorkflowOptions{
 		StartWorkflowOperation: start,
 		UpdateOptions: client.UpdateWorkflowOptions{
-			UpdateID:     "prompt-" + req.ClientMessageID,
 			UpdateName:   UpdatePrompt,
 			Args:         []any{req},
 			WaitForStage: client.WorkflowUpdateStageCompleted,

@@ -1,0 +1,104 @@
+package e2e
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"os/exec"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/tacp-dev/tacp/signals"
+)
+
+// starter runs the real CLI binary against the test server and returns its stdout, stderr
+// and exit code.
+func starter(t *testing.T, args ...string) (string, string, int) {
+	t.Helper()
+	cmd := exec.CommandContext(ctxFor(t, 60*time.Second), starterBin, args...)
+	cmd.Env = append(cmd.Environ(), "TEMPORAL_ADDRESS="+srv.HostPort(), "TEMPORAL_NAMESPACE="+srv.Namespace())
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	err := cmd.Run()
+	code := 0
+	if ee, ok := err.(*exec.ExitError); ok {
+		code = ee.ExitCode()
+	} else {
+		require.NoError(t, err)
+	}
+	return out.String(), errb.String(), code
+}
+
+func TestCLIPromptStreamsTheReplyAndExitsWithTheStopReason(t *testing.T) {
+	t.Parallel()
+	id := session(t)
+	out, errOut, code := starter(t, "prompt", "--session", id, "hello from the CLI")
+	require.Equal(t, 0, code, errOut)
+	require.Contains(t, out, "hello from the CLI")
+	require.Contains(t, errOut, "turn 1")
+
+	out, _, code = starter(t, "status", "--session", id, "--json")
+	require.Equal(t, 0, code)
+	var st signals.Status
+	require.NoError(t, json.Unmarshal([]byte(out), &st))
+	require.Equal(t, signals.StateIdle, st.State)
+
+	out, _, code = starter(t, "tail", "--session", id, "--json")
+	require.Equal(t, 0, code)
+	var kinds []string
+	sc := bufio.NewScanner(strings.NewReader(out))
+	for sc.Scan() {
+		var ev signals.Event
+		require.NoError(t, json.Unmarshal(sc.Bytes(), &ev))
+		kinds = append(kinds, ev.Kind)
+	}
+	require.Equal(t, "session.started", kinds[0])
+	require.Equal(t, "turn.ended", kinds[len(kinds)-1])
+
+	out, _, code = starter(t, "replay", "--session", id)
+	require.Equal(t, 0, code)
+	require.Contains(t, out, "> hello from the CLI")
+	require.Contains(t, out, "[turn 1 ended: end_turn]")
+
+	out, _, code = starter(t, "list", "--json")
+	require.Equal(t, 0, code)
+	require.Contains(t, out, id)
+}
+
+func TestCLISteerAndCancelMapRejectionsToExitCodes(t *testing.T) {
+	t.Parallel()
+	id := session(t)
+	_, errOut, code := starter(t, "prompt", "--session", id, "--no-wait", "/sleep 60s")
+	require.Equal(t, 0, code, errOut)
+	waitRunning(t, id, 1)
+
+	out, errOut, code := starter(t, "steer", "--session", id, "--expect", "0", "--json", "go left")
+	require.Equal(t, 2, code, errOut)
+	require.JSONEq(t, `{"rejected":"stale_turn","message":"expected turn 0, the live turn is 1","details":{"expected":"0","actual":"1"}}`, out)
+
+	_, errOut, code = starter(t, "steer", "--session", id, "go left")
+	require.Equal(t, 2, code)
+	require.Contains(t, errOut, "no_steer_channel")
+
+	// A second client follows the turn while this one cancels it.
+	done := make(chan int, 1)
+	go func() {
+		_, _, code := starter(t, "prompt", "--session", id, "--no-wait", "after")
+		done <- code
+	}()
+	out, _, code = starter(t, "cancel", "--session", id)
+	require.Equal(t, 0, code)
+	require.Equal(t, "cancelling\n", out)
+	require.Equal(t, 0, <-done)
+	turnEnd(t, id, 2)
+
+	_, errOut, code = starter(t, "status", "--session", "no-such-"+id)
+	require.Equal(t, 2, code)
+	require.Contains(t, errOut, "unknown_session")
+	_, errOut, code = starter(t, "prompt", "--session", "bad/id", "x")
+	require.Equal(t, 1, code)
+	require.Contains(t, errOut, "invalid session id")
+}

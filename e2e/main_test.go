@@ -1,0 +1,233 @@
+// Package e2e runs tacp end to end: the real Temporal server in-process (devserver), the
+// real worker wiring, the real testagent binary over stdio, and the real starter CLI. It is
+// the one test package besides bench/ that links the server.
+package e2e
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	enumspb "go.temporal.io/api/enums/v1"
+	"go.temporal.io/sdk/client"
+
+	"github.com/tacp-dev/tacp/devserver"
+	"github.com/tacp-dev/tacp/internal/app"
+	"github.com/tacp-dev/tacp/signals"
+)
+
+// Shared by every test: one server, one worker, the built binaries.
+var (
+	srv        *devserver.Server
+	tc         client.Client
+	sc         *signals.Client
+	binDir     string
+	testagent  string
+	starterBin string
+	dataDir    string
+)
+
+func TestMain(m *testing.M) {
+	os.Exit(runMain(m))
+}
+
+func runMain(m *testing.M) int {
+	ctx := context.Background()
+	var err error
+	if binDir, err = os.MkdirTemp("", "tacp-e2e-"); err != nil {
+		panic(err)
+	}
+	defer os.RemoveAll(binDir)
+	dataDir = filepath.Join(binDir, "data")
+	testagent = filepath.Join(binDir, "testagent")
+	starterBin = filepath.Join(binDir, "starter")
+	if out, err := exec.Command("go", "build", "-o", binDir, "../testagent", "../starter").CombinedOutput(); err != nil {
+		fmt.Fprintf(os.Stderr, "build binaries: %v\n%s", err, out)
+		return 1
+	}
+	if srv, err = devserver.Start(ctx, devserver.Options{}); err != nil {
+		fmt.Fprintln(os.Stderr, "start server:", err)
+		return 1
+	}
+	defer func() { _ = srv.Stop() }()
+	if tc, err = srv.NewClient(ctx, client.Options{}); err != nil {
+		fmt.Fprintln(os.Stderr, "client:", err)
+		return 1
+	}
+	defer tc.Close()
+	sc = signals.NewClient(tc, signals.DefaultTaskQueue)
+	w, err := app.StartWorker(tc, app.WorkerOptions{
+		Agent:   fmt.Sprintf("%s -transcripts %s", testagent, filepath.Join(dataDir, "transcripts")),
+		DataDir: dataDir,
+		// A short grace keeps the kill backstop inside the tests' patience.
+		CancelGrace: 5 * time.Second,
+	})
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "worker:", err)
+		return 1
+	}
+	defer w.Stop()
+	return m.Run()
+}
+
+// session returns a fresh session id for t.
+func session(t *testing.T) string {
+	return fmt.Sprintf("%s-%d", strings.ReplaceAll(t.Name(), "/", "."), time.Now().UnixNano())
+}
+
+func ctxFor(t *testing.T, d time.Duration) context.Context {
+	ctx, cancel := context.WithTimeout(context.Background(), d)
+	t.Cleanup(cancel)
+	return ctx
+}
+
+// prompt sends text to session id, creating it with cfg.
+func prompt(t *testing.T, cfg signals.SessionConfig, text string) signals.PromptResult {
+	t.Helper()
+	res, err := sc.Prompt(ctxFor(t, 30*time.Second), cfg, signals.PromptRequest{Text: text, ClientMessageID: signals.NewID()})
+	require.NoError(t, err)
+	return res
+}
+
+// waitFor polls the journal until a event satisfies match and returns all events so far.
+func waitFor(t *testing.T, id string, match func(signals.Event) bool) []signals.Event {
+	t.Helper()
+	var all []signals.Event
+	found := false
+	err := sc.Watch(ctxFor(t, 90*time.Second), id, 0, 20*time.Millisecond, func(ev signals.Event) bool {
+		all = append(all, ev)
+		found = match(ev)
+		return !found
+	})
+	require.NoError(t, err)
+	require.True(t, found)
+	return all
+}
+
+// turnEnd waits for the terminal event of turn and returns the whole journal up to it.
+func turnEnd(t *testing.T, id string, turn int64) []signals.Event {
+	return waitFor(t, id, func(ev signals.Event) bool { return ev.TurnID == turn && signals.IsTerminal(ev.Kind) })
+}
+
+// waitRunning waits until turn is the live, running turn and returns the status.
+func waitRunning(t *testing.T, id string, turn int64) signals.Status {
+	t.Helper()
+	ctx := ctxFor(t, 60*time.Second)
+	for {
+		st, err := sc.Status(ctx, id)
+		require.NoError(t, err)
+		if st.State == signals.StateRunning && st.TurnID == turn && st.AgentSessionID != "" {
+			return st
+		}
+		select {
+		case <-ctx.Done():
+			t.Fatalf("turn %d never ran: %+v", turn, st)
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+}
+
+func allEvents(t *testing.T, id string) []signals.Event {
+	t.Helper()
+	var out []signals.Event
+	var after int64
+	for {
+		res, err := sc.Events(ctxFor(t, 10*time.Second), id, after, 0)
+		require.NoError(t, err)
+		out = append(out, res.Events...)
+		if len(res.Events) == 0 {
+			return out
+		}
+		after = res.Events[len(res.Events)-1].Seq
+	}
+}
+
+// checkInvariants asserts the journal invariants of DESIGN §5: seq contiguous from 1 and
+// exactly one terminal event per turn.started, after it.
+func checkInvariants(t *testing.T, evs []signals.Event) {
+	t.Helper()
+	started := map[int64]int{}
+	terminal := map[int64]int{}
+	for i, ev := range evs {
+		require.Equal(t, int64(i+1), ev.Seq, "seq is contiguous from 1")
+		switch {
+		case ev.Kind == signals.EventTurnStarted:
+			started[ev.TurnID]++
+		case signals.IsTerminal(ev.Kind):
+			require.Equal(t, 1, started[ev.TurnID], "terminal event of turn %d follows its turn.started", ev.TurnID)
+			terminal[ev.TurnID]++
+		}
+	}
+	for turn, n := range started {
+		require.Equal(t, 1, n, "turn %d started once", turn)
+		require.LessOrEqual(t, terminal[turn], 1, "turn %d has at most one terminal event", turn)
+	}
+}
+
+// agentTexts returns the text of every agent_message_chunk of turn, in order.
+func agentTexts(t *testing.T, evs []signals.Event, turn int64) []string {
+	t.Helper()
+	var out []string
+	for _, ev := range evs {
+		if ev.Kind != signals.EventAgentUpdate || ev.TurnID != turn {
+			continue
+		}
+		var n struct {
+			Update struct {
+				Kind    string `json:"sessionUpdate"`
+				Content struct {
+					Text string `json:"text"`
+				} `json:"content"`
+			} `json:"update"`
+		}
+		require.NoError(t, json.Unmarshal(ev.Data, &n))
+		if n.Update.Kind == "agent_message_chunk" {
+			out = append(out, n.Update.Content.Text)
+		}
+	}
+	return out
+}
+
+func terminalData(t *testing.T, evs []signals.Event) (string, map[string]any) {
+	t.Helper()
+	last := evs[len(evs)-1]
+	var d map[string]any
+	require.NoError(t, json.Unmarshal(last.Data, &d))
+	return last.Kind, d
+}
+
+func withoutAgentUpdates(evs []signals.Event) []signals.Event {
+	var out []signals.Event
+	for _, ev := range evs {
+		if ev.Kind != signals.EventAgentUpdate {
+			out = append(out, ev)
+		}
+	}
+	return out
+}
+
+// updatesInHistory counts the update events in a session's history whose payload mentions
+// text: a rejected update must have none.
+func updatesInHistory(t *testing.T, id, text string) int {
+	t.Helper()
+	iter := tc.GetWorkflowHistory(ctxFor(t, 10*time.Second), signals.SessionWorkflowID(id), "", false, enumspb.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)
+	n := 0
+	for iter.HasNext() {
+		ev, err := iter.Next()
+		require.NoError(t, err)
+		if a := ev.GetWorkflowExecutionUpdateAcceptedEventAttributes(); a != nil && strings.Contains(a.String(), text) {
+			n++
+		}
+		if a := ev.GetWorkflowExecutionUpdateAdmittedEventAttributes(); a != nil && strings.Contains(a.String(), text) {
+			n++
+		}
+	}
+	return n
+}

@@ -1,0 +1,134 @@
+package signals
+
+// Tests of the rejection error type (DESIGN §3): a validator returns
+// (*Rejection).ApplicationError(), the client gets a *temporal.ApplicationError back (in
+// process, or decoded from a Failure on the wire), and AsRejection turns it into a *Rejection
+// again with the type, message and stale_turn details intact.
+
+import (
+	"errors"
+	"fmt"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+	"go.temporal.io/sdk/temporal"
+)
+
+// overTheWire sends err through the default failure converter, as the server hands a
+// validator's error to the client.
+func overTheWire(t *testing.T, err error) error {
+	t.Helper()
+	fc := temporal.GetDefaultFailureConverter()
+	return fc.FailureToError(fc.ErrorToFailure(err))
+}
+
+func TestRejection_ErrorText(t *testing.T) {
+	require.Equal(t, "no_live_turn: no turn is running", Reject(RejectNoLiveTurn, "no turn is running").Error())
+	require.Equal(t, "queue_full", (&Rejection{Type: RejectQueueFull}).Error())
+	require.Equal(t, "stale_turn: expected turn 7, the live turn is 7.1",
+		Reject(RejectStaleTurn, "expected turn %s, the live turn is %s", "7", "7.1").Error())
+}
+
+func TestRejection_AsRejectionRoundTripThroughApplicationError(t *testing.T) {
+	stale := Reject(RejectStaleTurn, "expected turn 7, the live turn is 7.1")
+	stale.Details = StaleTurnDetails{Expected: "7", Actual: "7.1"}
+	tests := []struct {
+		name string
+		rej  *Rejection
+	}{
+		{"stale_turn with details", stale},
+		{"stale_turn without details", Reject(RejectStaleTurn, "stale")},
+		{"queue_full", Reject(RejectQueueFull, "16 prompts are queued; the limit is 16")},
+		{"invalid_request", Reject(RejectInvalidRequest, "steer text is empty")},
+		{"session_closed", Reject(RejectSessionClosed, "closed")},
+		{"no_live_turn", Reject(RejectNoLiveTurn, "no turn is running")},
+		{"client_msg_id_reuse", Reject(RejectClientMsgIDReuse, `client_msg_id "m1" was used for a different text`)},
+		{"no_steer_channel", Reject(RejectNoSteerChannel, "turn 7 cannot take steers")},
+		{"unknown_request", Reject(RejectUnknownRequest, "no request p1")},
+		{"invalid_option", Reject(RejectInvalidOption, "no option o9")},
+		{"forbidden", Reject(RejectForbidden, "viewer v1 is an observer")},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			appErr := tt.rej.ApplicationError()
+			var ae *temporal.ApplicationError
+			require.ErrorAs(t, appErr, &ae)
+			require.Equal(t, tt.rej.Type, ae.Type())
+			require.Equal(t, tt.rej.Message, ae.Message())
+			require.Equal(t, tt.rej.Details != nil, ae.HasDetails())
+
+			for name, err := range map[string]error{
+				"in process":             appErr,
+				"over the wire":          overTheWire(t, appErr),
+				"wrapped by the client":  fmt.Errorf("update steer: %w", appErr),
+				"wrapped, over the wire": fmt.Errorf("update steer: %w", overTheWire(t, appErr)),
+			} {
+				got, ok := AsRejection(err)
+				require.True(t, ok, name)
+				require.Equal(t, tt.rej, got, name)
+			}
+		})
+	}
+}
+
+func TestRejection_StaleTurnDetailsDecodeFromJSON(t *testing.T) {
+	// The details a validator sends are JSON on the wire: {"expected": ..., "actual": ...}.
+	rej := Reject(RejectStaleTurn, "stale")
+	rej.Details = StaleTurnDetails{Expected: "3", Actual: "4.2"}
+	wire := overTheWire(t, rej.ApplicationError())
+
+	var ae *temporal.ApplicationError
+	require.ErrorAs(t, wire, &ae)
+	var raw map[string]string
+	require.NoError(t, ae.Details(&raw))
+	require.Equal(t, map[string]string{"expected": "3", "actual": "4.2"}, raw)
+
+	got, ok := AsRejection(wire)
+	require.True(t, ok)
+	d, ok := got.Details.(StaleTurnDetails)
+	require.True(t, ok, "details are a StaleTurnDetails, got %T", got.Details)
+	require.Equal(t, StaleTurnDetails{Expected: "3", Actual: "4.2"}, d)
+}
+
+func TestRejection_ErrorsAsOnWrappedRejection(t *testing.T) {
+	rej := Reject(RejectNoLiveTurn, "no turn is running")
+	err := fmt.Errorf("steer s1: %w", fmt.Errorf("attempt 1: %w", rej))
+
+	var target *Rejection
+	require.ErrorAs(t, err, &target)
+	require.Same(t, rej, target)
+
+	got, ok := AsRejection(err)
+	require.True(t, ok)
+	require.Same(t, rej, got)
+
+	// unknown_session is raised by the client as a *Rejection, never by a validator.
+	unknown := Reject(RejectUnknownSession, "no session s9")
+	got, ok = AsRejection(fmt.Errorf("status: %w", unknown))
+	require.True(t, ok)
+	require.Equal(t, RejectUnknownSession, got.Type)
+}
+
+func TestRejection_NonRejectionErrorsAreNotRejections(t *testing.T) {
+	tests := []struct {
+		name string
+		err  error
+	}{
+		{"nil", nil},
+		{"plain error", errors.New("boom")},
+		{"agent_error", temporal.NewApplicationError("agent failed", ErrAgent)},
+		{"unknown_session as an ApplicationError", temporal.NewApplicationError("no session", RejectUnknownSession)},
+		{"untyped ApplicationError", temporal.NewApplicationError("oops", "")},
+		{"other type", temporal.NewApplicationError("oops", "SomethingElse")},
+		{"type differs in case", temporal.NewApplicationError("oops", "STALE_TURN")},
+		{"agent_error over the wire", overTheWire(t, temporal.NewApplicationError("agent failed", ErrAgent))},
+		{"canceled", temporal.NewCanceledError()},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, ok := AsRejection(tt.err)
+			require.False(t, ok)
+			require.Nil(t, got)
+		})
+	}
+}

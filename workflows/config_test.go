@@ -1,0 +1,107 @@
+package workflows
+
+// Tests of ResolveConfig: the defaults of DESIGN §6 for a SessionConfig that names only its
+// session id, and clear errors for values that cannot work.
+
+import (
+	"encoding/json"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/tacp-dev/tacp/signals"
+)
+
+func TestConfig_DefaultsFromSessionIDOnly(t *testing.T) {
+	// A client that only knows DESIGN.md starts a session with {"session_id": "s1"}.
+	var sc signals.SessionConfig
+	require.NoError(t, json.Unmarshal([]byte(`{"session_id": "s1"}`), &sc))
+	c, err := ResolveConfig(sc)
+	require.NoError(t, err)
+	require.Equal(t, "s1", c.SessionID)
+	require.Equal(t, 16, c.QueueLimit)
+	require.Equal(t, 4096, c.JournalSize)
+	require.Equal(t, 8000, c.MaxRunEvents)
+	require.Equal(t, "ask_for_risky", c.Policy)
+	require.Equal(t, 15*time.Minute, c.Grace)
+	require.Equal(t, 60*time.Minute, c.Deadline)
+	require.Equal(t, 10*time.Minute, c.PermissionTimeout)
+	require.True(t, c.SteeringOn, "steering is on unless switched off")
+}
+
+func TestConfig_ExplicitValuesKept(t *testing.T) {
+	off := false
+	c, err := ResolveConfig(signals.SessionConfig{
+		SessionID: "s.1-x_y", Agent: "testagent --fast", Workspace: "/tmp/w",
+		QueueLimit: 3, JournalSize: 100, MaxRunEvents: 500,
+		GraceWindow: "90s", TurnDeadline: "2h", PermissionTimeout: "1m30s",
+		Policy: "allow_all", Steering: &off,
+	})
+	require.NoError(t, err)
+	require.Equal(t, 3, c.QueueLimit)
+	require.Equal(t, 100, c.JournalSize)
+	require.Equal(t, 500, c.MaxRunEvents)
+	require.Equal(t, "allow_all", c.Policy)
+	require.Equal(t, 90*time.Second, c.Grace)
+	require.Equal(t, 2*time.Hour, c.Deadline)
+	require.Equal(t, 90*time.Second, c.PermissionTimeout)
+	require.False(t, c.SteeringOn)
+	require.Equal(t, "testagent --fast", c.Agent)
+	require.Equal(t, "/tmp/w", c.Workspace)
+}
+
+func TestConfig_NonPositiveCountsTakeDefaults(t *testing.T) {
+	c, err := ResolveConfig(signals.SessionConfig{SessionID: "s1", QueueLimit: -1, JournalSize: -1, MaxRunEvents: -1})
+	require.NoError(t, err)
+	require.Equal(t, DefaultQueueLimit, c.QueueLimit)
+	require.Equal(t, DefaultJournalSize, c.JournalSize)
+	require.Equal(t, DefaultMaxRunEvents, c.MaxRunEvents)
+}
+
+func TestConfig_EveryPolicyLevelAccepted(t *testing.T) {
+	for _, level := range []string{"allow_all", "ask_for_risky", "ask_always"} {
+		c, err := ResolveConfig(signals.SessionConfig{SessionID: "s1", Policy: level})
+		require.NoError(t, err, level)
+		require.Equal(t, level, c.Policy)
+	}
+	on := true
+	c, err := ResolveConfig(signals.SessionConfig{SessionID: "s1", Steering: &on})
+	require.NoError(t, err)
+	require.True(t, c.SteeringOn)
+}
+
+func TestConfig_InvalidValuesRejectedWithClearErrors(t *testing.T) {
+	base := func(mod func(*signals.SessionConfig)) signals.SessionConfig {
+		c := signals.SessionConfig{SessionID: "s1"}
+		mod(&c)
+		return c
+	}
+	tests := []struct {
+		name    string
+		cfg     signals.SessionConfig
+		wantErr []string // substrings the error names
+	}{
+		{"empty session id", base(func(c *signals.SessionConfig) { c.SessionID = "" }), []string{"session id"}},
+		{"session id with a slash", base(func(c *signals.SessionConfig) { c.SessionID = "a/b" }), []string{"session id", `"a/b"`}},
+		{"unknown policy", base(func(c *signals.SessionConfig) { c.Policy = "yolo" }), []string{"policy", `"yolo"`, "ask_for_risky"}},
+		{"policy in the wrong case", base(func(c *signals.SessionConfig) { c.Policy = "ALLOW_ALL" }), []string{"policy"}},
+		{"grace_window not a duration", base(func(c *signals.SessionConfig) { c.GraceWindow = "soon" }), []string{"grace_window", `"soon"`}},
+		{"grace_window without a unit", base(func(c *signals.SessionConfig) { c.GraceWindow = "15" }), []string{"grace_window", `"15"`}},
+		{"grace_window zero", base(func(c *signals.SessionConfig) { c.GraceWindow = "0s" }), []string{"grace_window", "positive"}},
+		{"turn_deadline negative", base(func(c *signals.SessionConfig) { c.TurnDeadline = "-5m" }), []string{"turn_deadline", `"-5m"`, "positive"}},
+		{"turn_deadline garbage", base(func(c *signals.SessionConfig) { c.TurnDeadline = "1 hour" }), []string{"turn_deadline"}},
+		{"permission_timeout zero", base(func(c *signals.SessionConfig) { c.PermissionTimeout = "0" }), []string{"permission_timeout"}},
+		{"permission_timeout garbage", base(func(c *signals.SessionConfig) { c.PermissionTimeout = "10 min" }), []string{"permission_timeout", `"10 min"`}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c, err := ResolveConfig(tt.cfg)
+			require.Error(t, err)
+			for _, s := range tt.wantErr {
+				require.Contains(t, err.Error(), s)
+			}
+			require.Equal(t, Config{}, c, "a rejected config resolves to nothing")
+		})
+	}
+}
