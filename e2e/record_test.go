@@ -1,0 +1,75 @@
+package e2e
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	enumspb "go.temporal.io/api/enums/v1"
+	historypb "go.temporal.io/api/history/v1"
+	"google.golang.org/protobuf/encoding/protojson"
+
+	"github.com/tacp-dev/tacp/signals"
+)
+
+// TestRecordHistories records real histories for workflows/replay_test.go, which replays
+// every file under workflows/testdata/histories so that a change breaking running sessions
+// fails CI. Run it after a deliberate change of the workflows' shape (with
+// workflow.GetVersion guarding the old one), and commit the new files beside the old:
+//
+//	TACP_RECORD_HISTORIES=1 go test ./e2e -run TestRecordHistories
+func TestRecordHistories(t *testing.T) {
+	if os.Getenv("TACP_RECORD_HISTORIES") == "" {
+		t.Skip("set TACP_RECORD_HISTORIES=1 to record")
+	}
+	dir := filepath.Join("..", "workflows", "testdata", "histories")
+	require.NoError(t, os.MkdirAll(dir, 0o755))
+	stamp := time.Now().UTC().Format("20060102")
+
+	// A session with a streamed turn, a cancelled turn, signal-path rejections and a close.
+	id := session(t)
+	cfg := signals.SessionConfig{SessionID: id}
+	prompt(t, cfg, "/chunks 5 every 10ms")
+	turnEnd(t, id, 1)
+	require.NoError(t, tc.SignalWorkflow(ctxFor(t, 10*time.Second), signals.SessionWorkflowID(id), "", signals.UpdatePrompt, signals.PromptRequest{Text: ""}))
+	prompt(t, cfg, "/sleep 60s")
+	waitRunning(t, id, 2)
+	_, err := sc.Steer(ctxFor(t, 10*time.Second), id, signals.SteerRequest{Text: "x", ExpectedTurnID: "2"})
+	require.Error(t, err)
+	_, err = sc.Cancel(ctxFor(t, 10*time.Second), id, signals.CancelRequest{})
+	require.NoError(t, err)
+	turnEnd(t, id, 2)
+	_, err = sc.Close(ctxFor(t, 10*time.Second), id, signals.CloseRequest{Reason: "recorded"})
+	require.NoError(t, err)
+	waitFor(t, id, func(ev signals.Event) bool { return ev.Kind == signals.EventSessionClosed })
+	writeHistory(t, signals.SessionWorkflowID(id), "", filepath.Join(dir, fmt.Sprintf("session-turns-cancel-close-%s.json", stamp)))
+	writeHistory(t, signals.TurnWorkflowID(id, 2), "", filepath.Join(dir, fmt.Sprintf("turn-cancelled-%s.json", stamp)))
+
+	// The first run of a session that continues as new in the middle of a streaming turn.
+	id = session(t)
+	prompt(t, signals.SessionConfig{SessionID: id, MaxRunEvents: 60}, "/chunks 100 every 10ms")
+	turnEnd(t, id, 1)
+	d, err := tc.DescribeWorkflowExecution(ctxFor(t, 10*time.Second), signals.SessionWorkflowID(id), "")
+	require.NoError(t, err)
+	first := d.GetWorkflowExecutionInfo().GetFirstRunId()
+	writeHistory(t, signals.SessionWorkflowID(id), first, filepath.Join(dir, fmt.Sprintf("session-continue-as-new-mid-turn-%s.json", stamp)))
+	writeHistory(t, signals.TurnWorkflowID(id, 1), "", filepath.Join(dir, fmt.Sprintf("turn-streamed-%s.json", stamp)))
+}
+
+func writeHistory(t *testing.T, workflowID, runID, path string) {
+	t.Helper()
+	iter := tc.GetWorkflowHistory(ctxFor(t, 30*time.Second), workflowID, runID, false, enumspb.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)
+	var h historypb.History
+	for iter.HasNext() {
+		ev, err := iter.Next()
+		require.NoError(t, err)
+		h.Events = append(h.Events, ev)
+	}
+	b, err := protojson.MarshalOptions{Indent: "  "}.Marshal(&h)
+	require.NoError(t, err)
+	require.NoError(t, os.WriteFile(path, b, 0o644))
+	t.Logf("recorded %s: %d events", path, len(h.Events))
+}
