@@ -75,10 +75,11 @@ const (
 
 var sessionIDPattern = regexp.MustCompile(`^[A-Za-z0-9._-]{1,128}$`)
 
-// ValidateSessionID reports whether id is a valid session id (1–128 chars of [A-Za-z0-9._-]).
+// ValidateSessionID reports whether id is a valid session id: 1–128 chars of [A-Za-z0-9._-],
+// and not "." or ".." (a session id names the session's default workspace directory).
 func ValidateSessionID(id string) error {
-	if !sessionIDPattern.MatchString(id) {
-		return fmt.Errorf("invalid session id %q: want 1-128 characters of [A-Za-z0-9._-]", id)
+	if !sessionIDPattern.MatchString(id) || id == "." || id == ".." {
+		return fmt.Errorf("invalid session id %q: want 1-128 characters of [A-Za-z0-9._-], not . or ..", id)
 	}
 	return nil
 }

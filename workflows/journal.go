@@ -77,6 +77,15 @@ func (j *Journal) trim() {
 	}
 }
 
+// Recount recomputes Bytes from the retained events. A run calls it on the journal it was
+// handed across continue-as-new, whose raw data JSON may have been re-encoded.
+func (j *Journal) Recount() {
+	j.Bytes = 0
+	for _, ev := range j.Events {
+		j.Bytes += len(ev.Data)
+	}
+}
+
 // FirstRetainedSeq is the seq of the oldest retained event (LastSeq+1 when empty).
 func (j *Journal) FirstRetainedSeq() int64 {
 	if len(j.Events) == 0 {
@@ -91,6 +100,8 @@ func (j *Journal) Since(afterSeq int64, limit int) signals.EventsResult {
 	if limit <= 0 || limit > DefaultEventsLimit {
 		limit = DefaultEventsLimit
 	}
+	afterSeq = max(afterSeq, 0)
+	afterSeq = min(afterSeq, j.LastSeq) // nothing lies past the last seq, and no overflow below
 	first := j.FirstRetainedSeq()
 	res := signals.EventsResult{
 		Events:           []signals.Event{},

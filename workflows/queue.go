@@ -24,7 +24,6 @@ type Queue struct {
 	Items      []signals.QueuedPrompt           `json:"items"`
 	Limit      int                              `json:"limit"`
 	MaxBytes   int                              `json:"max_bytes"`
-	Bytes      int                              `json:"bytes"`
 	LastTurnID int64                            `json:"last_turn_id"`
 	Seen       DedupIndex[signals.PromptResult] `json:"seen"`
 }
@@ -68,8 +67,8 @@ func (q *Queue) Check(req signals.PromptRequest, busy bool) (signals.PromptResul
 		return signals.PromptResult{}, signals.Reject(signals.RejectQueueFull, "%d prompts are queued; the limit is %d", len(q.Items), q.Limit)
 	}
 	size := len(req.Text) + len(req.Content)
-	if q.MaxBytes > 0 && len(q.Items) > 0 && q.Bytes+size > q.MaxBytes {
-		return signals.PromptResult{}, signals.Reject(signals.RejectQueueFull, "queued prompts hold %d bytes; this one would pass the limit of %d", q.Bytes, q.MaxBytes)
+	if held := q.Bytes(); q.MaxBytes > 0 && len(q.Items) > 0 && held+size > q.MaxBytes {
+		return signals.PromptResult{}, signals.Reject(signals.RejectQueueFull, "queued prompts hold %d bytes; this one would pass the limit of %d", held, q.MaxBytes)
 	}
 	position := len(q.Items)
 	if busy {
@@ -88,7 +87,6 @@ func (q *Queue) Offer(req signals.PromptRequest, busy bool) (signals.PromptResul
 	q.Items = append(q.Items, signals.QueuedPrompt{
 		TurnID: res.TurnID, ClientMessageID: req.ClientMessageID, Text: req.Text, Content: req.Content,
 	})
-	q.Bytes += len(req.Text) + len(req.Content)
 	q.Seen.Put(req.ClientMessageID, res)
 	return res, nil
 }
@@ -100,7 +98,6 @@ func (q *Queue) Pop() (signals.QueuedPrompt, bool) {
 	}
 	p := q.Items[0]
 	q.Items = append([]signals.QueuedPrompt(nil), q.Items[1:]...)
-	q.Bytes -= len(p.Text) + len(p.Content)
 	return p, true
 }
 
@@ -110,8 +107,18 @@ func (q *Queue) Drain() []string {
 	for _, p := range q.Items {
 		ids = append(ids, p.ClientMessageID)
 	}
-	q.Items, q.Bytes = nil, 0
+	q.Items = nil
 	return ids
+}
+
+// Bytes is the size of the queued text. It is derived, not kept: a prompt's content may
+// change its byte length when it crosses continue-as-new as JSON.
+func (q *Queue) Bytes() int {
+	n := 0
+	for _, p := range q.Items {
+		n += len(p.Text) + len(p.Content)
+	}
+	return n
 }
 
 // Entries lists the queue for status, without prompt text.

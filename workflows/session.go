@@ -77,6 +77,7 @@ func SessionWorkflow(ctx workflow.Context, in signals.SessionConfig) error {
 		if err := json.Unmarshal(in.Carried, &s.sessionState); err != nil {
 			return temporal.NewNonRetryableApplicationError("decode carried state: "+err.Error(), "carried_state", nil)
 		}
+		s.Journal.Recount()
 		s.Run++
 	} else {
 		s.Run = 1

@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-		"github.com/stretchr/testify/require"
+	"github.com/stretchr/testify/require"
 	"go.temporal.io/sdk/converter"
 	"go.temporal.io/sdk/testsuite"
 	"go.temporal.io/sdk/workflow"
