@@ -24,8 +24,9 @@ import (
 	acp "github.com/coder/acp-go-sdk"
 )
 
-// maxLineBytes bounds one JSON-RPC line from the agent.
-const maxLineBytes = 16 << 20
+// maxLineBytes bounds one JSON-RPC line from the agent: the ACP SDK's own limit, so a line
+// the SDK would refuse is refused here first.
+const maxLineBytes = 10 << 20
 
 // agentProc is a running agent subprocess and the client side of its ACP connection.
 type agentProc struct {
@@ -66,8 +67,14 @@ func startAgent(argv []string, dir string, client acp.Client, log *slog.Logger) 
 	p := &agentProc{cmd: cmd, stdin: stdin, exited: make(chan struct{}), log: log}
 	pr, pw := io.Pipe()
 	go p.pump(stdout, pw)
+	// The SDK's logger is not set: its receive loop is already running and reads it
+	// unguarded. Its diagnostics go to slog's default logger.
 	p.conn = acp.NewClientSideConnection(client, stdin, pr)
-	p.conn.SetLogger(log)
+	go func() {
+		// When the SDK stops reading (a line it refuses, a closed connection), unblock pump.
+		<-p.conn.Done()
+		_ = pr.CloseWithError(errors.New("acp connection closed"))
+	}()
 	go func() {
 		err := cmd.Wait()
 		p.waitMu.Lock()
@@ -113,7 +120,8 @@ func readLine(r *bufio.Reader) ([]byte, error) {
 }
 
 func (p *agentProc) inspect(line []byte) {
-	if !bytes.Contains(line, []byte(`"session/update"`)) {
+	// A cheap filter before decoding; "update" survives any JSON escaping of the method name.
+	if !bytes.Contains(line, []byte("update")) {
 		return
 	}
 	var msg struct {

@@ -1,0 +1,406 @@
+package activities
+
+// Tests of the event batcher (DESIGN.md §7): numbered batches in order, no event lost or
+// duplicated, flushes on size before the interval, batches bounded by maxBytes, oversized
+// events stubbed, close flushing what is pending, a failed send stopping the rest, and an
+// add that never blocks.
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+)
+
+// never is a flush interval no test waits for: flushes come from maxBytes or close.
+const never = time.Hour
+
+// patience bounds waits for things that should happen promptly; it is generous on purpose
+// (a test asserts behaviour, not wall-clock time).
+const patience = 5 * time.Second
+
+type sentBatch struct {
+	n      int64
+	events []json.RawMessage
+}
+
+// recorder is a sendFunc that records every batch it is given.
+type recorder struct {
+	mu      sync.Mutex
+	batches []sentBatch
+}
+
+func (r *recorder) send(_ context.Context, batch int64, events []json.RawMessage) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.batches = append(r.batches, sentBatch{batch, append([]json.RawMessage(nil), events...)})
+	return nil
+}
+
+func (r *recorder) sent() []sentBatch {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return append([]sentBatch(nil), r.batches...)
+}
+
+func (r *recorder) events() []string {
+	var out []string
+	for _, b := range r.sent() {
+		for _, ev := range b.events {
+			out = append(out, string(ev))
+		}
+	}
+	return out
+}
+
+// requireNumbered checks that batches are numbered 1, 2, 3… in the order they were sent.
+func requireNumbered(t *testing.T, batches []sentBatch) {
+	t.Helper()
+	for i, b := range batches {
+		require.Equal(t, int64(i+1), b.n, "batch %d of %d", i+1, len(batches))
+		require.NotEmpty(t, b.events, "batch %d is empty", b.n)
+	}
+}
+
+func startBatcher(t *testing.T, interval time.Duration, maxBytes int, send sendFunc) *batcher {
+	t.Helper()
+	b := newBatcher(interval, maxBytes, send)
+	go b.run(context.Background())
+	return b
+}
+
+func ev(s string) json.RawMessage { return json.RawMessage(s) }
+
+// event returns a JSON event of exactly size bytes.
+func event(size int) json.RawMessage {
+	if size < 2 {
+		panic("event too small")
+	}
+	return json.RawMessage(`"` + strings.Repeat("x", size-2) + `"`)
+}
+
+func batchBytes(events []json.RawMessage) int {
+	n := 0
+	for _, e := range events {
+		n += len(e)
+	}
+	return n
+}
+
+func TestBatcherConcurrentAddsAreNumberedInOrderWithoutLossOrDuplicates(t *testing.T) {
+	const producers, perProducer = 8, 2000
+	var rec recorder
+	b := startBatcher(t, time.Millisecond, 512, rec.send)
+
+	var wg sync.WaitGroup
+	for p := range producers {
+		wg.Go(func() {
+			for i := range perProducer {
+				b.add(ev(fmt.Sprintf(`{"p":%d,"i":%d}`, p, i)))
+			}
+		})
+	}
+	wg.Wait()
+	n, err := b.close()
+	require.NoError(t, err)
+
+	batches := rec.sent()
+	require.Equal(t, int64(len(batches)), n, "close returns the number of batches sent")
+	require.Greater(t, len(batches), 1, "small maxBytes must split the events into many batches")
+	requireNumbered(t, batches)
+
+	next := make([]int, producers) // each producer's events arrive once each, in its order
+	for _, b := range batches {
+		require.LessOrEqual(t, batchBytes(b.events), 512)
+		for _, raw := range b.events {
+			var e struct{ P, I int }
+			require.NoError(t, json.Unmarshal(raw, &e))
+			require.Equal(t, next[e.P], e.I, "producer %d: event out of order, lost or duplicated", e.P)
+			next[e.P]++
+		}
+	}
+	for p, got := range next {
+		require.Equal(t, perProducer, got, "producer %d", p)
+	}
+}
+
+func TestBatcherSingleProducerOrderIsPreserved(t *testing.T) {
+	var rec recorder
+	b := startBatcher(t, time.Millisecond, 64, rec.send)
+	var want []string
+	for i := range 500 {
+		e := fmt.Sprintf(`{"i":%d}`, i)
+		want = append(want, e)
+		b.add(ev(e))
+	}
+	_, err := b.close()
+	require.NoError(t, err)
+	require.Equal(t, want, rec.events())
+	requireNumbered(t, rec.sent())
+}
+
+func TestBatcherMaxBytesFlushesBeforeTheInterval(t *testing.T) {
+	var rec recorder
+	b := startBatcher(t, never, 100, rec.send)
+	defer b.close()
+
+	b.add(event(40))
+	b.add(event(40))
+	// 80 bytes pending, under maxBytes: nothing may be sent (the interval is an hour).
+	require.Never(t, func() bool { return len(rec.sent()) > 0 }, 50*time.Millisecond, 5*time.Millisecond)
+
+	b.add(event(40)) // 120 bytes pending: over maxBytes
+	require.Eventually(t, func() bool { return len(rec.events()) == 3 }, patience, time.Millisecond,
+		"reaching maxBytes must flush without waiting for the interval")
+	batches := rec.sent()
+	requireNumbered(t, batches)
+	for _, b := range batches {
+		require.LessOrEqual(t, batchBytes(b.events), 100)
+	}
+}
+
+func TestBatcherIntervalFlushesSmallBatches(t *testing.T) {
+	var rec recorder
+	b := startBatcher(t, 5*time.Millisecond, 1<<20, rec.send)
+	defer b.close()
+
+	b.add(ev(`{"a":1}`))
+	require.Eventually(t, func() bool { return len(rec.sent()) == 1 }, patience, time.Millisecond)
+	b.add(ev(`{"a":2}`))
+	require.Eventually(t, func() bool { return len(rec.sent()) == 2 }, patience, time.Millisecond)
+	requireNumbered(t, rec.sent())
+	require.Equal(t, []string{`{"a":1}`, `{"a":2}`}, rec.events())
+}
+
+func TestBatcherSendsNoEmptyBatches(t *testing.T) {
+	var rec recorder
+	b := startBatcher(t, time.Millisecond, 100, rec.send)
+	time.Sleep(20 * time.Millisecond) // many ticks with nothing pending
+	n, err := b.close()
+	require.NoError(t, err)
+	require.Zero(t, n)
+	require.Empty(t, rec.sent())
+}
+
+func TestBatcherBatchesNeverExceedMaxBytesUnlessOneEventDoes(t *testing.T) {
+	const maxBytes = 100
+	release := make(chan struct{})
+	var rec recorder
+	first := true
+	send := func(ctx context.Context, batch int64, events []json.RawMessage) error {
+		if first { // hold the first flush so the rest pile up and are split in one flush
+			first = false
+			<-release
+		}
+		return rec.send(ctx, batch, events)
+	}
+	b := startBatcher(t, never, maxBytes, send)
+
+	sizes := []int{
+		100,                // exactly maxBytes: flushed alone, held in send
+		30, 30, 30, 30, 30, // 150 bytes: must split
+		150,    // over maxBytes on its own: a batch of one
+		10, 90, // exactly maxBytes together
+		99, 2, // cannot share a batch
+		250, 250, // two oversized events: one batch each
+		5,
+	}
+	var want []string
+	for i, size := range sizes {
+		e := event(size)
+		want = append(want, string(e))
+		b.add(e)
+		if i == 0 {
+			require.Eventually(t, func() bool {
+				b.mu.Lock()
+				defer b.mu.Unlock()
+				return len(b.pending) == 0
+			}, patience, time.Millisecond, "the first event is taken by a flush")
+		}
+	}
+	close(release)
+	n, err := b.close()
+	require.NoError(t, err)
+
+	batches := rec.sent()
+	require.Equal(t, int64(len(batches)), n)
+	requireNumbered(t, batches)
+	require.Equal(t, want, rec.events(), "splitting keeps every event, in order")
+	for _, b := range batches {
+		if size := batchBytes(b.events); size > maxBytes {
+			require.Len(t, b.events, 1, "batch %d has %d bytes in %d events", b.n, size, len(b.events))
+		}
+	}
+}
+
+func TestBatcherStubsEventsOverMaxEventBytes(t *testing.T) {
+	var rec recorder
+	b := startBatcher(t, never, 1<<30, rec.send)
+
+	atLimit := event(maxEventBytes)
+	over := event(maxEventBytes + 1)
+	huge := event(3 * maxEventBytes)
+	b.add(ev(`{"before":true}`))
+	b.add(atLimit)
+	b.add(over)
+	b.add(huge)
+	b.add(ev(`{"after":true}`))
+	n, err := b.close()
+	require.NoError(t, err)
+	require.Equal(t, int64(1), n)
+
+	got := rec.events()
+	require.Len(t, got, 5)
+	require.Equal(t, `{"before":true}`, got[0])
+	require.Equal(t, string(atLimit), got[1], "an event of exactly maxEventBytes is kept")
+	require.JSONEq(t, fmt.Sprintf(`{"tacp_truncated":true,"bytes":%d}`, maxEventBytes+1), got[2])
+	require.JSONEq(t, fmt.Sprintf(`{"tacp_truncated":true,"bytes":%d}`, 3*maxEventBytes), got[3])
+	require.Equal(t, `{"after":true}`, got[4])
+}
+
+func TestBatcherAddCopiesTheEvent(t *testing.T) {
+	var rec recorder
+	b := startBatcher(t, never, 1<<20, rec.send)
+	raw := []byte(`{"a":1}`)
+	b.add(raw)
+	copy(raw, `{"b":2}`) // the tap may reuse its buffer
+	_, err := b.close()
+	require.NoError(t, err)
+	require.Equal(t, []string{`{"a":1}`}, rec.events())
+}
+
+func TestBatcherCloseFlushesPendingAndReturnsTheBatchCount(t *testing.T) {
+	t.Run("nothing sent before close", func(t *testing.T) {
+		var rec recorder
+		b := startBatcher(t, never, 1<<20, rec.send)
+		b.add(ev(`1`))
+		b.add(ev(`2`))
+		b.add(ev(`3`))
+		require.Empty(t, rec.sent())
+		n, err := b.close()
+		require.NoError(t, err)
+		require.Equal(t, int64(1), n)
+		require.Equal(t, []sentBatch{{1, []json.RawMessage{ev(`1`), ev(`2`), ev(`3`)}}}, rec.sent())
+	})
+
+	t.Run("after earlier batches", func(t *testing.T) {
+		var rec recorder
+		b := startBatcher(t, never, 100, rec.send)
+		for range 5 {
+			b.add(event(50))
+		}
+		require.Eventually(t, func() bool { return len(rec.sent()) >= 1 }, patience, time.Millisecond)
+		b.add(ev(`"last"`))
+		n, err := b.close()
+		require.NoError(t, err)
+		batches := rec.sent()
+		require.Equal(t, int64(len(batches)), n)
+		requireNumbered(t, batches)
+		got := rec.events()
+		require.Len(t, got, 6)
+		require.Equal(t, `"last"`, got[5])
+	})
+
+	t.Run("nothing at all", func(t *testing.T) {
+		var rec recorder
+		b := startBatcher(t, never, 100, rec.send)
+		n, err := b.close()
+		require.NoError(t, err)
+		require.Zero(t, n)
+		require.Empty(t, rec.sent())
+	})
+}
+
+func TestBatcherSendErrorStopsFurtherSendsAndIsReturnedByClose(t *testing.T) {
+	boom := errors.New("boom")
+
+	t.Run("first batch fails", func(t *testing.T) {
+		var mu sync.Mutex
+		var calls []int64
+		send := func(_ context.Context, batch int64, _ []json.RawMessage) error {
+			mu.Lock()
+			defer mu.Unlock()
+			calls = append(calls, batch)
+			return boom
+		}
+		sends := func() int { mu.Lock(); defer mu.Unlock(); return len(calls) }
+		b := startBatcher(t, never, 10, send)
+		b.add(event(20)) // over maxBytes: flushes now, and fails
+		require.Eventually(t, func() bool { return sends() == 1 }, patience, time.Millisecond)
+
+		b.add(event(20)) // kicks another flush, which must not send
+		b.add(event(20))
+		n, err := b.close()
+		require.ErrorIs(t, err, boom)
+		require.ErrorContains(t, err, "batch 1")
+		require.Zero(t, n, "no batch was sent")
+		require.Equal(t, []int64{1}, calls, "nothing is sent after a failure")
+	})
+
+	t.Run("a later batch of one flush fails", func(t *testing.T) {
+		var mu sync.Mutex
+		var calls []int64
+		send := func(_ context.Context, batch int64, _ []json.RawMessage) error {
+			mu.Lock()
+			defer mu.Unlock()
+			calls = append(calls, batch)
+			if batch == 2 {
+				return boom
+			}
+			return nil
+		}
+		b := startBatcher(t, never, 1000, send)
+		for range 5 {
+			b.add(event(400)) // batches of at most two events; whichever flush sends batch 2 fails
+		}
+		n, err := b.close()
+		require.ErrorIs(t, err, boom)
+		require.ErrorContains(t, err, "batch 2")
+		require.Equal(t, int64(1), n, "only batch 1 went out")
+		require.Equal(t, []int64{1, 2}, calls, "batch 3 is never attempted")
+	})
+}
+
+func TestBatcherAddNeverBlocksWhileSendIsBlocked(t *testing.T) {
+	const adds = 10000
+	release := make(chan struct{})
+	var rec recorder
+	send := func(ctx context.Context, batch int64, events []json.RawMessage) error {
+		<-release
+		return rec.send(ctx, batch, events)
+	}
+	b := startBatcher(t, time.Millisecond, 64, send)
+
+	added := make(chan struct{})
+	go func() {
+		defer close(added)
+		for i := range adds {
+			b.add(ev(fmt.Sprintf(`{"i":%d}`, i)))
+		}
+	}()
+	select {
+	case <-added:
+	case <-time.After(patience):
+		close(release)
+		t.Fatalf("add blocked while send was blocked")
+	}
+	require.Empty(t, rec.sent(), "send is still blocked")
+
+	close(release)
+	n, err := b.close()
+	require.NoError(t, err)
+	batches := rec.sent()
+	require.Equal(t, int64(len(batches)), n)
+	requireNumbered(t, batches)
+	got := rec.events()
+	require.Len(t, got, adds, "every event enqueued while send was blocked is sent")
+	for i, e := range got {
+		require.Equal(t, fmt.Sprintf(`{"i":%d}`, i), e)
+	}
+}
