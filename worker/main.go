@@ -7,6 +7,7 @@ import (
 	"context"
 	"flag"
 	"fmt"
+	"log/slog"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -53,6 +54,8 @@ func run() error {
 	if err != nil {
 		return err
 	}
+	// Libraries that log through slog's default (the ACP SDK) log as the worker does.
+	slog.SetDefault(logger)
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 
