@@ -30,16 +30,17 @@ type batcher struct {
 	bytes   int
 	err     error // the first send that failed for good
 
-	kick    chan struct{}
-	stopped chan struct{}
-	done    chan struct{}
-	batch   int64 // last batch sent (owned by run)
+	kick     chan struct{}
+	flushReq chan chan struct{}
+	stopped  chan struct{}
+	done     chan struct{}
+	batch    int64 // last batch sent (owned by run)
 }
 
 func newBatcher(interval time.Duration, maxBytes int, send sendFunc) *batcher {
 	return &batcher{
 		interval: interval, maxBytes: maxBytes, send: send,
-		kick: make(chan struct{}, 1), stopped: make(chan struct{}), done: make(chan struct{}),
+		kick: make(chan struct{}, 1), flushReq: make(chan chan struct{}), stopped: make(chan struct{}), done: make(chan struct{}),
 	}
 }
 
@@ -71,6 +72,10 @@ func (b *batcher) run(ctx context.Context) {
 		select {
 		case <-t.C:
 		case <-b.kick:
+		case done := <-b.flushReq:
+			b.flush(ctx)
+			close(done)
+			continue
 		case <-b.stopped:
 			b.flush(ctx)
 			return
@@ -103,6 +108,17 @@ func (b *batcher) flush(ctx context.Context) {
 		}
 		b.batch++
 		events = events[n:]
+	}
+}
+
+// flushNow sends everything enqueued so far and returns once it is sent (or the batcher has
+// stopped).
+func (b *batcher) flushNow() {
+	done := make(chan struct{})
+	select {
+	case b.flushReq <- done:
+		<-done
+	case <-b.done:
 	}
 }
 

@@ -6,26 +6,47 @@ import (
 	"fmt"
 	"log/slog"
 	"strings"
+	"sync"
 	"unicode"
 
 	acp "github.com/coder/acp-go-sdk"
 )
 
-// turnClient is tacp's side of ACP toward the agent. session/update is captured on the wire
-// (agentProc.inspect), so SessionUpdate has nothing left to do. No file system or terminal
-// capability is advertised, so those requests are refused.
-type turnClient struct {
-	log *slog.Logger
+// hostClient is tacp's side of ACP toward one agent process. session/update is captured on
+// the wire (agentProc.inspect), so SessionUpdate has nothing left to do; permission requests
+// go to the turn running at the time (between turns they fail closed); files are served from
+// the workspace sandbox. No terminal capability is advertised, so those requests are refused.
+type hostClient struct {
+	log     *slog.Logger
+	sandbox *Sandbox
+
+	mu   sync.Mutex
+	turn *liveTurn
+}
+
+func (c *hostClient) setTurn(lt *liveTurn) {
+	c.mu.Lock()
+	c.turn = lt
+	c.mu.Unlock()
+}
+
+func (c *hostClient) current() *liveTurn {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.turn
 }
 
 var errNotOffered = errors.New("tacp does not offer this capability")
 
-func (c *turnClient) SessionUpdate(context.Context, acp.SessionNotification) error { return nil }
+func (c *hostClient) SessionUpdate(context.Context, acp.SessionNotification) error { return nil }
 
-// RequestPermission fails closed until the workflow's permission bridge answers requests:
-// the agent gets its reject option (or cancelled when it offers none).
-func (c *turnClient) RequestPermission(_ context.Context, p acp.RequestPermissionRequest) (acp.RequestPermissionResponse, error) {
-	c.log.Info("permission requested: rejecting (no permission bridge)", "tool_call", p.ToolCall.ToolCallId)
+// RequestPermission asks the workflow through the running turn. With no turn running it
+// fails closed: the agent gets its reject option (or cancelled when it offers none).
+func (c *hostClient) RequestPermission(ctx context.Context, p acp.RequestPermissionRequest) (acp.RequestPermissionResponse, error) {
+	if lt := c.current(); lt != nil {
+		return lt.requestPermission(ctx, p)
+	}
+	c.log.Info("permission requested between turns: rejecting", "tool_call", p.ToolCall.ToolCallId)
 	for _, o := range p.Options {
 		if o.Kind == acp.PermissionOptionKindRejectOnce || o.Kind == acp.PermissionOptionKindRejectAlways {
 			return acp.RequestPermissionResponse{Outcome: acp.RequestPermissionOutcome{
@@ -38,31 +59,37 @@ func (c *turnClient) RequestPermission(_ context.Context, p acp.RequestPermissio
 	}}, nil
 }
 
-func (c *turnClient) ReadTextFile(context.Context, acp.ReadTextFileRequest) (acp.ReadTextFileResponse, error) {
-	return acp.ReadTextFileResponse{}, errNotOffered
+func (c *hostClient) ReadTextFile(ctx context.Context, p acp.ReadTextFileRequest) (acp.ReadTextFileResponse, error) {
+	if c.sandbox == nil {
+		return acp.ReadTextFileResponse{}, errNotOffered
+	}
+	return c.sandbox.ReadTextFile(ctx, p)
 }
 
-func (c *turnClient) WriteTextFile(context.Context, acp.WriteTextFileRequest) (acp.WriteTextFileResponse, error) {
-	return acp.WriteTextFileResponse{}, errNotOffered
+func (c *hostClient) WriteTextFile(ctx context.Context, p acp.WriteTextFileRequest) (acp.WriteTextFileResponse, error) {
+	if c.sandbox == nil {
+		return acp.WriteTextFileResponse{}, errNotOffered
+	}
+	return c.sandbox.WriteTextFile(ctx, p)
 }
 
-func (c *turnClient) CreateTerminal(context.Context, acp.CreateTerminalRequest) (acp.CreateTerminalResponse, error) {
+func (c *hostClient) CreateTerminal(context.Context, acp.CreateTerminalRequest) (acp.CreateTerminalResponse, error) {
 	return acp.CreateTerminalResponse{}, errNotOffered
 }
 
-func (c *turnClient) KillTerminal(context.Context, acp.KillTerminalRequest) (acp.KillTerminalResponse, error) {
+func (c *hostClient) KillTerminal(context.Context, acp.KillTerminalRequest) (acp.KillTerminalResponse, error) {
 	return acp.KillTerminalResponse{}, errNotOffered
 }
 
-func (c *turnClient) TerminalOutput(context.Context, acp.TerminalOutputRequest) (acp.TerminalOutputResponse, error) {
+func (c *hostClient) TerminalOutput(context.Context, acp.TerminalOutputRequest) (acp.TerminalOutputResponse, error) {
 	return acp.TerminalOutputResponse{}, errNotOffered
 }
 
-func (c *turnClient) ReleaseTerminal(context.Context, acp.ReleaseTerminalRequest) (acp.ReleaseTerminalResponse, error) {
+func (c *hostClient) ReleaseTerminal(context.Context, acp.ReleaseTerminalRequest) (acp.ReleaseTerminalResponse, error) {
 	return acp.ReleaseTerminalResponse{}, errNotOffered
 }
 
-func (c *turnClient) WaitForTerminalExit(context.Context, acp.WaitForTerminalExitRequest) (acp.WaitForTerminalExitResponse, error) {
+func (c *hostClient) WaitForTerminalExit(context.Context, acp.WaitForTerminalExitRequest) (acp.WaitForTerminalExitResponse, error) {
 	return acp.WaitForTerminalExitResponse{}, errNotOffered
 }
 

@@ -1,6 +1,6 @@
 package activities
 
-// Tests of the agent command line splitter and of turnClient, tacp's side of ACP toward the
+// Tests of the agent command line splitter and of hostClient, tacp's side of ACP toward the
 // agent: it fails permissions closed and refuses the capabilities it does not offer.
 
 import (
@@ -70,7 +70,7 @@ func TestSplitCommandErrors(t *testing.T) {
 	}
 }
 
-func TestTurnClientRequestPermissionFailsClosed(t *testing.T) {
+func TestHostClientRequestPermissionFailsClosed(t *testing.T) {
 	allow := acp.PermissionOption{Kind: acp.PermissionOptionKindAllowOnce, Name: "Allow", OptionId: "allow"}
 	allowAlways := acp.PermissionOption{Kind: acp.PermissionOptionKindAllowAlways, Name: "Always", OptionId: "allow_always"}
 	rejectOnce := acp.PermissionOption{Kind: acp.PermissionOptionKindRejectOnce, Name: "Reject", OptionId: "reject"}
@@ -88,7 +88,7 @@ func TestTurnClientRequestPermissionFailsClosed(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			c := &turnClient{log: slog.New(slog.DiscardHandler)}
+			c := &hostClient{log: slog.New(slog.DiscardHandler)}
 			resp, err := c.RequestPermission(context.Background(), acp.RequestPermissionRequest{
 				SessionId: "s",
 				ToolCall:  acp.ToolCallUpdate{ToolCallId: "call_1"},
@@ -107,8 +107,8 @@ func TestTurnClientRequestPermissionFailsClosed(t *testing.T) {
 	}
 }
 
-func TestTurnClientRefusesCapabilitiesItDoesNotOffer(t *testing.T) {
-	c := &turnClient{log: slog.New(slog.DiscardHandler)}
+func TestHostClientRefusesCapabilitiesItDoesNotOffer(t *testing.T) {
+	c := &hostClient{log: slog.New(slog.DiscardHandler)}
 	ctx := context.Background()
 	require.NoError(t, c.SessionUpdate(ctx, acp.SessionNotification{}))
 	calls := map[string]func() error{

@@ -12,6 +12,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	acp "github.com/coder/acp-go-sdk"
@@ -37,12 +38,12 @@ const (
 type Runner struct {
 	// Client signals the session workflows.
 	Client client.Client
+	// Host keeps agents alive between turns and routes deliveries into running turns.
+	Host *Host
 	// Agent is the default agent command line, used when a session names none.
 	Agent string
 	// DataDir holds per-session workspaces when a session names none.
-	DataDir string
-	// HostQueue is this worker's own task queue, reported in turn_started.
-	HostQueue     string
+	DataDir       string
 	FlushInterval time.Duration
 	FlushBytes    int
 	// CancelGrace bounds the wait for the agent to answer `cancelled` after session/cancel;
@@ -64,17 +65,25 @@ func (r *Runner) defaults() {
 	if r.Logger == nil {
 		r.Logger = slog.New(slog.DiscardHandler)
 	}
+	if r.Host == nil {
+		r.Host = &Host{Client: r.Client, Logger: r.Logger}
+	}
+	r.Host.init()
 }
 
-// RunTurn runs one attempt of a turn: start the agent, set up its ACP session (loading the
-// one kept in workflow state when the agent can), prompt, stream, and answer with the stop
-// reason. A cancellation of the activity (delivered with heartbeats) becomes session/cancel.
+// RunTurn runs one attempt of a turn on this host: take the session's agent (alive from an
+// earlier turn, or started and set up with session/load of the agent session kept in
+// workflow state), prompt, stream, and answer with the stop reason. Steers, cancels and
+// permission answers arrive through Deliver; a cancellation of the activity (delivered with
+// heartbeats) is the backstop for cancel.
 func (r *Runner) RunTurn(ctx context.Context, in signals.RunTurnInput) (signals.RunTurnResult, error) {
 	r.defaults()
-	info := activity.GetInfo(ctx)
-	attempt := info.Attempt
+	attempt := activity.GetInfo(ctx).Attempt
 	log := r.Logger.With("session", in.SessionID, "turn", in.TurnID, "attempt", attempt)
 	res := signals.RunTurnResult{Attempt: attempt}
+	fail := func(err error) error {
+		return temporal.NewNonRetryableApplicationError(err.Error(), signals.ErrAgent, nil, res)
+	}
 
 	agentCmd := in.Agent
 	if agentCmd == "" {
@@ -82,22 +91,29 @@ func (r *Runner) RunTurn(ctx context.Context, in signals.RunTurnInput) (signals.
 	}
 	argv, err := SplitCommand(agentCmd)
 	if err != nil {
-		return res, temporal.NewNonRetryableApplicationError(err.Error(), signals.ErrAgent, nil, res)
+		return res, fail(err)
 	}
 	dir, err := r.workspace(in)
 	if err != nil {
-		return res, temporal.NewNonRetryableApplicationError(err.Error(), signals.ErrAgent, nil, res)
+		return res, fail(err)
+	}
+	sandbox, err := NewSandbox(dir)
+	if err != nil {
+		return res, fail(err)
+	}
+	prompt, err := promptBlocks(in.TurnInput)
+	if err != nil {
+		return res, fail(err)
 	}
 
-	send := func(ctx context.Context, batch int64, events []json.RawMessage) error {
-		return r.signal(ctx, in.SessionWorkflowID, signals.SignalTurnEvents, signals.TurnEventsSignal{
-			TurnID: in.TurnID, Attempt: attempt, Batch: batch, Events: events,
-		})
-	}
 	// Signals outlive the activity's context: the last batches go out after a cancel too.
 	sendCtx, cancelSend := context.WithCancel(context.WithoutCancel(ctx))
 	defer cancelSend()
-	b := newBatcher(r.FlushInterval, r.FlushBytes, send)
+	b := newBatcher(r.FlushInterval, r.FlushBytes, func(ctx context.Context, batch int64, events []json.RawMessage) error {
+		return r.signal(ctx, in.SessionWorkflowID, signals.SignalTurnEvents, signals.TurnEventsSignal{
+			TurnID: in.TurnID, Attempt: attempt, Batch: batch, Events: events,
+		})
+	})
 	go b.run(sendCtx)
 	finish := func(res signals.RunTurnResult, err error) (signals.RunTurnResult, error) {
 		n, serr := b.close()
@@ -108,80 +124,137 @@ func (r *Runner) RunTurn(ctx context.Context, in signals.RunTurnInput) (signals.
 		return res, err
 	}
 
-	proc, err := startAgent(argv, dir, &turnClient{log: log}, log)
-	if err != nil {
-		return finish(res, temporal.NewNonRetryableApplicationError(err.Error(), signals.ErrAgent, nil, res))
-	}
-	defer proc.stop(2 * time.Second)
-
 	setupCtx, cancelSetup := context.WithTimeout(ctx, initializeTimeout)
 	defer cancelSetup()
-	if err := proc.initialize(setupCtx); err != nil {
-		return finish(res, r.agentErr(proc, err, res))
-	}
-	sid, err := r.openSession(setupCtx, proc, in, dir)
+	ag, err := r.Host.acquire(setupCtx, in.SessionID, argv, dir, sandbox)
 	if err != nil {
+		return finish(res, fail(fmt.Errorf("agent: %w", err)))
+	}
+	keep := true
+	defer func() { r.Host.release(ag, keep) }()
+	proc := ag.proc
+	proc.setTap(nil) // a loaded session's replay is history the session has already journaled
+	sid, err := r.openSession(setupCtx, ag, in, dir)
+	if err != nil {
+		keep = false
 		return finish(res, r.agentErr(proc, err, res))
 	}
 	res.AgentSessionID = string(sid)
+
+	lt := r.Host.register(in.SessionID, in.TurnID, attempt)
+	defer r.Host.unregister(lt)
+	lt.beforePermission = b.flushNow
+	lt.askPermission = func(ctx context.Context, sig signals.PermissionRequestedSignal) error {
+		return r.signal(ctx, in.SessionWorkflowID, signals.SignalPermissionRequested, sig)
+	}
+	ag.client.setTurn(lt)
 	proc.setTap(b.add)
 
 	if err := r.signal(ctx, in.SessionWorkflowID, signals.SignalTurnStarted, signals.TurnStartedSignal{
-		TurnID: in.TurnID, Attempt: attempt, HostQueue: r.HostQueue, AgentSessionID: res.AgentSessionID,
+		TurnID: in.TurnID, Attempt: attempt, HostQueue: r.Host.Queue, AgentSessionID: res.AgentSessionID,
 	}); err != nil {
 		return finish(res, err)
 	}
 
-	prompt, err := promptBlocks(in.TurnInput)
-	if err != nil {
-		return finish(res, temporal.NewNonRetryableApplicationError(err.Error(), signals.ErrAgent, nil, res))
-	}
 	type answer struct {
 		resp acp.PromptResponse
 		err  error
 	}
 	answered := make(chan answer, 1)
-	// The prompt's context is not the activity's: cancelling it would drop the agent's
-	// answer. Cancellation goes to the agent as session/cancel instead.
-	go func() {
-		resp, err := proc.conn.Prompt(context.WithoutCancel(ctx), acp.PromptRequest{SessionId: sid, Prompt: prompt})
-		answered <- answer{resp, err}
-	}()
+	send := func(blocks []acp.ContentBlock) {
+		// The prompt's context is not the activity's: cancelling it would drop the agent's
+		// answer. Cancellation goes to the agent as session/cancel instead.
+		go func() {
+			resp, err := proc.conn.Prompt(context.WithoutCancel(ctx), acp.PromptRequest{SessionId: sid, Prompt: blocks})
+			answered <- answer{resp, err}
+		}()
+	}
+	send(prompt)
 
 	hb := time.NewTicker(heartbeatEvery)
 	defer hb.Stop()
-	cancelled := ctx.Done()
-	var killAt <-chan time.Time
+	var (
+		cancelling   bool
+		killAt       <-chan time.Time
+		interrupting []steerRequest // steers waiting for the interrupted prompt to resolve
+	)
+	startCancel := func(why string) {
+		if cancelling {
+			return
+		}
+		cancelling = true
+		log.Info("cancelling turn: sending session/cancel", "via", why)
+		lt.requestCancel() // answers the agent's open permission requests cancelled
+		for _, s := range interrupting {
+			s.reply <- steerReply{err: errors.New("the turn was cancelled")}
+		}
+		interrupting = nil
+		if err := proc.conn.Cancel(context.WithoutCancel(ctx), acp.CancelNotification{SessionId: sid}); err != nil {
+			log.Warn("session/cancel failed", "error", err)
+		}
+		killAt = time.After(r.CancelGrace)
+	}
 	for {
 		select {
 		case a := <-answered:
 			if a.err != nil {
+				keep = proc.alive()
 				return finish(res, r.agentErr(proc, a.err, res))
 			}
+			if a.resp.Usage != nil {
+				res.Usage = addUsage(res.Usage, a.resp.Usage)
+			}
+			if len(interrupting) > 0 && !cancelling {
+				// Interrupt-and-continue: the same turn goes on with the steer text.
+				texts := make([]string, len(interrupting))
+				for i, s := range interrupting {
+					texts[i] = s.text
+					s.reply <- steerReply{how: signals.HowInterrupted}
+				}
+				interrupting = nil
+				send([]acp.ContentBlock{acp.TextBlock(strings.Join(texts, "\n\n"))})
+				continue
+			}
 			res.StopReason = string(a.resp.StopReason)
-			if killAt != nil {
+			if cancelling {
 				res.StopReason = string(acp.StopReasonCancelled)
 			}
-			if a.resp.Usage != nil {
-				res.Usage, _ = json.Marshal(a.resp.Usage)
-			}
 			return finish(res, nil)
+		case req := <-lt.steers:
+			if cancelling {
+				req.reply <- steerReply{err: errors.New("the turn is cancelling")}
+				continue
+			}
+			if steeringSupported(proc.caps) && len(interrupting) == 0 {
+				how, err := r.inject(ctx, proc, sid, req.text)
+				if err == nil {
+					req.reply <- steerReply{how: how}
+					continue
+				}
+				log.Warn("_session/steering failed: interrupting instead", "error", err)
+			}
+			if len(interrupting) == 0 {
+				if err := proc.conn.Cancel(context.WithoutCancel(ctx), acp.CancelNotification{SessionId: sid}); err != nil {
+					req.reply <- steerReply{err: fmt.Errorf("session/cancel for the steer: %w", err)}
+					continue
+				}
+			}
+			interrupting = append(interrupting, req)
 		case <-hb.C:
 			activity.RecordHeartbeat(ctx, in.TurnID)
-		case <-cancelled:
-			cancelled = nil
-			log.Info("turn cancelled: sending session/cancel")
-			if err := proc.conn.Cancel(context.WithoutCancel(ctx), acp.CancelNotification{SessionId: sid}); err != nil {
-				log.Warn("session/cancel failed", "error", err)
-			}
-			killAt = time.After(r.CancelGrace)
+		case <-lt.cancel:
+			startCancel("delivery")
+		case <-ctx.Done():
+			startCancel("activity cancellation")
 		case <-killAt:
 			log.Warn("agent did not stop after session/cancel: killing it", "grace", r.CancelGrace)
+			keep = false
 			proc.stop(0)
 			res.StopReason = string(acp.StopReasonCancelled)
 			return finish(res, nil)
 		case <-proc.exited:
-			if killAt != nil {
+			keep = false
+			if cancelling {
 				res.StopReason = string(acp.StopReasonCancelled)
 				return finish(res, nil)
 			}
@@ -192,9 +265,53 @@ func (r *Runner) RunTurn(ctx context.Context, in signals.RunTurnInput) (signals.
 				continue
 			case <-time.After(100 * time.Millisecond):
 			}
-			return finish(res, temporal.NewNonRetryableApplicationError(proc.exitErr().Error()+" during the turn", signals.ErrAgent, nil, res))
+			return finish(res, fail(fmt.Errorf("%w during the turn", proc.exitErr())))
 		}
 	}
+}
+
+// steeringMethod is the ACP extension that injects text into a running prompt.
+const steeringMethod = "_session/steering"
+
+// steeringSupported reports whether the agent advertised _meta.steering.supported.
+func steeringSupported(caps acp.InitializeResponse) bool {
+	st, _ := caps.Meta["steering"].(map[string]any)
+	ok, _ := st["supported"].(bool)
+	return ok
+}
+
+// inject delivers a steer through _session/steering; any answer but "injected" (or
+// "startedNewTurn") is an error, so the caller falls back to interrupt-and-continue.
+func (r *Runner) inject(ctx context.Context, proc *agentProc, sid acp.SessionId, text string) (string, error) {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+	defer cancel()
+	raw, err := proc.conn.CallExtension(ctx, steeringMethod, map[string]any{"sessionId": sid, "prompt": text})
+	if err != nil {
+		return "", err
+	}
+	var resp struct {
+		Outcome string `json:"outcome"`
+	}
+	if err := json.Unmarshal(raw, &resp); err != nil {
+		return "", fmt.Errorf("decode %s answer: %w", steeringMethod, err)
+	}
+	switch resp.Outcome {
+	case "injected", "startedNewTurn":
+		return signals.HowInjected, nil
+	default:
+		return "", fmt.Errorf("%s answered %q", steeringMethod, resp.Outcome)
+	}
+}
+
+// addUsage adds one prompt's token usage to the turn's.
+func addUsage(prev json.RawMessage, u *acp.Usage) json.RawMessage {
+	var sum acp.Usage
+	_ = json.Unmarshal(prev, &sum)
+	sum.InputTokens += u.InputTokens
+	sum.OutputTokens += u.OutputTokens
+	sum.TotalTokens += u.TotalTokens
+	b, _ := json.Marshal(sum)
+	return b
 }
 
 // agentErr is the error of a turn the agent failed: not retried, with the partial result
@@ -216,16 +333,21 @@ func (r *Runner) agentErr(proc *agentProc, err error, res signals.RunTurnResult)
 	return temporal.NewNonRetryableApplicationError("agent: "+msg, signals.ErrAgent, nil, res)
 }
 
-// openSession loads the agent session kept in workflow state when the agent can load
-// sessions, and starts a new one otherwise. Updates replayed by session/load are history
-// the session has journaled already, so the tap is off meanwhile.
-func (r *Runner) openSession(ctx context.Context, proc *agentProc, in signals.RunTurnInput, dir string) (acp.SessionId, error) {
+// openSession picks the agent session for the turn: the one the live agent already holds
+// when it is the session's, else session/load of the one kept in workflow state when the
+// agent can load sessions, else a new one.
+func (r *Runner) openSession(ctx context.Context, ag *hostedAgent, in signals.RunTurnInput, dir string) (acp.SessionId, error) {
+	proc := ag.proc
+	if ag.acpSession != "" && (in.AgentSessionID == "" || in.AgentSessionID == string(ag.acpSession)) {
+		return ag.acpSession, nil
+	}
 	if in.AgentSessionID != "" && proc.caps.AgentCapabilities.LoadSession {
 		_, err := proc.conn.LoadSession(ctx, acp.LoadSessionRequest{
 			SessionId: acp.SessionId(in.AgentSessionID), Cwd: dir, McpServers: []acp.McpServer{},
 		})
 		if err == nil {
-			return acp.SessionId(in.AgentSessionID), nil
+			ag.acpSession = acp.SessionId(in.AgentSessionID)
+			return ag.acpSession, nil
 		}
 		r.Logger.Warn("session/load failed: starting a new agent session", "session", in.SessionID, "error", err)
 	}
@@ -233,6 +355,7 @@ func (r *Runner) openSession(ctx context.Context, proc *agentProc, in signals.Ru
 	if err != nil {
 		return "", fmt.Errorf("session/new: %w", err)
 	}
+	ag.acpSession = resp.SessionId
 	return resp.SessionId, nil
 }
 
@@ -254,14 +377,18 @@ func (r *Runner) workspace(in signals.RunTurnInput) (string, error) {
 // signal sends a signal to the session workflow (by workflow id: it reaches the current
 // run), retrying transient failures for up to a minute.
 func (r *Runner) signal(ctx context.Context, workflowID, name string, arg any) error {
+	return signalWithRetry(ctx, r.Client, r.Logger, workflowID, name, arg)
+}
+
+func signalWithRetry(ctx context.Context, c client.Client, log *slog.Logger, workflowID, name string, arg any) error {
 	backoff := 50 * time.Millisecond
 	deadline := time.Now().Add(time.Minute)
 	for {
-		err := r.Client.SignalWorkflow(ctx, workflowID, "", name, arg)
+		err := c.SignalWorkflow(ctx, workflowID, "", name, arg)
 		if err == nil || time.Now().After(deadline) || ctx.Err() != nil {
 			return err
 		}
-		r.Logger.Warn("signal failed: retrying", "signal", name, "error", err)
+		log.Warn("signal failed: retrying", "signal", name, "error", err)
 		time.Sleep(backoff)
 		backoff = min(2*backoff, 2*time.Second)
 	}

@@ -59,7 +59,7 @@ type fixture struct {
 	srv         *devserver.Server
 	c           client.Client
 	sc          *signals.Client
-	workers     []worker.Worker
+	workers     []interface{ Stop() }
 	noop        *noopTarget
 	prompt      *promptTarget
 	steer       *steerTarget

@@ -32,6 +32,7 @@ var (
 	testagent  string
 	starterBin string
 	dataDir    string
+	worker     *app.Worker
 )
 
 func TestMain(m *testing.M) {
@@ -63,7 +64,7 @@ func runMain(m *testing.M) int {
 	}
 	defer tc.Close()
 	sc = signals.NewClient(tc, signals.DefaultTaskQueue)
-	w, err := app.StartWorker(tc, app.WorkerOptions{
+	worker, err = app.StartWorker(tc, app.WorkerOptions{
 		Agent:   fmt.Sprintf("%s -transcripts %s", testagent, filepath.Join(dataDir, "transcripts")),
 		DataDir: dataDir,
 		// A short grace keeps the kill backstop inside the tests' patience.
@@ -73,7 +74,7 @@ func runMain(m *testing.M) int {
 		fmt.Fprintln(os.Stderr, "worker:", err)
 		return 1
 	}
-	defer w.Stop()
+	defer worker.Stop()
 	return m.Run()
 }
 

@@ -91,6 +91,13 @@ func (c *Client) Cancel(ctx context.Context, sessionID string, req CancelRequest
 	return res, c.update(ctx, sessionID, UpdateCancel, req, &res)
 }
 
+// PermissionRespond answers an open permission request of a session; a later answer gets
+// the existing resolution back.
+func (c *Client) PermissionRespond(ctx context.Context, sessionID string, req PermissionRespondRequest) (PermissionRespondResult, error) {
+	var res PermissionRespondResult
+	return res, c.update(ctx, sessionID, UpdatePermissionRespond, req, &res)
+}
+
 // Close closes a session: its running turn is cancelled, queued prompts are dropped, and the
 // workflow ends once the turn has.
 func (c *Client) Close(ctx context.Context, sessionID string, req CloseRequest) (CloseResult, error) {

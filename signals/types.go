@@ -150,23 +150,23 @@ type JournalRange struct {
 
 // Status is the answer of the status query: a snapshot of the session.
 type Status struct {
-	SessionID          string         `json:"session_id"`
-	State              string         `json:"state"`
-	TurnID             int64          `json:"turn_id"`
-	SteerToken         string         `json:"steer_token"`
-	TurnStartedAt      *time.Time     `json:"turn_started_at,omitempty"`
-	TurnDeadline       *time.Time     `json:"turn_deadline,omitempty"`
-	Viewers            []any          `json:"viewers"`
-	Queue              []QueueEntry   `json:"queue"`
-	PendingPermissions []any          `json:"pending_permissions"`
-	Policy             string         `json:"policy"`
-	Rules              []string       `json:"rules"`
-	Usage              map[string]any `json:"usage,omitempty"`
-	Journal            JournalRange   `json:"journal"`
-	Agent              string         `json:"agent"`
-	AgentSessionID     string         `json:"agent_session_id,omitempty"`
-	HistoryLength      int            `json:"history_length"`
-	Run                int            `json:"run"`
+	SessionID          string              `json:"session_id"`
+	State              string              `json:"state"`
+	TurnID             int64               `json:"turn_id"`
+	SteerToken         string              `json:"steer_token"`
+	TurnStartedAt      *time.Time          `json:"turn_started_at,omitempty"`
+	TurnDeadline       *time.Time          `json:"turn_deadline,omitempty"`
+	Viewers            []any               `json:"viewers"`
+	Queue              []QueueEntry        `json:"queue"`
+	PendingPermissions []PendingPermission `json:"pending_permissions"`
+	Policy             string              `json:"policy"`
+	Rules              []string            `json:"rules"`
+	Usage              map[string]any      `json:"usage,omitempty"`
+	Journal            JournalRange        `json:"journal"`
+	Agent              string              `json:"agent"`
+	AgentSessionID     string              `json:"agent_session_id,omitempty"`
+	HistoryLength      int                 `json:"history_length"`
+	Run                int                 `json:"run"`
 }
 
 // --- Turn runner wire (DESIGN §7): TurnWorkflow input, activity input, and the signals the
@@ -220,7 +220,11 @@ type TurnStartedSignal struct {
 
 // TurnEventsSignal carries a batch of raw ACP session/update params. It is idempotent on
 // (TurnID, Attempt, Batch); batches of one attempt are numbered from 1 and sent in order.
+//
+// Updates an agent sends between turns come as TurnID 0 and Attempt 0, numbered per Host
+// (one agent process on one worker).
 type TurnEventsSignal struct {
+	Host    string            `json:"host,omitempty"`
 	TurnID  int64             `json:"turn_id"`
 	Attempt int32             `json:"attempt"`
 	Batch   int64             `json:"batch"`

@@ -41,6 +41,8 @@ var commands = []command{
 	{"prompt", "[--no-wait] TEXT...", "send a prompt (creating the session if needed) and stream the reply; TEXT '-' reads stdin", cmdPrompt},
 	{"steer", "[--expect TOKEN] TEXT...", "steer the running turn (compare-and-swap on the steer token; default: the current one)", cmdSteer},
 	{"cancel", "[--turn N]", "cancel the running turn", cmdCancel},
+	{"approve", "REQUEST_ID [OPTION_ID]", "answer a permission request with an allow option (default: the first allow_once)", cmdApprove},
+	{"deny", "REQUEST_ID [OPTION_ID]", "answer a permission request with a reject option (default: the first reject_once)", cmdDeny},
 	{"status", "", "show the session's status", cmdStatus},
 	{"tail", "[--after SEQ] [--follow]", "print journal events after SEQ", cmdTail},
 	{"replay", "", "print the session's transcript from the journal", cmdReplay},
@@ -481,6 +483,64 @@ func cmdList(ctx context.Context, e *env, fs *flag.FlagSet, args []string) int {
 		} else {
 			fmt.Fprintf(e.out, "%-32s %-10s turn %-4d %s\n", s.SessionID, orDash(s.State), s.Turn, orDash(s.Agent))
 		}
+	}
+	return exitOK
+}
+
+func cmdApprove(ctx context.Context, e *env, fs *flag.FlagSet, args []string) int {
+	return e.answer(ctx, fs, args, "allow_once", "allow_always")
+}
+
+func cmdDeny(ctx context.Context, e *env, fs *flag.FlagSet, args []string) int {
+	return e.answer(ctx, fs, args, "reject_once", "reject_always")
+}
+
+// answer sends permission_respond for REQUEST_ID with OPTION_ID, or with the request's first
+// option of the preferred kinds.
+func (e *env) answer(ctx context.Context, fs *flag.FlagSet, args []string, kinds ...string) int {
+	if !e.parse(fs, args, true) {
+		return exitError
+	}
+	if fs.NArg() < 1 || fs.NArg() > 2 {
+		fmt.Fprintln(e.err, "starter: want REQUEST_ID [OPTION_ID]")
+		return exitError
+	}
+	if err := e.connect(ctx); err != nil {
+		return e.fail(err)
+	}
+	req := signals.PermissionRespondRequest{RequestID: fs.Arg(0), OptionID: fs.Arg(1)}
+	if req.OptionID == "" {
+		st, err := e.c.Status(ctx, e.session)
+		if err != nil {
+			return e.fail(err)
+		}
+	find:
+		for _, p := range st.PendingPermissions {
+			if p.RequestID != req.RequestID {
+				continue
+			}
+			for _, kind := range kinds {
+				for _, o := range p.Options {
+					if o.Kind == kind {
+						req.OptionID = o.OptionID
+						break find
+					}
+				}
+			}
+		}
+		if req.OptionID == "" {
+			req.Outcome = signals.OutcomeCancelled // no such option offered: answer cancelled
+		}
+	}
+	res, err := e.c.PermissionRespond(ctx, e.session, req)
+	if err != nil {
+		return e.fail(err)
+	}
+	if e.json {
+		e.printJSON(res)
+	} else {
+		r := res.Resolution
+		fmt.Fprintf(e.out, "%s: %s %s (decided by %s)\n", r.RequestID, r.Outcome, r.OptionID, r.DecidedBy)
 	}
 	return exitOK
 }

@@ -50,6 +50,30 @@ func (r *renderer) render(ev signals.Event) {
 		var d signals.TurnFailedData
 		_ = json.Unmarshal(ev.Data, &d)
 		r.line("[turn %d failed: %s]", ev.TurnID, d.Error)
+	case signals.EventPermissionRequested:
+		var d signals.PermissionRequestedData
+		_ = json.Unmarshal(ev.Data, &d)
+		var tc struct {
+			Title string `json:"title"`
+		}
+		_ = json.Unmarshal(d.ToolCall, &tc)
+		opts := make([]string, len(d.Options))
+		for i, o := range d.Options {
+			opts[i] = o.OptionID
+		}
+		r.line("[permission %s: %s; options %s; answer with: starter approve|deny --session ... %s]", d.RequestID, tc.Title, strings.Join(opts, ", "), d.RequestID)
+	case signals.EventPermissionResolved:
+		var d signals.PermissionResolution
+		_ = json.Unmarshal(ev.Data, &d)
+		r.line("[permission %s: %s %s by %s]", d.RequestID, d.Outcome, d.OptionID, d.DecidedBy)
+	case signals.EventSteerAccepted:
+		var d signals.SteerAcceptedData
+		_ = json.Unmarshal(ev.Data, &d)
+		r.line("[steer %d.%d accepted: %s]", d.Ref.TurnID, d.Ref.Offset, firstLine(d.Text))
+	case signals.EventSteerDelivered:
+		var d signals.SteerDeliveredData
+		_ = json.Unmarshal(ev.Data, &d)
+		r.line("[steer %d.%d delivered: %s]", ev.TurnID, d.Offset, d.How)
 	case "gap":
 		r.line("[older events trimmed]")
 	default:

@@ -15,6 +15,7 @@ import (
 
 	"go.temporal.io/sdk/client"
 
+	"github.com/tacp-dev/tacp/activities"
 	"github.com/tacp-dev/tacp/devserver"
 	"github.com/tacp-dev/tacp/internal/app"
 	"github.com/tacp-dev/tacp/signals"
@@ -46,6 +47,9 @@ func run() error {
 		address   = fs.String("address", "", "Temporal frontend host:port (overrides TEMPORAL_ADDRESS)")
 		namespace = fs.String("namespace", "", "Temporal namespace (overrides TEMPORAL_NAMESPACE)")
 		logLevel  = fs.String("log.level", "info", "log level: debug, info, warn, error")
+		idleTTL   = fs.Duration("agent.idle-ttl", activities.DefaultIdleTTL, "stop an agent process idle this long between turns")
+		maxAgents = fs.Int("agent.max", activities.DefaultMaxAgents, "live agent processes on this worker; past it the least recently used idle one is stopped")
+		grace     = fs.Duration("agent.cancel-grace", activities.DefaultCancelGrace, "kill an agent that has not stopped this long after session/cancel")
 	)
 	if err := app.ParseFlags(fs, os.Args[1:]); err != nil {
 		return err
@@ -75,12 +79,15 @@ func run() error {
 	}
 	defer c.Close()
 
-	w, err := app.StartWorker(c, app.WorkerOptions{TaskQueue: *queue, Agent: *agentCmd, DataDir: *data, Logger: logger})
+	w, err := app.StartWorker(c, app.WorkerOptions{
+		TaskQueue: *queue, Agent: *agentCmd, DataDir: *data, Logger: logger,
+		AgentIdleTTL: *idleTTL, MaxAgents: *maxAgents, CancelGrace: *grace,
+	})
 	if err != nil {
 		return err
 	}
 	defer w.Stop()
-	logger.Info("worker polling", "task_queue", *queue)
+	logger.Info("worker polling", "task_queue", *queue, "host_queue", w.Host.Queue)
 	<-ctx.Done()
 	return nil
 }

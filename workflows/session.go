@@ -51,7 +51,24 @@ type sessionState struct {
 	AgentSessionID string    `json:"agent_session_id,omitempty"`
 	Closing        bool      `json:"closing,omitempty"`
 	CloseReason    string    `json:"close_reason,omitempty"`
+	// Deliveries wait to be sent into the live turn, oldest first.
+	Deliveries  []signals.Delivery                       `json:"deliveries,omitempty"`
+	Permissions []openPermission                         `json:"permissions,omitempty"`
+	Resolved    DedupIndex[signals.PermissionResolution] `json:"resolved"`
+	// Between holds the batch watermark of each agent process that spoke between turns.
+	Between []hostBatch `json:"between,omitempty"`
+	// Usage totals the token usage the agent reported, by field.
+	Usage map[string]int64 `json:"usage,omitempty"`
 }
+
+// hostBatch is the last between-turn batch journaled from one agent process.
+type hostBatch struct {
+	Host  string `json:"host"`
+	Batch int64  `json:"batch"`
+}
+
+// maxBetweenHosts bounds Between: older agent processes are forgotten first.
+const maxBetweenHosts = 16
 
 // session is one run of SessionWorkflow.
 type session struct {
@@ -64,6 +81,8 @@ type session struct {
 	updates, signalsSeen int
 	pending              int // commands whose futures have not resolved
 	lastSA               string
+	delivering           bool
+	deliveryVersion      *workflow.Version
 }
 
 // SessionWorkflow runs one tacp session. See the package documentation and DESIGN.md.
@@ -84,6 +103,7 @@ func SessionWorkflow(ctx workflow.Context, in signals.SessionConfig) error {
 		s.Queue = NewQueue(cfg.QueueLimit)
 		s.Steer = NewSteer()
 		s.Journal = NewJournal(cfg.JournalSize)
+		s.Resolved = NewDedupIndex[signals.PermissionResolution]()
 		s.journal(ctx, signals.EventSessionStarted, 0, signals.SessionStartedData{Agent: cfg.Agent, Workspace: cfg.Workspace, Run: 1})
 	}
 	if err := s.register(ctx); err != nil {
@@ -99,11 +119,6 @@ func (s *session) journal(ctx workflow.Context, kind string, turnID int64, data 
 // busy reports whether a turn holds the session (queued prompts wait behind it).
 func (s *session) busy() bool { return s.Turn != nil }
 
-// steerChannel reports whether an accepted steer could reach the live turn. The delivery
-// path into a running turn is not built yet, so this is honestly false: steers that pass the
-// CAS checks are answered no_steer_channel.
-func (s *session) steerChannel() bool { return false }
-
 func (s *session) register(ctx workflow.Context) error {
 	type reg struct {
 		name      string
@@ -114,6 +129,7 @@ func (s *session) register(ctx workflow.Context) error {
 		{signals.UpdatePrompt, s.prompt, s.validatePrompt},
 		{signals.UpdateSteer, s.steer, s.validateSteer},
 		{signals.UpdateCancel, s.cancel, s.validateCancel},
+		{signals.UpdatePermissionRespond, s.respond, s.validateRespond},
 		{signals.UpdateClose, s.close, nil},
 	} {
 		if err := workflow.SetUpdateHandlerWithOptions(ctx, r.name, r.handler, workflow.UpdateHandlerOptions{Validator: r.validator}); err != nil {
@@ -153,6 +169,7 @@ func (s *session) signalReceivers() []signalReceiver {
 	return []signalReceiver{
 		{name: signals.SignalTurnStarted, handle: decoded(s.turnStarted)},
 		{name: signals.SignalTurnEvents, handle: decoded(s.turnEvents)},
+		{name: signals.SignalPermissionRequested, handle: decoded(s.permissionRequested)},
 		{name: signals.SignalTurnFinished, handle: decoded(s.turnFinished)},
 		{name: signals.UpdatePrompt, handle: decoded(func(ctx workflow.Context, req signals.PromptRequest) {
 			if rej := s.checkPrompt(req); rej != nil {
@@ -172,6 +189,11 @@ func (s *session) signalReceivers() []signalReceiver {
 		{name: signals.UpdateCancel, handle: decoded(func(ctx workflow.Context, req signals.CancelRequest) {
 			if s.validateCancel(ctx, req) == nil {
 				_, _ = s.cancel(ctx, req)
+			}
+		})},
+		{name: signals.UpdatePermissionRespond, handle: decoded(func(ctx workflow.Context, req signals.PermissionRespondRequest) {
+			if s.validateRespond(ctx, req) == nil {
+				_, _ = s.respond(ctx, req)
 			}
 		})},
 		{name: signals.UpdateClose, handle: decoded(func(ctx workflow.Context, req signals.CloseRequest) {
@@ -255,6 +277,7 @@ func (s *session) steer(ctx workflow.Context, req signals.SteerRequest) (signals
 		s.journal(ctx, signals.EventSteerAccepted, res.Ref.TurnID, signals.SteerAcceptedData{
 			Ref: res.Ref, Text: text, TextTruncated: cut, NextExpectedTurnID: res.NextExpectedTurnID,
 		})
+		s.queueDelivery(signals.Delivery{Kind: signals.DeliverSteer, Text: req.Text, Offset: res.Ref.Offset})
 	}
 	return res, nil
 }
@@ -292,6 +315,10 @@ func (s *session) startCancel(ctx workflow.Context, reason string) {
 	s.Turn.Cancelling, s.Turn.CancelReason = true, reason
 	s.Steer.Halt()
 	s.journal(ctx, signals.EventTurnCancelling, s.Turn.TurnID, signals.TurnCancellingData{Reason: reason})
+	s.cancelPermissions(ctx, s.Turn.TurnID)
+	if s.deliverable() {
+		s.queueDelivery(signals.Delivery{Kind: signals.DeliverCancel})
+	}
 }
 
 func (s *session) close(ctx workflow.Context, req signals.CloseRequest) (signals.CloseResult, error) {
@@ -322,7 +349,7 @@ func (s *session) advanceAttempt(ctx workflow.Context, t *LiveTurn, attempt int3
 		return
 	}
 	t.Attempt, t.LastBatch, t.HostQueue = attempt, 0, ""
-	s.journal(ctx, signals.EventTurnRestarted, t.TurnID, signals.TurnStartedData{Attempt: attempt, PromptClientMessageID: t.ClientMessageID})
+	s.cancelPermissions(ctx, t.TurnID) // they belonged to the lost attempt	s.journal(ctx, signals.EventTurnRestarted, t.TurnID, signals.TurnStartedData{Attempt: attempt, PromptClientMessageID: t.ClientMessageID})
 }
 
 func (s *session) turnStarted(ctx workflow.Context, sig signals.TurnStartedSignal) {
@@ -338,6 +365,10 @@ func (s *session) turnStarted(ctx workflow.Context, sig signals.TurnStartedSigna
 }
 
 func (s *session) turnEvents(ctx workflow.Context, sig signals.TurnEventsSignal) {
+	if sig.TurnID == 0 {
+		s.betweenTurns(ctx, sig)
+		return
+	}
 	t := s.liveTurn(sig.TurnID)
 	if t == nil || sig.Attempt < t.Attempt {
 		return
@@ -365,6 +396,46 @@ func (s *session) turnFinished(ctx workflow.Context, sig signals.TurnFinishedSig
 	s.maybeFinish(ctx)
 }
 
+// betweenTurns journals what an agent said while no turn held it (background tools),
+// idempotent per agent process and batch.
+func (s *session) betweenTurns(ctx workflow.Context, sig signals.TurnEventsSignal) {
+	i := 0
+	for i < len(s.Between) && s.Between[i].Host != sig.Host {
+		i++
+	}
+	if i == len(s.Between) {
+		s.Between = append(s.Between, hostBatch{Host: sig.Host})
+		if len(s.Between) > maxBetweenHosts {
+			s.Between = s.Between[1:]
+			i--
+		}
+	}
+	if sig.Batch <= s.Between[i].Batch {
+		return
+	}
+	s.Between[i].Batch = sig.Batch
+	for _, ev := range sig.Events {
+		s.journal(ctx, signals.EventAgentUpdate, 0, ev)
+	}
+}
+
+// addUsage adds a turn's reported usage to the session's totals and journals both.
+func (s *session) addUsage(ctx workflow.Context, turnID int64, raw json.RawMessage) {
+	var turn map[string]any
+	if json.Unmarshal(raw, &turn) != nil || len(turn) == 0 {
+		return
+	}
+	if s.Usage == nil {
+		s.Usage = map[string]int64{}
+	}
+	for k, v := range turn { // sums: the order of the keys does not matter
+		if n, ok := v.(float64); ok {
+			s.Usage[k] += int64(n)
+		}
+	}
+	s.journal(ctx, signals.EventUsageUpdated, turnID, map[string]any{"turn": turn, "total": s.Usage})
+}
+
 // maybeFinish ends the live turn once its turn_finished has arrived and, when it came from a
 // known attempt, every batch that attempt sent before it.
 func (s *session) maybeFinish(ctx workflow.Context) {
@@ -378,6 +449,10 @@ func (s *session) maybeFinish(ctx workflow.Context) {
 	}
 	if fin.AgentSessionID != "" {
 		s.AgentSessionID = fin.AgentSessionID
+	}
+	s.cancelPermissions(ctx, t.TurnID)
+	if len(fin.Usage) > 0 {
+		s.addUsage(ctx, t.TurnID, fin.Usage)
 	}
 	if fin.Error != "" {
 		s.journal(ctx, signals.EventTurnFailed, t.TurnID, signals.TurnFailedData{Error: fin.Error, Orphaned: fin.Orphaned})
@@ -398,6 +473,8 @@ func (s *session) state() string {
 		return signals.StateIdle
 	case s.Turn.Cancelling:
 		return signals.StateCancelling
+	case len(s.Permissions) > 0:
+		return signals.StateSuspended
 	default:
 		return signals.StateRunning
 	}
@@ -410,9 +487,10 @@ func (s *session) status(ctx workflow.Context) signals.Status {
 		SteerToken:         s.Steer.Token(),
 		Viewers:            []any{},
 		Queue:              s.Queue.Entries(),
-		PendingPermissions: []any{},
+		PendingPermissions: s.pendingPermissions(),
 		Policy:             s.cfg.Policy,
 		Rules:              []string{},
+		Usage:              usageView(s.Usage),
 		Journal:            s.Journal.Range(),
 		Agent:              s.cfg.Agent,
 		AgentSessionID:     s.AgentSessionID,
@@ -459,7 +537,7 @@ func (s *session) loop(ctx workflow.Context) error {
 		s.drainSignals(ctx)
 		s.upsertSearchAttributes(ctx)
 		err := workflow.Await(ctx, func() bool {
-			return s.signalsPending() || s.canContinueAsNew(ctx) ||
+			return s.signalsPending() || s.canContinueAsNew(ctx) || s.wantsDelivery() ||
 				(s.Turn != nil && s.Turn.Cancelling && s.Turn.Started && !s.Turn.CancelSent) ||
 				(s.Turn == nil && len(s.Queue.Items) > 0 && !s.Closing) ||
 				(s.Turn == nil && s.Closing && s.pending == 0)
@@ -479,6 +557,8 @@ func (s *session) loop(ctx workflow.Context) error {
 		case s.Turn != nil && s.Turn.Cancelling && s.Turn.Started && !s.Turn.CancelSent:
 			s.Turn.CancelSent = true
 			s.track(ctx, workflow.RequestCancelExternalWorkflow(ctx, signals.TurnWorkflowID(s.cfg.SessionID, s.Turn.TurnID), ""), nil)
+		case s.wantsDelivery():
+			s.deliverNext(ctx)
 		case s.Turn == nil && len(s.Queue.Items) > 0:
 			s.startTurn(ctx)
 		}
@@ -560,7 +640,8 @@ func (s *session) upsertSearchAttributes(ctx workflow.Context) {
 	} else {
 		turn = s.Queue.LastTurnID
 	}
-	key := state + "/" + strconv.FormatInt(turn, 10)
+	awaiting := len(s.Permissions) > 0
+	key := fmt.Sprintf("%s/%d/%t", state, turn, awaiting)
 	if key == s.lastSA {
 		return
 	}
@@ -569,7 +650,7 @@ func (s *session) upsertSearchAttributes(ctx workflow.Context) {
 		temporal.NewSearchAttributeKeyKeyword(signals.SearchAttrSessionState).ValueSet(state),
 		temporal.NewSearchAttributeKeyInt64(signals.SearchAttrTurn).ValueSet(turn),
 		temporal.NewSearchAttributeKeyKeyword(signals.SearchAttrAgent).ValueSet(agentName(s.cfg.Agent)),
-		temporal.NewSearchAttributeKeyBool(signals.SearchAttrAwaitingApproval).ValueSet(false),
+		temporal.NewSearchAttributeKeyBool(signals.SearchAttrAwaitingApproval).ValueSet(awaiting),
 	)
 	if err != nil {
 		workflow.GetLogger(ctx).Warn("upsert search attributes", "error", err)
@@ -617,4 +698,15 @@ func (s *session) continueAsNew(ctx workflow.Context) error {
 func IsContinueAsNew(err error) bool {
 	var can *workflow.ContinueAsNewError
 	return errors.As(err, &can)
+}
+
+func usageView(u map[string]int64) map[string]any {
+	if len(u) == 0 {
+		return nil
+	}
+	out := make(map[string]any, len(u))
+	for k, v := range u { // building a map: order does not matter
+		out[k] = v
+	}
+	return out
 }

@@ -6,6 +6,7 @@ package app
 
 import (
 	"context"
+	"crypto/rand"
 	"fmt"
 	"log/slog"
 	"os"
@@ -38,6 +39,33 @@ type WorkerOptions struct {
 	FlushInterval time.Duration
 	FlushBytes    int
 	CancelGrace   time.Duration
+	// AgentIdleTTL and MaxAgents bound the agent processes kept alive between turns.
+	AgentIdleTTL time.Duration
+	MaxAgents    int
+}
+
+// Worker is a running tacp worker: the session task queue's worker and this process's own
+// host queue, on which decisions are delivered into the turns it runs.
+type Worker struct {
+	Host     *activities.Host
+	sessions worker.Worker
+	host     worker.Worker
+}
+
+// Stop stops polling and every agent process.
+func (w *Worker) Stop() {
+	w.sessions.Stop()
+	w.host.Stop()
+	w.Host.Close()
+}
+
+// HostQueue names this process's own task queue: unique per process, so a delivery whose
+// host is gone times out at schedule-to-start instead of reaching another worker.
+func HostQueue() string {
+	name, _ := os.Hostname()
+	var b [3]byte
+	_, _ = rand.Read(b[:])
+	return fmt.Sprintf("tacp-host-%s-%d-%x", name, os.Getpid(), b)
 }
 
 // DefaultDataDir is where tacp keeps its files: $XDG_DATA_HOME/tacp or ~/.local/share/tacp.
@@ -52,9 +80,9 @@ func DefaultDataDir() string {
 	return filepath.Join(home, ".local", "share", "tacp")
 }
 
-// StartWorker registers SessionWorkflow, TurnWorkflow and the turn runner on opts.TaskQueue
-// and starts polling.
-func StartWorker(c client.Client, opts WorkerOptions) (worker.Worker, error) {
+// StartWorker registers SessionWorkflow, TurnWorkflow and the turn runner on opts.TaskQueue,
+// the Deliver activity on this process's host queue, and starts polling both.
+func StartWorker(c client.Client, opts WorkerOptions) (*Worker, error) {
 	if opts.TaskQueue == "" {
 		opts.TaskQueue = signals.DefaultTaskQueue
 	}
@@ -75,8 +103,19 @@ func StartWorker(c client.Client, opts WorkerOptions) (worker.Worker, error) {
 	})
 	w.RegisterWorkflowWithOptions(workflows.SessionWorkflow, workflow.RegisterOptions{Name: signals.SessionWorkflowType})
 	w.RegisterWorkflowWithOptions(workflows.TurnWorkflow, workflow.RegisterOptions{Name: signals.TurnWorkflowType})
+	host := &activities.Host{
+		Queue:         HostQueue(),
+		IdleTTL:       opts.AgentIdleTTL,
+		MaxAgents:     opts.MaxAgents,
+		Client:        c,
+		Logger:        opts.Logger,
+		FlushInterval: opts.FlushInterval,
+		FlushBytes:    opts.FlushBytes,
+	}
+	host.Start()
 	runner := &activities.Runner{
 		Client:        c,
+		Host:          host,
 		Agent:         opts.Agent,
 		DataDir:       opts.DataDir,
 		FlushInterval: opts.FlushInterval,
@@ -85,10 +124,18 @@ func StartWorker(c client.Client, opts WorkerOptions) (worker.Worker, error) {
 		Logger:        opts.Logger,
 	}
 	w.RegisterActivityWithOptions(runner.RunTurn, activity.RegisterOptions{Name: signals.ActivityRunTurn})
+	hw := worker.New(c, host.Queue, worker.Options{})
+	hw.RegisterActivityWithOptions(host.Deliver, activity.RegisterOptions{Name: signals.ActivityDeliver})
+	if err := hw.Start(); err != nil {
+		host.Close()
+		return nil, fmt.Errorf("start host worker on %s: %w", host.Queue, err)
+	}
 	if err := w.Start(); err != nil {
+		hw.Stop()
+		host.Close()
 		return nil, fmt.Errorf("start worker on %s: %w", opts.TaskQueue, err)
 	}
-	return w, nil
+	return &Worker{Host: host, sessions: w, host: hw}, nil
 }
 
 // testAgentArg is the argument that turns a tacp binary into the built-in test agent.

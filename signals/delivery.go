@@ -1,0 +1,130 @@
+package signals
+
+import (
+	"encoding/json"
+	"time"
+)
+
+// Names of the host-routing path (DESIGN §7): decisions reach a running turn as short
+// Deliver activities on the task queue of the worker that hosts it.
+const (
+	ActivityDeliver           = "Deliver"
+	SignalPermissionRequested = "permission_requested"
+)
+
+// Delivery kinds.
+const (
+	DeliverSteer      = "steer"
+	DeliverCancel     = "cancel"
+	DeliverPermission = "permission"
+)
+
+// How a steer reached the agent (steer.delivered `how`).
+const (
+	HowInjected    = "injected"    // the agent's _session/steering extension
+	HowInterrupted = "interrupted" // session/cancel, then session/prompt with the steer text
+	HowFailed      = "failed"      // the turn's host could not be reached or refused it
+)
+
+// Delivery is one decision carried into a running turn.
+type Delivery struct {
+	Kind      string `json:"kind"`
+	SessionID string `json:"session_id"`
+	TurnID    int64  `json:"turn_id"`
+	Attempt   int32  `json:"attempt"`
+	// steer
+	Text   string `json:"text,omitempty"`
+	Offset int    `json:"offset,omitempty"`
+	// permission
+	RequestID string `json:"request_id,omitempty"`
+	Outcome   string `json:"outcome,omitempty"`
+	OptionID  string `json:"option_id,omitempty"`
+}
+
+// DeliveryResult answers a delivery.
+type DeliveryResult struct {
+	How string `json:"how,omitempty"`
+}
+
+// SteerDeliveredData is the data of steer.delivered. Error is set when How is "failed".
+type SteerDeliveredData struct {
+	Offset int    `json:"offset"`
+	How    string `json:"how"`
+	Error  string `json:"error,omitempty"`
+}
+
+// PermissionOption is an ACP permission option as the agent offered it.
+type PermissionOption struct {
+	OptionID string `json:"optionId"`
+	Name     string `json:"name"`
+	Kind     string `json:"kind"`
+}
+
+// PermissionRequestedSignal carries an agent's session/request_permission to the session.
+// ToolCall is the ACP tool call as the agent sent it.
+type PermissionRequestedSignal struct {
+	TurnID    int64              `json:"turn_id"`
+	Attempt   int32              `json:"attempt"`
+	RequestID string             `json:"request_id"`
+	ToolCall  json.RawMessage    `json:"tool_call"`
+	Options   []PermissionOption `json:"options"`
+}
+
+// PermissionRequestedData is the data of permission.requested.
+type PermissionRequestedData struct {
+	RequestID string             `json:"request_id"`
+	ToolCall  json.RawMessage    `json:"tool_call"`
+	Options   []PermissionOption `json:"options"`
+	Deadline  time.Time          `json:"deadline"`
+}
+
+// Permission outcomes and deciders.
+const (
+	OutcomeSelected  = "selected"
+	OutcomeCancelled = "cancelled"
+	OutcomeExpired   = "expired"
+
+	DecidedByUser     = "user"
+	DecidedByPolicy   = "policy"
+	DecidedByRule     = "rule"
+	DecidedByDeadline = "deadline"
+	DecidedByCancel   = "cancel"
+)
+
+// PermissionResolution is how a permission request was resolved: the data of
+// permission.resolved and the result of permission_respond.
+type PermissionResolution struct {
+	RequestID string `json:"request_id"`
+	Outcome   string `json:"outcome"`
+	OptionID  string `json:"option_id,omitempty"`
+	DecidedBy string `json:"decided_by"`
+	Remember  bool   `json:"remember,omitempty"`
+}
+
+// PermissionRespondRequest is the payload of the permission_respond update and signal.
+// Either OptionID (outcome "selected", the default) or Outcome "cancelled".
+type PermissionRespondRequest struct {
+	RequestID   string `json:"request_id"`
+	OptionID    string `json:"option_id,omitempty"`
+	Outcome     string `json:"outcome,omitempty"`
+	ClientMsgID string `json:"client_msg_id,omitempty"`
+	ViewerID    string `json:"viewer_id,omitempty"`
+}
+
+// PermissionRespondResult answers permission_respond; a later answer gets the existing
+// resolution back.
+type PermissionRespondResult struct {
+	RequestID  string               `json:"request_id"`
+	Resolution PermissionResolution `json:"resolution"`
+}
+
+// PendingPermission is an open request as status lists it (without the tool call's
+// arguments).
+type PendingPermission struct {
+	RequestID string             `json:"request_id"`
+	TurnID    int64              `json:"turn_id"`
+	Title     string             `json:"title,omitempty"`
+	Kind      string             `json:"kind,omitempty"`
+	Options   []PermissionOption `json:"options"`
+	Deadline  time.Time          `json:"deadline"`
+}

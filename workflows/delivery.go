@@ -1,0 +1,242 @@
+package workflows
+
+// Decisions flow back into a running turn (DESIGN §7): an accepted steer, a cancel, an
+// answer to a permission request. Handlers only queue them; the main loop sends them one
+// at a time, in order, as short Deliver activities on the task queue of the worker hosting
+// the turn. A host that is gone shows as a schedule-to-start timeout.
+
+import (
+	"encoding/json"
+	"fmt"
+	"time"
+
+	"go.temporal.io/sdk/temporal"
+	"go.temporal.io/sdk/workflow"
+
+	"github.com/tacp-dev/tacp/signals"
+)
+
+const (
+	// deliverScheduleToStart is how long a delivery waits for its host to pick it up: past
+	// it the host is taken as lost.
+	deliverScheduleToStart = 5 * time.Second
+	// deliverStartToClose bounds one delivery; interrupt-and-continue waits for the agent
+	// to acknowledge the cancel before prompting again.
+	deliverStartToClose = 45 * time.Second
+	// hostDeliveryChange guards the delivery activities: histories recorded before them have
+	// no marker, replay the old way, and never schedule one.
+	hostDeliveryChange = "host-delivery"
+)
+
+// openPermission is a permission request waiting for an answer.
+type openPermission struct {
+	RequestID string                     `json:"request_id"`
+	TurnID    int64                      `json:"turn_id"`
+	Attempt   int32                      `json:"attempt"`
+	ToolCall  json.RawMessage            `json:"tool_call"`
+	Options   []signals.PermissionOption `json:"options"`
+	Deadline  time.Time                  `json:"deadline"`
+}
+
+// deliverable reports whether decisions can reach the live turn now.
+func (s *session) deliverable() bool {
+	return s.Turn != nil && s.Turn.HostQueue != "" && s.Turn.Finished == nil
+}
+
+// steerChannel reports whether an accepted steer could reach the live turn: steering is on
+// for the session and the turn has told the session which host runs it.
+func (s *session) steerChannel() bool { return s.cfg.SteeringOn && s.deliverable() }
+
+func (s *session) queueDelivery(d signals.Delivery) {
+	d.SessionID, d.TurnID, d.Attempt = s.cfg.SessionID, s.Turn.TurnID, s.Turn.Attempt
+	s.Deliveries = append(s.Deliveries, d)
+}
+
+// wantsDelivery reports whether the main loop has a delivery to send.
+func (s *session) wantsDelivery() bool { return len(s.Deliveries) > 0 && !s.delivering }
+
+// deliverNext sends the oldest queued delivery, or drops it when its turn is gone.
+func (s *session) deliverNext(ctx workflow.Context) {
+	d := s.Deliveries[0]
+	s.Deliveries = s.Deliveries[1:]
+	if !s.deliverable() || s.Turn.TurnID != d.TurnID || s.Turn.Attempt != d.Attempt {
+		s.delivered(ctx, d, signals.DeliveryResult{}, fmt.Errorf("turn %d attempt %d is no longer running", d.TurnID, d.Attempt))
+		return
+	}
+	if s.deliveryVersion == nil {
+		v := workflow.GetVersion(ctx, hostDeliveryChange, workflow.DefaultVersion, 1)
+		s.deliveryVersion = &v
+	}
+	if *s.deliveryVersion == workflow.DefaultVersion {
+		s.delivered(ctx, d, signals.DeliveryResult{}, fmt.Errorf("this session's history predates delivery into turns"))
+		return
+	}
+	actx := workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
+		TaskQueue:              s.Turn.HostQueue,
+		ScheduleToStartTimeout: deliverScheduleToStart,
+		StartToCloseTimeout:    deliverStartToClose,
+		RetryPolicy:            &temporal.RetryPolicy{MaximumAttempts: 1},
+		Summary:                deliverySummary(d),
+	})
+	s.delivering = true
+	f := workflow.ExecuteActivity(actx, signals.ActivityDeliver, d)
+	var res signals.DeliveryResult
+	s.pending++
+	workflow.Go(ctx, func(ctx workflow.Context) {
+		err := f.Get(ctx, &res)
+		s.pending--
+		s.delivering = false
+		s.delivered(ctx, d, res, err)
+	})
+}
+
+func deliverySummary(d signals.Delivery) string {
+	switch d.Kind {
+	case signals.DeliverSteer:
+		return fmt.Sprintf("deliver steer %d.%d", d.TurnID, d.Offset)
+	case signals.DeliverPermission:
+		return fmt.Sprintf("deliver permission %s: %s", d.RequestID, d.Outcome)
+	default:
+		return fmt.Sprintf("deliver %s to turn %d", d.Kind, d.TurnID)
+	}
+}
+
+// delivered records a delivery's outcome. Only steers journal it: a cancel has the
+// heartbeat path as backstop and a permission answer is journaled when it is decided.
+func (s *session) delivered(ctx workflow.Context, d signals.Delivery, res signals.DeliveryResult, err error) {
+	if err != nil {
+		workflow.GetLogger(ctx).Warn("delivery failed", "kind", d.Kind, "turn", d.TurnID, "error", err)
+	}
+	if d.Kind != signals.DeliverSteer {
+		return
+	}
+	data := signals.SteerDeliveredData{Offset: d.Offset, How: res.How}
+	if err != nil {
+		data.How, data.Error = signals.HowFailed, err.Error()
+	}
+	s.journal(ctx, signals.EventSteerDelivered, d.TurnID, data)
+}
+
+// --- permissions ---
+
+func (s *session) permissionRequested(ctx workflow.Context, sig signals.PermissionRequestedSignal) {
+	t := s.liveTurn(sig.TurnID)
+	if t == nil || sig.Attempt < t.Attempt || s.findPermission(sig.RequestID) >= 0 {
+		return
+	}
+	if _, done := s.Resolved.Get(sig.RequestID); done {
+		return
+	}
+	s.advanceAttempt(ctx, t, sig.Attempt)
+	p := openPermission{
+		RequestID: sig.RequestID, TurnID: sig.TurnID, Attempt: sig.Attempt,
+		ToolCall: sig.ToolCall, Options: sig.Options,
+		Deadline: workflow.Now(ctx).Add(s.cfg.PermissionTimeout),
+	}
+	s.Permissions = append(s.Permissions, p)
+	s.journal(ctx, signals.EventPermissionRequested, p.TurnID, signals.PermissionRequestedData{
+		RequestID: p.RequestID, ToolCall: p.ToolCall, Options: p.Options, Deadline: p.Deadline,
+	})
+}
+
+func (s *session) findPermission(id string) int {
+	for i, p := range s.Permissions {
+		if p.RequestID == id {
+			return i
+		}
+	}
+	return -1
+}
+
+// checkRespond decides a permission answer without changing anything: the existing
+// resolution for a request already resolved, a new one otherwise.
+func (s *session) checkRespond(req signals.PermissionRespondRequest) (signals.PermissionResolution, bool, *signals.Rejection) {
+	if req.RequestID == "" {
+		return signals.PermissionResolution{}, false, signals.Reject(signals.RejectInvalidRequest, "request_id is required")
+	}
+	if prev, ok := s.Resolved.Get(req.RequestID); ok {
+		return prev, true, nil
+	}
+	i := s.findPermission(req.RequestID)
+	if i < 0 {
+		return signals.PermissionResolution{}, false, signals.Reject(signals.RejectUnknownRequest, "no permission request %q is open", req.RequestID)
+	}
+	res := signals.PermissionResolution{RequestID: req.RequestID, DecidedBy: signals.DecidedByUser}
+	switch req.Outcome {
+	case signals.OutcomeCancelled:
+		res.Outcome = signals.OutcomeCancelled
+		return res, false, nil
+	case "", signals.OutcomeSelected:
+	default:
+		return res, false, signals.Reject(signals.RejectInvalidRequest, "outcome %q: want selected or cancelled", req.Outcome)
+	}
+	for _, o := range s.Permissions[i].Options {
+		if o.OptionID == req.OptionID {
+			res.Outcome, res.OptionID = signals.OutcomeSelected, o.OptionID
+			res.Remember = o.Kind == "allow_always"
+			return res, false, nil
+		}
+	}
+	return res, false, signals.Reject(signals.RejectInvalidOption, "request %s offers no option %q", req.RequestID, req.OptionID)
+}
+
+func (s *session) validateRespond(ctx workflow.Context, req signals.PermissionRespondRequest) error {
+	if _, _, rej := s.checkRespond(req); rej != nil {
+		return rej.ApplicationError()
+	}
+	return nil
+}
+
+func (s *session) respond(ctx workflow.Context, req signals.PermissionRespondRequest) (signals.PermissionRespondResult, error) {
+	s.updates++
+	res, done, rej := s.checkRespond(req)
+	if rej != nil {
+		return signals.PermissionRespondResult{}, rej.ApplicationError()
+	}
+	if !done {
+		s.resolve(ctx, s.findPermission(req.RequestID), res, true)
+	}
+	return signals.PermissionRespondResult{RequestID: req.RequestID, Resolution: res}, nil
+}
+
+// resolve closes open request i with res, journals it, and (when the agent still waits for
+// the answer) queues its delivery.
+func (s *session) resolve(ctx workflow.Context, i int, res signals.PermissionResolution, deliver bool) {
+	p := s.Permissions[i]
+	s.Permissions = append(s.Permissions[:i:i], s.Permissions[i+1:]...)
+	s.Resolved.Put(p.RequestID, res)
+	s.journal(ctx, signals.EventPermissionResolved, p.TurnID, res)
+	if deliver && s.Turn != nil && s.Turn.TurnID == p.TurnID {
+		s.queueDelivery(signals.Delivery{Kind: signals.DeliverPermission, RequestID: p.RequestID, Outcome: res.Outcome, OptionID: res.OptionID})
+	}
+}
+
+// cancelPermissions resolves every open request of turnID cancelled: the runner answers the
+// agent itself when its turn is cancelled or ends.
+func (s *session) cancelPermissions(ctx workflow.Context, turnID int64) {
+	for i := 0; i < len(s.Permissions); {
+		if s.Permissions[i].TurnID != turnID {
+			i++
+			continue
+		}
+		s.resolve(ctx, i, signals.PermissionResolution{
+			RequestID: s.Permissions[i].RequestID, Outcome: signals.OutcomeCancelled, DecidedBy: signals.DecidedByCancel,
+		}, false)
+	}
+}
+
+// pendingPermissions lists the open requests for status, without tool arguments.
+func (s *session) pendingPermissions() []signals.PendingPermission {
+	out := make([]signals.PendingPermission, 0, len(s.Permissions))
+	for _, p := range s.Permissions {
+		var tc struct {
+			Title string `json:"title"`
+			Kind  string `json:"kind"`
+		}
+		_ = json.Unmarshal(p.ToolCall, &tc)
+		out = append(out, signals.PendingPermission{
+			RequestID: p.RequestID, TurnID: p.TurnID, Title: tc.Title, Kind: tc.Kind, Options: p.Options, Deadline: p.Deadline,
+		})
+	}
+	return out
+}
