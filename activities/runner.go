@@ -28,10 +28,8 @@ const (
 	DefaultFlushInterval = 100 * time.Millisecond
 	DefaultFlushBytes    = 64 << 10
 	DefaultCancelGrace   = 30 * time.Second
-	// initializeTimeout bounds the ACP handshake and session setup: an agent that never
-	// answers fails the attempt instead of hanging the turn.
-	initializeTimeout = 30 * time.Second
-	heartbeatEvery    = time.Second
+	DefaultInitTimeout   = 30 * time.Second
+	heartbeatEvery       = time.Second
 )
 
 // Runner runs turns. Its fields are the worker's configuration.
@@ -49,6 +47,9 @@ type Runner struct {
 	// CancelGrace bounds the wait for the agent to answer `cancelled` after session/cancel;
 	// past it the agent process is killed and the turn ends cancelled all the same.
 	CancelGrace time.Duration
+	// InitTimeout bounds starting the agent and setting up its session: an agent that never
+	// answers initialize fails the attempt instead of hanging the turn.
+	InitTimeout time.Duration
 	Logger      *slog.Logger
 }
 
@@ -61,6 +62,9 @@ func (r *Runner) defaults() {
 	}
 	if r.CancelGrace <= 0 {
 		r.CancelGrace = DefaultCancelGrace
+	}
+	if r.InitTimeout <= 0 {
+		r.InitTimeout = DefaultInitTimeout
 	}
 	if r.Logger == nil {
 		r.Logger = slog.New(slog.DiscardHandler)
@@ -124,7 +128,15 @@ func (r *Runner) RunTurn(ctx context.Context, in signals.RunTurnInput) (signals.
 		return res, err
 	}
 
-	setupCtx, cancelSetup := context.WithTimeout(ctx, initializeTimeout)
+	// A retry after a lost worker loads the agent session the lost attempt had, which it
+	// recorded in its heartbeats.
+	if in.AgentSessionID == "" && activity.HasHeartbeatDetails(ctx) {
+		var hb turnHeartbeat
+		if activity.GetHeartbeatDetails(ctx, &hb) == nil {
+			in.AgentSessionID = hb.AgentSessionID
+		}
+	}
+	setupCtx, cancelSetup := context.WithTimeout(ctx, r.InitTimeout)
 	defer cancelSetup()
 	ag, err := r.Host.acquire(setupCtx, in.SessionID, argv, dir, sandbox)
 	if err != nil {
@@ -170,6 +182,7 @@ func (r *Runner) RunTurn(ctx context.Context, in signals.RunTurnInput) (signals.
 		}()
 	}
 	send(prompt)
+	activity.RecordHeartbeat(ctx, turnHeartbeat{AgentSessionID: res.AgentSessionID})
 
 	hb := time.NewTicker(heartbeatEvery)
 	defer hb.Stop()
@@ -241,7 +254,7 @@ func (r *Runner) RunTurn(ctx context.Context, in signals.RunTurnInput) (signals.
 			}
 			interrupting = append(interrupting, req)
 		case <-hb.C:
-			activity.RecordHeartbeat(ctx, in.TurnID)
+			activity.RecordHeartbeat(ctx, turnHeartbeat{AgentSessionID: res.AgentSessionID})
 		case <-lt.cancel:
 			startCancel("delivery")
 		case <-ctx.Done():
@@ -268,6 +281,11 @@ func (r *Runner) RunTurn(ctx context.Context, in signals.RunTurnInput) (signals.
 			return finish(res, fail(fmt.Errorf("%w during the turn", proc.exitErr())))
 		}
 	}
+}
+
+// turnHeartbeat is what a turn attempt records with its heartbeats, for the next attempt.
+type turnHeartbeat struct {
+	AgentSessionID string `json:"agent_session_id"`
 }
 
 // steeringMethod is the ACP extension that injects text into a running prompt.

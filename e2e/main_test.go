@@ -36,6 +36,9 @@ var (
 )
 
 func TestMain(m *testing.M) {
+	if os.Getenv(workerProcessEnv) != "" {
+		os.Exit(runWorkerProcess())
+	}
 	os.Exit(runMain(m))
 }
 

@@ -349,7 +349,8 @@ func (s *session) advanceAttempt(ctx workflow.Context, t *LiveTurn, attempt int3
 		return
 	}
 	t.Attempt, t.LastBatch, t.HostQueue = attempt, 0, ""
-	s.cancelPermissions(ctx, t.TurnID) // they belonged to the lost attempt	s.journal(ctx, signals.EventTurnRestarted, t.TurnID, signals.TurnStartedData{Attempt: attempt, PromptClientMessageID: t.ClientMessageID})
+	s.cancelPermissions(ctx, t.TurnID) // they belonged to the lost attempt
+	s.journal(ctx, signals.EventTurnRestarted, t.TurnID, signals.TurnStartedData{Attempt: attempt, PromptClientMessageID: t.ClientMessageID})
 }
 
 func (s *session) turnStarted(ctx workflow.Context, sig signals.TurnStartedSignal) {

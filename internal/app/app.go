@@ -39,6 +39,7 @@ type WorkerOptions struct {
 	FlushInterval time.Duration
 	FlushBytes    int
 	CancelGrace   time.Duration
+	InitTimeout   time.Duration
 	// AgentIdleTTL and MaxAgents bound the agent processes kept alive between turns.
 	AgentIdleTTL time.Duration
 	MaxAgents    int
@@ -121,6 +122,7 @@ func StartWorker(c client.Client, opts WorkerOptions) (*Worker, error) {
 		FlushInterval: opts.FlushInterval,
 		FlushBytes:    opts.FlushBytes,
 		CancelGrace:   opts.CancelGrace,
+		InitTimeout:   opts.InitTimeout,
 		Logger:        opts.Logger,
 	}
 	w.RegisterActivityWithOptions(runner.RunTurn, activity.RegisterOptions{Name: signals.ActivityRunTurn})

@@ -8,7 +8,10 @@
 //
 //	(none)               echo the whole prompt text in up to 5 agent_message_chunk pieces
 //	/echo                echo the body the same way
-//	/chunks N [every D]  send N chunks "chunk i\n" (i from 1), one every D (default 10ms)
+//	/chunks N [every D] [stamp]
+//	                     send N chunks "chunk i\n" (i from 1), one every D (default 10ms);
+//	                     with stamp, "chunk i @<unix nanoseconds>\n", stamped as it is sent
+//	                     (benchmarks time the event path from it)
 //	/sleep D             send "." every 100ms for D; session/cancel stops it within one tick
 //	/permission KIND     tool_call call_<n> of kind KIND, then session/request_permission
 //	                     (allow, allow_always, reject), then a tool_call_update (completed
@@ -360,11 +363,11 @@ func (a *testAgent) run(ctx context.Context, s *session, text string) (acp.Promp
 		}
 		err = a.echo(ctx, s, body)
 	case "/chunks":
-		n, every, perr := parseChunks(args)
+		n, every, stamp, perr := parseChunks(args)
 		if perr != nil {
-			return acp.PromptResponse{}, usageErr("/chunks N [every DURATION]")
+			return acp.PromptResponse{}, usageErr("/chunks N [every DURATION] [stamp]")
 		}
-		err = a.chunks(ctx, s, n, every)
+		err = a.chunks(ctx, s, n, every, stamp)
 	case "/sleep":
 		d, perr := parseDuration(args)
 		if perr != nil {
@@ -404,21 +407,24 @@ var toolKinds = []acp.ToolKind{
 	acp.ToolKindExecute, acp.ToolKindThink, acp.ToolKindFetch, acp.ToolKindOther,
 }
 
-func parseChunks(args []string) (int, time.Duration, error) {
+func parseChunks(args []string) (n int, every time.Duration, stamp bool, err error) {
+	if len(args) > 1 && args[len(args)-1] == "stamp" {
+		stamp, args = true, args[:len(args)-1]
+	}
 	if len(args) != 1 && (len(args) != 3 || args[1] != "every") {
-		return 0, 0, errors.New("bad arguments")
+		return 0, 0, false, errors.New("bad arguments")
 	}
-	n, err := strconv.Atoi(args[0])
+	n, err = strconv.Atoi(args[0])
 	if err != nil || n < 0 {
-		return 0, 0, errors.New("bad count")
+		return 0, 0, false, errors.New("bad count")
 	}
-	every := defaultEvery
+	every = defaultEvery
 	if len(args) == 3 {
 		if every, err = parseDuration(args[2:]); err != nil {
-			return 0, 0, err
+			return 0, 0, false, err
 		}
 	}
-	return n, every, nil
+	return n, every, stamp, nil
 }
 
 func parseDuration(args []string) (time.Duration, error) {
@@ -447,14 +453,20 @@ func (a *testAgent) echo(ctx context.Context, s *session, text string) error {
 	return nil
 }
 
-// chunks sends n numbered chunks on a fixed schedule (no drift), every apart.
-func (a *testAgent) chunks(ctx context.Context, s *session, n int, every time.Duration) error {
+// chunks sends n numbered chunks on a fixed schedule (no drift), every apart. With stamp,
+// each chunk carries the wall-clock time it is sent, so a reader on the same machine can
+// tell how long it took to reach it.
+func (a *testAgent) chunks(ctx context.Context, s *session, n int, every time.Duration, stamp bool) error {
 	start := time.Now()
 	for i := 1; i <= n; i++ {
 		if !wait(ctx, time.Until(start.Add(time.Duration(i-1)*every))) {
 			return nil
 		}
-		if err := a.say(s, fmt.Sprintf("chunk %d\n", i)); err != nil {
+		text := fmt.Sprintf("chunk %d\n", i)
+		if stamp {
+			text = fmt.Sprintf("chunk %d @%d\n", i, time.Now().UnixNano())
+		}
+		if err := a.say(s, text); err != nil {
 			return err
 		}
 	}

@@ -6,6 +6,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"slices"
 	"strings"
@@ -306,9 +307,35 @@ func TestChunks(t *testing.T) {
 	if got := texts(h.client.take()); len(got) != 4 || got[3] != "chunk 4\n" {
 		t.Errorf("got %q", got)
 	}
-	for _, bad := range []string{"/chunks", "/chunks x", "/chunks 3 every", "/chunks 3 each 1ms", "/chunks 3 every -1s"} {
+	for _, bad := range []string{"/chunks", "/chunks x", "/chunks 3 every", "/chunks 3 each 1ms", "/chunks 3 every -1s",
+		"/chunks stamp", "/chunks 3 stamp every 1ms", "/chunks 3 every 1ms stamp stamp"} {
 		_, err := h.prompt(t, bad)
 		wantRequestError(t, err, -32602, "/chunks")
+	}
+}
+
+func TestChunksStamp(t *testing.T) {
+	h := start(t, Options{})
+	for _, prompt := range []string{"/chunks 3 every 1ms stamp", "/chunks 3 stamp"} {
+		before := time.Now().UnixNano()
+		h.mustPrompt(t, prompt, acp.StopReasonEndTurn)
+		after := time.Now().UnixNano()
+		got := texts(h.client.take())
+		if len(got) != 3 {
+			t.Fatalf("%q: chunks %q, want 3", prompt, got)
+		}
+		prev := before
+		for i, text := range got {
+			var n int
+			var at int64
+			if _, err := fmt.Sscanf(text, "chunk %d @%d\n", &n, &at); err != nil || n != i+1 || text != fmt.Sprintf("chunk %d @%d\n", n, at) {
+				t.Fatalf("%q: chunk %d is %q, want \"chunk %d @<unix nanos>\\n\"", prompt, i+1, text, i+1)
+			}
+			if at < prev || at > after {
+				t.Errorf("%q: chunk %d stamped %d, want within [%d, %d] and not before the previous chunk", prompt, n, at, prev, after)
+			}
+			prev = at
+		}
 	}
 }
 

@@ -1,0 +1,936 @@
+package bench
+
+// The turn path: what tacp adds between an agent and the people watching it, each figure
+// set against the same testagent binary spoken to directly over its stdio by an ACP client
+// this file starts itself (acp-go-sdk's ClientSideConnection, the SDK tacp's turn runner
+// uses), in the same run and under the same load.
+//
+//   - Event path latency. The agent streams `/chunks N every 20ms stamp`: each chunk carries
+//     the wall-clock time the agent sent it, so a chunk's latency is the time it was seen
+//     minus its stamp, on one machine's clock. The baseline sees it in its SessionUpdate
+//     callback; tacp's viewer sees it in the events query, polled every 5 ms
+//     (signals.Client.Watch). History timestamps split tacp's latency into its parts.
+//   - Warm-turn overhead. A zero-work turn (`/chunks 0`: the agent answers end_turn at
+//     once) on a session whose agent is already running: tacp's Prompt until turn.ended is
+//     visible to the poller, against the direct session/prompt round trip.
+//   - History. The session workflow's history events for one streaming turn (every run of
+//     the session, following continue-as-new), per chunk and projected to an hour, and the
+//     TurnWorkflow's own history.
+//
+// The fixture's worker flushes events every 100 ms (the default). The table also starts a
+// second worker with a 1 s flush on a task queue of its own, to show what the flush
+// interval trades: latency against history.
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"maps"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"text/tabwriter"
+	"time"
+
+	acp "github.com/coder/acp-go-sdk"
+	enumspb "go.temporal.io/api/enums/v1"
+	"go.temporal.io/sdk/converter"
+
+	"github.com/tacp-dev/tacp/internal/app"
+	"github.com/tacp-dev/tacp/signals"
+)
+
+const (
+	// chunkEvery is the streaming rate: 50 chunks a second.
+	chunkEvery = 20 * time.Millisecond
+	// pollEvery is how often the viewer polls the events query while nothing is new.
+	pollEvery = 5 * time.Millisecond
+	// zeroWork is the shortest turn the testagent has: no updates, end_turn at once.
+	zeroWork = "/chunks 0"
+	// hourChunks is a 60-minute streaming turn at chunkEvery.
+	hourChunks = int(time.Hour / chunkEvery)
+	// slowFlush is the second worker's flush interval.
+	slowFlush = time.Second
+)
+
+// streamPrompt streams n stamped chunks at chunkEvery.
+func streamPrompt(n int) string { return fmt.Sprintf("/chunks %d every %s stamp", n, chunkEvery) }
+
+// --- the baseline: the agent over a direct ACP pipe ---
+
+// directAgent is the testagent binary as a subprocess of the benchmark, spoken to over its
+// stdio with nothing in between, on one ACP session.
+type directAgent struct {
+	cmd    *exec.Cmd
+	stdin  io.WriteCloser
+	conn   *acp.ClientSideConnection
+	sid    acp.SessionId
+	client *stampClient
+}
+
+// startDirect starts the agent, initializes it, opens a session and runs one zero-work
+// turn, so that it is as warm as a tacp session's agent.
+func startDirect(ctx context.Context) (*directAgent, error) {
+	dir, err := os.MkdirTemp(env.tmp, "direct-")
+	if err != nil {
+		return nil, err
+	}
+	cmd := exec.Command(env.agentBinary, "-transcripts", filepath.Join(dir, "transcripts"))
+	cmd.Dir = dir
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		return nil, err
+	}
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		return nil, err
+	}
+	if err := cmd.Start(); err != nil {
+		return nil, fmt.Errorf("start testagent: %w", err)
+	}
+	d := &directAgent{cmd: cmd, stdin: stdin, client: &stampClient{}}
+	// The SDK's receive loop starts inside NewClientSideConnection and reads its logger
+	// unguarded, so it waits at the gate until SetLogger is done. Quiet: its "connection
+	// closed" at the end would break a benchmark's output line.
+	gate := make(chan struct{})
+	d.conn = acp.NewClientSideConnection(d.client, stdin, gatedReader{r: stdout, open: gate})
+	d.conn.SetLogger(slog.New(slog.DiscardHandler))
+	close(gate)
+	if _, err := d.conn.Initialize(ctx, acp.InitializeRequest{ProtocolVersion: acp.ProtocolVersionNumber}); err != nil {
+		d.close()
+		return nil, fmt.Errorf("initialize: %w", err)
+	}
+	resp, err := d.conn.NewSession(ctx, acp.NewSessionRequest{Cwd: dir, McpServers: []acp.McpServer{}})
+	if err != nil {
+		d.close()
+		return nil, fmt.Errorf("session/new: %w", err)
+	}
+	d.sid = resp.SessionId
+	if _, err := d.prompt(ctx, zeroWork); err != nil {
+		d.close()
+		return nil, err
+	}
+	return d, nil
+}
+
+// prompt runs one session/prompt and returns its round trip.
+func (d *directAgent) prompt(ctx context.Context, text string) (time.Duration, error) {
+	start := time.Now()
+	resp, err := d.conn.Prompt(ctx, acp.PromptRequest{SessionId: d.sid, Prompt: []acp.ContentBlock{acp.TextBlock(text)}})
+	took := time.Since(start)
+	if err != nil {
+		return 0, fmt.Errorf("direct prompt %q: %w", text, err)
+	}
+	if resp.StopReason != acp.StopReasonEndTurn {
+		return 0, fmt.Errorf("direct prompt %q: stop reason %q", text, resp.StopReason)
+	}
+	return took, nil
+}
+
+// stream runs a stamped n-chunk turn and returns each chunk's latency, in order.
+func (d *directAgent) stream(ctx context.Context, n int) ([]time.Duration, error) {
+	d.client.take()
+	if _, err := d.prompt(ctx, streamPrompt(n)); err != nil {
+		return nil, err
+	}
+	lat := d.client.take()
+	if len(lat) != n {
+		return nil, fmt.Errorf("direct stream: %d stamped chunks seen, want %d", len(lat), n)
+	}
+	return lat, nil
+}
+
+// close hangs up (a polite agent exits) and kills the agent if it lingers.
+func (d *directAgent) close() {
+	_ = d.stdin.Close()
+	done := make(chan struct{})
+	go func() { _ = d.cmd.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(5 * time.Second):
+		_ = d.cmd.Process.Kill()
+		<-done
+	}
+}
+
+// gatedReader blocks reads until open is closed.
+type gatedReader struct {
+	r    io.Reader
+	open <-chan struct{}
+}
+
+func (g gatedReader) Read(p []byte) (int, error) {
+	<-g.open
+	return g.r.Read(p)
+}
+
+// stampClient is the baseline's ACP client: it records the latency of every stamped chunk
+// the moment the SDK hands it over, and offers nothing else.
+type stampClient struct {
+	mu  sync.Mutex
+	lat []time.Duration
+}
+
+var errNotOffered = errors.New("bench client: not offered")
+
+func (c *stampClient) SessionUpdate(_ context.Context, n acp.SessionNotification) error {
+	now := time.Now()
+	if _, at, ok := parseStamp(chunkText(n)); ok {
+		c.mu.Lock()
+		c.lat = append(c.lat, now.Sub(at))
+		c.mu.Unlock()
+	}
+	return nil
+}
+
+// take returns and clears the latencies recorded so far.
+func (c *stampClient) take() []time.Duration {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	lat := c.lat
+	c.lat = nil
+	return lat
+}
+
+func (c *stampClient) RequestPermission(context.Context, acp.RequestPermissionRequest) (acp.RequestPermissionResponse, error) {
+	return acp.RequestPermissionResponse{}, errNotOffered
+}
+
+func (c *stampClient) ReadTextFile(context.Context, acp.ReadTextFileRequest) (acp.ReadTextFileResponse, error) {
+	return acp.ReadTextFileResponse{}, errNotOffered
+}
+
+func (c *stampClient) WriteTextFile(context.Context, acp.WriteTextFileRequest) (acp.WriteTextFileResponse, error) {
+	return acp.WriteTextFileResponse{}, errNotOffered
+}
+
+func (c *stampClient) CreateTerminal(context.Context, acp.CreateTerminalRequest) (acp.CreateTerminalResponse, error) {
+	return acp.CreateTerminalResponse{}, errNotOffered
+}
+
+func (c *stampClient) KillTerminal(context.Context, acp.KillTerminalRequest) (acp.KillTerminalResponse, error) {
+	return acp.KillTerminalResponse{}, errNotOffered
+}
+
+func (c *stampClient) TerminalOutput(context.Context, acp.TerminalOutputRequest) (acp.TerminalOutputResponse, error) {
+	return acp.TerminalOutputResponse{}, errNotOffered
+}
+
+func (c *stampClient) ReleaseTerminal(context.Context, acp.ReleaseTerminalRequest) (acp.ReleaseTerminalResponse, error) {
+	return acp.ReleaseTerminalResponse{}, errNotOffered
+}
+
+func (c *stampClient) WaitForTerminalExit(context.Context, acp.WaitForTerminalExitRequest) (acp.WaitForTerminalExitResponse, error) {
+	return acp.WaitForTerminalExitResponse{}, errNotOffered
+}
+
+// chunkText is the text of an agent_message_chunk ("" for any other update).
+func chunkText(n acp.SessionNotification) string {
+	if m := n.Update.AgentMessageChunk; m != nil && m.Content.Text != nil {
+		return m.Content.Text.Text
+	}
+	return ""
+}
+
+// parseStamp reads "chunk i @<unix nanos>\n", the text of `/chunks ... stamp`.
+func parseStamp(text string) (int, time.Time, bool) {
+	rest, ok := strings.CutPrefix(text, "chunk ")
+	if !ok {
+		return 0, time.Time{}, false
+	}
+	num, ns, ok := strings.Cut(strings.TrimSuffix(rest, "\n"), " @")
+	if !ok {
+		return 0, time.Time{}, false
+	}
+	i, err1 := strconv.Atoi(num)
+	at, err2 := strconv.ParseInt(ns, 10, 64)
+	if err1 != nil || err2 != nil {
+		return 0, time.Time{}, false
+	}
+	return i, time.Unix(0, at), true
+}
+
+// stampOf reads the stamp of a journaled agent.update (raw session/update params).
+func stampOf(raw json.RawMessage) (int, time.Time, bool) {
+	var n acp.SessionNotification
+	if json.Unmarshal(raw, &n) != nil {
+		return 0, time.Time{}, false
+	}
+	return parseStamp(chunkText(n))
+}
+
+// --- tacp: a session and its viewer ---
+
+// tacpSession is a tacp session whose agent is warm, and a viewer that has read its journal
+// up to lastSeq.
+type tacpSession struct {
+	sc       *signals.Client
+	id       string
+	lastSeq  int64
+	lastTurn int64
+}
+
+// newTacpSession starts a session on sc's task queue with one zero-work turn, which starts
+// its agent. close must be called before sc's worker stops.
+func newTacpSession(ctx context.Context, sc *signals.Client) (*tacpSession, error) {
+	s := &tacpSession{sc: sc, id: "bench-turn-" + signals.NewID()}
+	if _, err := s.turn(ctx, zeroWork); err != nil {
+		_ = s.close()
+		return nil, fmt.Errorf("warm session %s: %w", s.id, err)
+	}
+	return s, nil
+}
+
+func (s *tacpSession) close() error { return env.closeSession(context.Background(), s.id) }
+
+// seenTurn is one turn as its viewer saw it. Times from the journal (`at`) are the
+// workflow's clock: the start of the workflow task that journaled the event.
+type seenTurn struct {
+	turnID    int64
+	start     time.Time // before Prompt
+	startedAt time.Time // turn.started `at`
+	endedAt   time.Time // turn.ended `at`
+	visible   time.Time // turn.ended seen by the viewer
+	chunks    []seenChunk
+}
+
+// seenChunk is one stamped chunk on tacp's event path.
+type seenChunk struct {
+	index     int
+	stamp     time.Time // the agent sent it
+	journaled time.Time // agent.update `at`
+	visible   time.Time // the viewer's events query returned it
+}
+
+func (c seenChunk) latency() time.Duration { return c.visible.Sub(c.stamp) }
+
+// turn sends a prompt and watches the journal, polling every pollEvery while nothing is
+// new, until the turn's terminal event is visible.
+func (s *tacpSession) turn(ctx context.Context, text string) (seenTurn, error) {
+	r := seenTurn{start: time.Now()}
+	res, err := s.sc.Prompt(ctx, signals.SessionConfig{SessionID: s.id}, signals.PromptRequest{Text: text})
+	if err != nil {
+		return r, fmt.Errorf("prompt %q: %w", text, err)
+	}
+	r.turnID = res.TurnID
+	var failure error
+	err = s.sc.Watch(ctx, s.id, s.lastSeq, pollEvery, func(ev signals.Event) bool {
+		now := time.Now()
+		if ev.Kind == "gap" {
+			failure = fmt.Errorf("journal gap after seq %d: the viewer fell behind retention", s.lastSeq)
+			return false
+		}
+		s.lastSeq = ev.Seq
+		if ev.TurnID != r.turnID {
+			return true
+		}
+		switch ev.Kind {
+		case signals.EventTurnStarted:
+			r.startedAt = ev.At
+		case signals.EventAgentUpdate:
+			if i, at, ok := stampOf(ev.Data); ok {
+				r.chunks = append(r.chunks, seenChunk{index: i, stamp: at, journaled: ev.At, visible: now})
+			}
+		case signals.EventTurnEnded:
+			r.endedAt, r.visible = ev.At, now
+			return false
+		case signals.EventTurnFailed:
+			failure = fmt.Errorf("turn %d failed: %s", r.turnID, ev.Data)
+			return false
+		}
+		return true
+	})
+	if err == nil {
+		err = failure
+	}
+	if err != nil {
+		return r, fmt.Errorf("watch turn %d of %s: %w", r.turnID, s.id, err)
+	}
+	s.lastTurn = r.turnID
+	return r, nil
+}
+
+// runMark is a point in a session's history: a run and how many events it had.
+type runMark struct {
+	runID  string
+	length int64
+}
+
+// settle waits until the session's last turn is over for the server too (its TurnWorkflow
+// closed, the session's history no longer growing) and marks where its history stands.
+func (s *tacpSession) settle(ctx context.Context) (runMark, error) {
+	if s.lastTurn > 0 {
+		if err := env.c.GetWorkflow(ctx, signals.TurnWorkflowID(s.id, s.lastTurn), "").Get(ctx, nil); err != nil {
+			return runMark{}, fmt.Errorf("turn workflow %d: %w", s.lastTurn, err)
+		}
+	}
+	var prev runMark
+	for {
+		d, err := env.c.DescribeWorkflowExecution(ctx, signals.SessionWorkflowID(s.id), "")
+		if err != nil {
+			return runMark{}, err
+		}
+		info := d.GetWorkflowExecutionInfo()
+		m := runMark{runID: info.GetExecution().GetRunId(), length: info.GetHistoryLength()}
+		if m == prev && d.GetPendingWorkflowTask() == nil && len(d.GetPendingChildren()) == 0 {
+			return m, nil
+		}
+		prev = m
+		select {
+		case <-ctx.Done():
+			return runMark{}, fmt.Errorf("session %s did not settle: %w", s.id, ctx.Err())
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+}
+
+// sessionHistory is the part of a session's history written between two marks.
+type sessionHistory struct {
+	events  int
+	runs    int // runs it spans (more than 1 after a continue-as-new)
+	byType  map[string]int
+	batches int // turn_events signals
+	// signaled is when the server recorded the turn_events signal carrying each stamped
+	// chunk, by chunk index.
+	signaled map[int]time.Time
+}
+
+// historySince counts the session's history events after from, following the
+// continue-as-new chain to the current run.
+func (s *tacpSession) historySince(ctx context.Context, from runMark) (sessionHistory, error) {
+	h := sessionHistory{byType: map[string]int{}, signaled: map[int]time.Time{}}
+	dc := converter.GetDefaultDataConverter()
+	for runID := from.runID; runID != ""; {
+		h.runs++
+		next := ""
+		it := env.c.GetWorkflowHistory(ctx, signals.SessionWorkflowID(s.id), runID, false, enumspb.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)
+		for it.HasNext() {
+			ev, err := it.Next()
+			if err != nil {
+				return h, fmt.Errorf("history of %s run %s: %w", s.id, runID, err)
+			}
+			if runID == from.runID && ev.GetEventId() <= from.length {
+				continue
+			}
+			h.events++
+			h.byType[ev.GetEventType().String()]++
+			if a := ev.GetWorkflowExecutionContinuedAsNewEventAttributes(); a != nil {
+				next = a.GetNewExecutionRunId()
+			}
+			a := ev.GetWorkflowExecutionSignaledEventAttributes()
+			if a == nil || a.GetSignalName() != signals.SignalTurnEvents {
+				continue
+			}
+			h.batches++
+			var sig signals.TurnEventsSignal
+			if err := dc.FromPayloads(a.GetInput(), &sig); err != nil {
+				return h, fmt.Errorf("decode turn_events: %w", err)
+			}
+			for _, raw := range sig.Events {
+				if i, _, ok := stampOf(raw); ok {
+					h.signaled[i] = ev.GetEventTime().AsTime()
+				}
+			}
+		}
+		runID = next
+	}
+	return h, nil
+}
+
+// turnWorkflowHistory is the TurnWorkflow's history length and when its RunTurn activity
+// started and completed.
+type turnWorkflowHistory struct {
+	events            int
+	activityStarted   time.Time
+	activityCompleted time.Time
+}
+
+func (s *tacpSession) turnWorkflowHistory(ctx context.Context, turnID int64) (turnWorkflowHistory, error) {
+	var h turnWorkflowHistory
+	it := env.c.GetWorkflowHistory(ctx, signals.TurnWorkflowID(s.id, turnID), "", false, enumspb.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)
+	for it.HasNext() {
+		ev, err := it.Next()
+		if err != nil {
+			return h, fmt.Errorf("history of turn %d: %w", turnID, err)
+		}
+		h.events++
+		switch ev.GetEventType() {
+		case enumspb.EVENT_TYPE_ACTIVITY_TASK_STARTED:
+			h.activityStarted = ev.GetEventTime().AsTime()
+		case enumspb.EVENT_TYPE_ACTIVITY_TASK_COMPLETED:
+			h.activityCompleted = ev.GetEventTime().AsTime()
+		}
+	}
+	return h, nil
+}
+
+// measuredTurn is a turn with the history it wrote.
+type measuredTurn struct {
+	seen    seenTurn
+	session sessionHistory
+	turn    turnWorkflowHistory
+}
+
+// measureTurn runs one turn between two settled points of the session's history (so that
+// the count holds exactly this turn's events) and reads both histories. Only the turn itself
+// is timed, by the viewer.
+func (s *tacpSession) measureTurn(ctx context.Context, text string) (measuredTurn, error) {
+	var m measuredTurn
+	from, err := s.settle(ctx)
+	if err != nil {
+		return m, err
+	}
+	if m.seen, err = s.turn(ctx, text); err != nil {
+		return m, err
+	}
+	if _, err := s.settle(ctx); err != nil {
+		return m, err
+	}
+	if m.session, err = s.historySince(ctx, from); err != nil {
+		return m, err
+	}
+	m.turn, err = s.turnWorkflowHistory(ctx, m.seen.turnID)
+	return m, err
+}
+
+// --- figures ---
+
+// ms is a duration in milliseconds.
+func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
+
+// stats is p50, p99 and max of a sample, in milliseconds.
+type stats struct {
+	n             int
+	p50, p99, max float64
+}
+
+func statsOf(lat []time.Duration) stats {
+	if len(lat) == 0 {
+		return stats{}
+	}
+	return stats{n: len(lat), p50: percentile(lat, 0.50), p99: percentile(lat, 0.99), max: percentile(lat, 1)}
+}
+
+// streamFigures is one streaming turn through one worker, with the baseline streamed
+// alongside it.
+type streamFigures struct {
+	flush     time.Duration
+	chunks    int
+	direct    []time.Duration
+	turn      measuredTurn
+	fixed     int // session history events of a zero-work turn on the same worker (median)
+	fixedTurn int // TurnWorkflow events of that zero-work turn
+}
+
+func (f streamFigures) latencies() (total, toSignal, toJournal, toViewer []time.Duration) {
+	for _, c := range f.turn.seen.chunks {
+		total = append(total, c.latency())
+		if sig, ok := f.turn.session.signaled[c.index]; ok {
+			toSignal = append(toSignal, sig.Sub(c.stamp))
+			toJournal = append(toJournal, c.journaled.Sub(sig))
+		}
+		toViewer = append(toViewer, c.visible.Sub(c.journaled))
+	}
+	return total, toSignal, toJournal, toViewer
+}
+
+// perChunk is the history events a streamed chunk adds beyond a zero-work turn's.
+func (f streamFigures) perChunk() float64 {
+	return float64(f.turn.session.events-f.fixed) / float64(f.chunks)
+}
+
+// measureStream measures the fixed history cost of a zero-work turn on s (median of
+// three), then streams chunks through s while d streams the same prompt directly.
+func measureStream(ctx context.Context, s *tacpSession, d *directAgent, flush time.Duration, chunks int) (streamFigures, error) {
+	f := streamFigures{flush: flush, chunks: chunks}
+	var fixed, fixedTurn []int
+	for range 3 {
+		m, err := s.measureTurn(ctx, zeroWork)
+		if err != nil {
+			return f, err
+		}
+		fixed, fixedTurn = append(fixed, m.session.events), append(fixedTurn, m.turn.events)
+	}
+	f.fixed, f.fixedTurn = median(fixed), median(fixedTurn)
+
+	var (
+		wg        sync.WaitGroup
+		directErr error
+	)
+	wg.Go(func() { f.direct, directErr = d.stream(ctx, chunks) })
+	m, err := s.measureTurn(ctx, streamPrompt(chunks))
+	wg.Wait()
+	if err == nil {
+		err = directErr
+	}
+	if err == nil && len(m.seen.chunks) != chunks {
+		err = fmt.Errorf("tacp stream: %d stamped chunks seen, want %d", len(m.seen.chunks), chunks)
+	}
+	f.turn = m
+	return f, err
+}
+
+// warmRound is one zero-work turn each way.
+type warmRound struct {
+	direct time.Duration
+	tacp   measuredTurn
+}
+
+func (r warmRound) total() time.Duration { return r.tacp.seen.visible.Sub(r.tacp.seen.start) }
+
+// segments splits tacp's warm turn on one clock (the viewer's and the server's are the
+// machine's): client → session task that starts the turn; → RunTurn activity started
+// (child workflow start, its task, activity dispatch); the activity; → session task that
+// journals turn.ended (child task, turn_finished signal); → viewer sees it.
+func (r warmRound) segments() [5]time.Duration {
+	st, tw := r.tacp.seen, r.tacp.turn
+	return [5]time.Duration{
+		st.startedAt.Sub(st.start),
+		tw.activityStarted.Sub(st.startedAt),
+		tw.activityCompleted.Sub(tw.activityStarted),
+		st.endedAt.Sub(tw.activityCompleted),
+		st.visible.Sub(st.endedAt),
+	}
+}
+
+var segmentNames = [5]string{
+	"prompt → turn.started (update, session task)",
+	"turn.started → activity started (child start, child task, dispatch)",
+	"RunTurn activity (turn_started signal, agent, flush)",
+	"activity done → turn.ended (child task, turn_finished, session task)",
+	"turn.ended journaled → visible to the poller",
+}
+
+// median is the lower median of counts.
+func median(counts []int) int {
+	s := slices.Clone(counts)
+	slices.Sort(s)
+	return s[(len(s)-1)/2]
+}
+
+func envInt(t testing.TB, name string, def int) int {
+	s := os.Getenv(name)
+	if s == "" {
+		return def
+	}
+	v, err := strconv.Atoi(s)
+	if err != nil || v < 1 {
+		t.Fatalf("%s=%q: want a positive integer", name, s)
+	}
+	return v
+}
+
+// startSlowWorker starts a second tacp worker flushing every slowFlush on its own task
+// queue, stopped when t ends (after sessions registered later have closed).
+func startSlowWorker(t testing.TB) *signals.Client {
+	queue := "tacp-bench-slow-" + signals.NewID()[:8]
+	w, err := app.StartWorker(env.c, app.WorkerOptions{
+		TaskQueue:     queue,
+		DataDir:       filepath.Join(env.tmp, "data-slow"),
+		Agent:         strconv.Quote(env.agentBinary) + " -transcripts " + strconv.Quote(filepath.Join(env.tmp, "transcripts-slow")),
+		FlushInterval: slowFlush,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(w.Stop)
+	return signals.NewClient(env.c, queue)
+}
+
+// TestTurnTable prints the turn-path figures the README quotes:
+//
+//	TACP_BENCH=1 go test ./bench -run TestTurnTable -v
+//
+// TACP_BENCH_TURNS (default 100) sets the warm-turn rounds, TACP_BENCH_CHUNKS (default
+// 1000) the chunks of each streaming turn.
+func TestTurnTable(t *testing.T) {
+	if os.Getenv("TACP_BENCH") != "1" {
+		t.Skip("set TACP_BENCH=1 to measure the turn path")
+	}
+	rounds := envInt(t, "TACP_BENCH_TURNS", 100)
+	chunks := envInt(t, "TACP_BENCH_CHUNKS", 1000)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+	defer cancel()
+
+	slow := startSlowWorker(t)
+	d, err := startDirect(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(d.close)
+	open := func(sc *signals.Client) *tacpSession {
+		s, err := newTacpSession(ctx, sc)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() {
+			if err := s.close(); err != nil {
+				t.Error(err)
+			}
+		})
+		return s
+	}
+	fast, slowSession := open(env.sc), open(slow)
+
+	// Warm turns, each way in turn, round by round.
+	const warmup = 5
+	var warm []warmRound
+	for i := range warmup + rounds {
+		var r warmRound
+		if r.direct, err = d.prompt(ctx, zeroWork); err != nil {
+			t.Fatal(err)
+		}
+		if r.tacp, err = fast.measureTurn(ctx, zeroWork); err != nil {
+			t.Fatal(err)
+		}
+		if i >= warmup {
+			warm = append(warm, r)
+		}
+	}
+
+	// Streaming turns, the baseline streaming alongside each.
+	var streams []streamFigures
+	for _, w := range []struct {
+		s     *tacpSession
+		flush time.Duration
+	}{{fast, 100 * time.Millisecond}, {slowSession, slowFlush}} {
+		f, err := measureStream(ctx, w.s, d, w.flush, chunks)
+		if err != nil {
+			t.Fatalf("stream (flush %s): %v", w.flush, err)
+		}
+		streams = append(streams, f)
+	}
+
+	printEventTable(t, streams)
+	printWarmTable(t, warm)
+	printHistoryTable(t, streams)
+}
+
+func flushTable(t testing.TB, tw *tabwriter.Writer) {
+	t.Helper()
+	if err := tw.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	fmt.Println()
+}
+
+func printEventTable(t testing.TB, streams []streamFigures) {
+	var direct []time.Duration
+	for _, f := range streams {
+		direct = append(direct, f.direct...)
+	}
+	base := statsOf(direct)
+	fmt.Printf("Event path: agent writes a chunk → a viewer sees it (%d chunks per turn at %d/s; targets p50 ≤ 100 ms, p99 ≤ 300 ms)\n",
+		streams[0].chunks, int(time.Second/chunkEvery))
+	tw := tabwriter.NewWriter(os.Stdout, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "path\tn\tp50 ms\tp99 ms\tmax ms\tp50 − baseline ms")
+	fmt.Fprintf(tw, "direct ACP pipe (baseline, alongside each stream)\t%d\t%.2f\t%.2f\t%.2f\t\n", base.n, base.p50, base.p99, base.max)
+	for _, f := range streams {
+		total, _, _, _ := f.latencies()
+		s := statsOf(total)
+		fmt.Fprintf(tw, "tacp events poller (%s, flush %s)\t%d\t%.2f\t%.2f\t%.2f\t%.2f\n",
+			pollEvery, f.flush, s.n, s.p50, s.p99, s.max, s.p50-base.p50)
+	}
+	flushTable(t, tw)
+
+	fmt.Println("Where tacp's event latency goes (p50 / p99 ms per chunk; server and viewer share the machine's clock)")
+	tw = tabwriter.NewWriter(os.Stdout, 0, 0, 2, ' ', 0)
+	fmt.Fprint(tw, "segment")
+	for _, f := range streams {
+		fmt.Fprintf(tw, "\tflush %s", f.flush)
+	}
+	fmt.Fprintln(tw)
+	rows := []string{
+		"agent → turn_events signal recorded (flush wait, signal RPC)",
+		"signal recorded → journaled (session workflow task starts)",
+		"journaled → visible (task completes, query poll)",
+	}
+	for i, name := range rows {
+		fmt.Fprint(tw, name)
+		for _, f := range streams {
+			_, a, b, c := f.latencies()
+			s := statsOf([][]time.Duration{a, b, c}[i])
+			fmt.Fprintf(tw, "\t%.1f / %.1f", s.p50, s.p99)
+		}
+		fmt.Fprintln(tw)
+	}
+	flushTable(t, tw)
+}
+
+func printWarmTable(t testing.TB, warm []warmRound) {
+	var direct, tacp []time.Duration
+	var segs [5][]time.Duration
+	var events, turnEvents []int
+	for _, r := range warm {
+		direct = append(direct, r.direct)
+		tacp = append(tacp, r.total())
+		for i, s := range r.segments() {
+			segs[i] = append(segs[i], s)
+		}
+		events = append(events, r.tacp.session.events)
+		turnEvents = append(turnEvents, r.tacp.turn.events)
+	}
+	b, s := statsOf(direct), statsOf(tacp)
+	fmt.Println("Warm zero-work turn (`/chunks 0`, agent already running; target: tacp − direct ≤ 50 ms)")
+	tw := tabwriter.NewWriter(os.Stdout, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "path\tn\tp50 ms\tp99 ms\tmax ms")
+	fmt.Fprintf(tw, "direct ACP session/prompt round trip (baseline)\t%d\t%.2f\t%.2f\t%.2f\n", b.n, b.p50, b.p99, b.max)
+	fmt.Fprintf(tw, "tacp Prompt → turn.ended visible (poll %s)\t%d\t%.2f\t%.2f\t%.2f\n", pollEvery, s.n, s.p50, s.p99, s.max)
+	fmt.Fprintf(tw, "difference (tacp − direct)\t\t%.2f\t%.2f\t\n", s.p50-b.p50, s.p99-b.p99)
+	flushTable(t, tw)
+
+	fmt.Println("Where tacp's warm turn goes (p50 / p99 ms; the segments add up to the total)")
+	tw = tabwriter.NewWriter(os.Stdout, 0, 0, 2, ' ', 0)
+	for i, name := range segmentNames {
+		st := statsOf(segs[i])
+		fmt.Fprintf(tw, "%s\t%.1f / %.1f\n", name, st.p50, st.p99)
+	}
+	fmt.Fprintf(tw, "history events per zero-work turn: session (median)\t%d\n", median(events))
+	fmt.Fprintf(tw, "history events per zero-work turn: TurnWorkflow (median)\t%d\n", median(turnEvents))
+	flushTable(t, tw)
+}
+
+func printHistoryTable(t testing.TB, streams []streamFigures) {
+	fmt.Printf("History of one streaming turn (%d chunks at %d/s; target ≤ 1 event per 20 chunks, a 60-min turn under 10,240 events in one run)\n",
+		streams[0].chunks, int(time.Second/chunkEvery))
+	tw := tabwriter.NewWriter(os.Stdout, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "worker flush\tsession events\truns\tturn_events signals\tzero-work turn events\tevents/chunk (beyond zero-work)\tchunks/event\t60-min turn (projected)\tTurnWorkflow events")
+	for _, f := range streams {
+		h := f.turn.session
+		per := f.perChunk()
+		hour := float64(f.fixed) + per*float64(hourChunks)
+		fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%d\t%.3f\t%.1f\t%.0f\t%d (zero-work %d)\n",
+			f.flush, h.events, h.runs, h.batches, f.fixed, per, 1/per, hour, f.turn.turn.events, f.fixedTurn)
+	}
+	flushTable(t, tw)
+	for _, f := range streams {
+		h := f.turn.session
+		types := slices.SortedFunc(maps.Keys(h.byType), func(a, b string) int { return h.byType[b] - h.byType[a] })
+		parts := make([]string, len(types))
+		for i, k := range types {
+			parts[i] = fmt.Sprintf("%s %d", k, h.byType[k])
+		}
+		fmt.Printf("flush %s, session events by type: %s\n", f.flush, strings.Join(parts, ", "))
+	}
+	fmt.Println()
+}
+
+// --- go test -bench ---
+
+// directWarmP50 is the direct zero-work round trip's p50 (ms) from the direct_acp
+// sub-benchmark, which the tacp sub-benchmark subtracts.
+var directWarmP50 float64
+
+// BenchmarkWarmTurn times one zero-work turn per op on a warm agent: direct_acp is the
+// session/prompt round trip, tacp is Prompt until turn.ended is visible to a viewer polling
+// every 5 ms. tacp also reports overhead_p50_ms, its p50 minus direct_acp's.
+func BenchmarkWarmTurn(b *testing.B) {
+	if env == nil {
+		b.Fatal("no bench fixture (TestMain did not set one up)")
+	}
+	ctx := context.Background()
+	b.Run("direct_acp", func(b *testing.B) {
+		d, err := startDirect(ctx)
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.Cleanup(d.close)
+		lat := make([]time.Duration, 0, b.N)
+		b.ResetTimer()
+		for range b.N {
+			took, err := d.prompt(ctx, zeroWork)
+			if err != nil {
+				b.Fatal(err)
+			}
+			lat = append(lat, took)
+		}
+		b.StopTimer()
+		directWarmP50 = percentile(lat, 0.50)
+		b.ReportMetric(directWarmP50, "p50_ms")
+		b.ReportMetric(percentile(lat, 0.99), "p99_ms")
+	})
+	b.Run("tacp", func(b *testing.B) {
+		s, err := newTacpSession(ctx, env.sc)
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.Cleanup(func() { _ = s.close() })
+		lat := make([]time.Duration, 0, b.N)
+		b.ResetTimer()
+		for range b.N {
+			r, err := s.turn(ctx, zeroWork)
+			if err != nil {
+				b.Fatal(err)
+			}
+			lat = append(lat, r.visible.Sub(r.start))
+		}
+		b.StopTimer()
+		p50 := percentile(lat, 0.50)
+		b.ReportMetric(p50, "p50_ms")
+		b.ReportMetric(percentile(lat, 0.99), "p99_ms")
+		if directWarmP50 > 0 {
+			b.ReportMetric(p50-directWarmP50, "overhead_p50_ms")
+		}
+	})
+}
+
+// BenchmarkEventPath streams b.N stamped chunks at 50/s in one turn (an op is one chunk,
+// so ns/op is about the 20 ms interval) and reports the chunks' latency from the agent's
+// write: to the direct ACP client's callback, or to a viewer polling tacp's events query
+// every 5 ms.
+func BenchmarkEventPath(b *testing.B) {
+	if env == nil {
+		b.Fatal("no bench fixture (TestMain did not set one up)")
+	}
+	ctx := context.Background()
+	report := func(b *testing.B, lat []time.Duration) {
+		b.ReportMetric(percentile(lat, 0.50), "p50_ms")
+		b.ReportMetric(percentile(lat, 0.99), "p99_ms")
+	}
+	b.Run("direct_acp", func(b *testing.B) {
+		d, err := startDirect(ctx)
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.Cleanup(d.close)
+		b.ResetTimer()
+		lat, err := d.stream(ctx, b.N)
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.StopTimer()
+		report(b, lat)
+	})
+	b.Run("tacp_events", func(b *testing.B) {
+		s, err := newTacpSession(ctx, env.sc)
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.Cleanup(func() { _ = s.close() })
+		b.ResetTimer()
+		r, err := s.turn(ctx, streamPrompt(b.N))
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.StopTimer()
+		if len(r.chunks) != b.N {
+			b.Fatalf("%d stamped chunks seen, want %d", len(r.chunks), b.N)
+		}
+		lat := make([]time.Duration, len(r.chunks))
+		for i, c := range r.chunks {
+			lat[i] = c.latency()
+		}
+		report(b, lat)
+	})
+}
+
+// Compile-time check: the baseline's client is a whole ACP client.
+var _ acp.Client = (*stampClient)(nil)

@@ -1,0 +1,134 @@
+package e2e
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"os"
+	"os/exec"
+	"os/signal"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	"go.temporal.io/sdk/client"
+	sdklog "go.temporal.io/sdk/log"
+
+	"github.com/tacp-dev/tacp/internal/app"
+	"github.com/tacp-dev/tacp/signals"
+)
+
+// The test binary doubles as a worker process, so a test can kill -9 a real worker without
+// building (and linking the Temporal server into) another binary.
+const workerProcessEnv = "TACP_E2E_WORKER_QUEUE"
+
+func runWorkerProcess() int {
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM)
+	defer stop()
+	logger := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	c, err := client.DialContext(ctx, client.Options{
+		HostPort: os.Getenv("TEMPORAL_ADDRESS"), Namespace: os.Getenv("TEMPORAL_NAMESPACE"),
+		Logger: sdklog.NewStructuredLogger(logger), // stdout is for "ready"
+	})
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "worker process:", err)
+		return 1
+	}
+	defer c.Close()
+	w, err := app.StartWorker(c, app.WorkerOptions{
+		TaskQueue: os.Getenv(workerProcessEnv),
+		Agent:     os.Getenv("TACP_E2E_AGENT"),
+		DataDir:   os.Getenv("TACP_E2E_DATA"),
+		Logger:    logger,
+	})
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "worker process:", err)
+		return 1
+	}
+	defer w.Stop()
+	fmt.Println("ready", w.Host.Queue)
+	<-ctx.Done()
+	return 0
+}
+
+// startWorkerProcess runs a worker in a child process polling queue and waits until it
+// polls.
+func startWorkerProcess(t *testing.T, queue string) *exec.Cmd {
+	t.Helper()
+	cmd := exec.Command(os.Args[0], "-test.run=^$")
+	cmd.Env = append(os.Environ(),
+		workerProcessEnv+"="+queue,
+		"TEMPORAL_ADDRESS="+srv.HostPort(),
+		"TEMPORAL_NAMESPACE="+srv.Namespace(),
+		"TACP_E2E_AGENT="+fmt.Sprintf("%s -transcripts %s", testagent, filepath.Join(dataDir, "transcripts")),
+		"TACP_E2E_DATA="+dataDir,
+	)
+	cmd.Stderr = os.Stderr
+	out, err := cmd.StdoutPipe()
+	require.NoError(t, err)
+	require.NoError(t, cmd.Start())
+	t.Cleanup(func() {
+		_ = cmd.Process.Kill()
+		_ = cmd.Wait()
+	})
+	line, err := bufio.NewReader(out).ReadString('\n')
+	require.NoError(t, err)
+	require.True(t, strings.HasPrefix(line, "ready"), line)
+	return cmd
+}
+
+func TestWorkerKilledMidTurnRestartsTheTurnOnAnotherWorker(t *testing.T) {
+	t.Parallel()
+	queue := "tacp-failover-" + signals.NewID()[:8]
+	qc := signals.NewClient(tc, queue)
+	first := startWorkerProcess(t, queue)
+
+	id := session(t)
+	cfg := signals.SessionConfig{SessionID: id}
+	ctx := ctxFor(t, 120*time.Second)
+	_, err := qc.Prompt(ctx, cfg, signals.PromptRequest{Text: "/chunks 100 every 100ms", ClientMessageID: "turn-1"})
+	require.NoError(t, err)
+	// Let the first worker stream part of the turn, then kill it without warning.
+	waitFor(t, id, func(ev signals.Event) bool { return ev.Kind == signals.EventAgentUpdate })
+	before := waitRunning(t, id, 1)
+	startWorkerProcess(t, queue)
+	require.NoError(t, first.Process.Signal(syscall.SIGKILL))
+	_ = first.Wait()
+
+	// Acknowledged while the turn's worker is gone: must not be lost.
+	res, err := qc.Prompt(ctx, cfg, signals.PromptRequest{Text: "after the crash", ClientMessageID: "turn-2"})
+	require.NoError(t, err)
+	require.Equal(t, int64(2), res.TurnID)
+
+	evs := turnEnd(t, id, 2)
+	var restarted []signals.TurnStartedData
+	for _, ev := range evs {
+		if ev.Kind == signals.EventTurnRestarted {
+			var d signals.TurnStartedData
+			require.NoError(t, json.Unmarshal(ev.Data, &d))
+			restarted = append(restarted, d)
+		}
+	}
+	require.NotEmpty(t, restarted, "the lost attempt is superseded by turn.restarted")
+	require.Equal(t, int32(2), restarted[0].Attempt)
+	var ends []string
+	for _, ev := range evs {
+		if signals.IsTerminal(ev.Kind) {
+			var d map[string]any
+			require.NoError(t, json.Unmarshal(ev.Data, &d))
+			ends = append(ends, fmt.Sprintf("%s %v", ev.Kind, d["stop_reason"]))
+		}
+	}
+	require.Equal(t, []string{"turn.ended end_turn", "turn.ended end_turn"}, ends)
+	require.Equal(t, "after the crash", strings.Join(agentTexts(t, evs, 2), ""))
+	// The second worker loaded (session/load) the agent session of the first.
+	st, err := qc.Status(ctx, id)
+	require.NoError(t, err)
+	require.Equal(t, before.AgentSessionID, st.AgentSessionID)
+	checkInvariants(t, allEvents(t, id))
+}
