@@ -194,6 +194,14 @@ func (h *Host) acquire(ctx context.Context, sessionID string, argv []string, dir
 	}
 	a := &hostedAgent{id: id, sessionID: sessionID, key: key, proc: proc, client: hc, busy: true}
 	if err := proc.initialize(ctx); err != nil {
+		select { // an agent that died says more by its exit than by the broken pipe
+		case <-proc.exited:
+			err = fmt.Errorf("%w before answering initialize", proc.exitErr())
+		case <-time.After(100 * time.Millisecond):
+			if ctx.Err() != nil {
+				err = errors.New("agent did not answer initialize in time")
+			}
+		}
 		proc.stop(0)
 		return nil, err
 	}
