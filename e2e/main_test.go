@@ -185,15 +185,17 @@ func agentTexts(t *testing.T, evs []signals.Event, turn int64) []string {
 		}
 		var n struct {
 			Update struct {
-				Kind    string `json:"sessionUpdate"`
-				Content struct {
-					Text string `json:"text"`
-				} `json:"content"`
+				Kind    string          `json:"sessionUpdate"`
+				Content json.RawMessage `json:"content"`
 			} `json:"update"`
 		}
 		require.NoError(t, json.Unmarshal(ev.Data, &n))
 		if n.Update.Kind == "agent_message_chunk" {
-			out = append(out, n.Update.Content.Text)
+			var c struct {
+				Text string `json:"text"`
+			}
+			require.NoError(t, json.Unmarshal(n.Update.Content, &c))
+			out = append(out, c.Text)
 		}
 	}
 	return out

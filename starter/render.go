@@ -85,11 +85,8 @@ func (r *renderer) render(ev signals.Event) {
 func (r *renderer) agentUpdate(raw json.RawMessage) {
 	var n struct {
 		Update struct {
-			Kind    string `json:"sessionUpdate"`
-			Content struct {
-				Type string `json:"type"`
-				Text string `json:"text"`
-			} `json:"content"`
+			Kind    string          `json:"sessionUpdate"`
+			Content json.RawMessage `json:"content"` // a block, or a list for tool calls
 			Title  string `json:"title"`
 			Status string `json:"status"`
 			ToolID string `json:"toolCallId"`
@@ -100,12 +97,16 @@ func (r *renderer) agentUpdate(raw json.RawMessage) {
 		return
 	}
 	u := n.Update
+	var block struct {
+		Text string `json:"text"`
+	}
+	_ = json.Unmarshal(u.Content, &block)
 	switch u.Kind {
 	case "agent_message_chunk":
-		fmt.Fprint(r.out, u.Content.Text)
-		r.midLine = !strings.HasSuffix(u.Content.Text, "\n")
+		fmt.Fprint(r.out, block.Text)
+		r.midLine = !strings.HasSuffix(block.Text, "\n")
 	case "agent_thought_chunk":
-		r.line("(thinking) %s", u.Content.Text)
+		r.line("(thinking) %s", block.Text)
 	case "tool_call":
 		r.line("[tool %s: %s (%s)]", u.ToolID, u.Title, u.Status)
 	case "tool_call_update":

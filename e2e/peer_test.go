@@ -1,0 +1,60 @@
+package e2e
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/tacp-dev/tacp/signals"
+)
+
+// peerAgent is the official TypeScript ACP SDK's example agent, installed by .ci/run with
+// npm into .ci/npm: an agent nobody on this team wrote. It streams text, makes a read tool
+// call, then asks permission for an edit.
+func peerAgent(t *testing.T) string {
+	t.Helper()
+	script, err := filepath.Abs(filepath.Join("..", ".ci", "npm", "node_modules", "@agentclientprotocol", "sdk", "dist", "examples", "agent.js"))
+	require.NoError(t, err)
+	node, nerr := exec.LookPath("node")
+	if _, err := os.Stat(script); err != nil || nerr != nil {
+		t.Skip("the TypeScript ACP SDK example agent is not installed: run `npm install --prefix .ci/npm @agentclientprotocol/sdk@1.9.0` (.ci/run does)")
+	}
+	return node + " " + script
+}
+
+func TestTypeScriptSDKExampleAgentEndToEnd(t *testing.T) {
+	t.Parallel()
+	agent := peerAgent(t)
+	id := session(t)
+	ctx := ctxFor(t, 60*time.Second)
+	prompt(t, signals.SessionConfig{SessionID: id, Agent: agent}, "please improve the config")
+	req := permissionRequested(t, id)
+	kinds := map[string]string{}
+	for _, o := range req.Options {
+		kinds[o.Kind] = o.OptionID
+	}
+	require.Contains(t, kinds, "allow_once")
+	res, err := sc.PermissionRespond(ctx, id, signals.PermissionRespondRequest{RequestID: req.RequestID, OptionID: kinds["allow_once"]})
+	require.NoError(t, err)
+	require.Equal(t, "selected", res.Resolution.Outcome)
+
+	evs := turnEnd(t, id, 1)
+	kind, data := terminalData(t, evs)
+	require.Equal(t, signals.EventTurnEnded, kind)
+	require.Equal(t, "end_turn", data["stop_reason"])
+	text := strings.Join(agentTexts(t, evs, 1), "")
+	require.Contains(t, text, "Let me start by reading some files")
+	var tools int
+	for _, ev := range evs {
+		if ev.Kind == signals.EventAgentUpdate && strings.Contains(string(ev.Data), `"sessionUpdate":"tool_call"`) {
+			tools++
+		}
+	}
+	require.Equal(t, 2, tools, "both tool calls relayed")
+	checkInvariants(t, allEvents(t, id))
+}
