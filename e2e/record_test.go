@@ -48,6 +48,31 @@ func TestRecordHistories(t *testing.T) {
 	writeHistory(t, signals.SessionWorkflowID(id), "", filepath.Join(dir, fmt.Sprintf("session-turns-cancel-close-%s.json", stamp)))
 	writeHistory(t, signals.TurnWorkflowID(id, 2), "", filepath.Join(dir, fmt.Sprintf("turn-cancelled-%s.json", stamp)))
 
+	// Decisions delivered into running turns: an injected steer, a permission answered, a
+	// cancel delivered while a permission waits.
+	id = session(t)
+	cfg = signals.SessionConfig{SessionID: id, Agent: steeringAgent()}
+	prompt(t, cfg, "/sleep 2s")
+	waitRunning(t, id, 1)
+	_, err = steer(t, id, "1", "go left", "r1")
+	require.NoError(t, err)
+	delivered(t, id, 1)
+	turnEnd(t, id, 1)
+	prompt(t, cfg, "/permission edit")
+	req := permissionRequested(t, id)
+	_, err = sc.PermissionRespond(ctxFor(t, 10*time.Second), id, signals.PermissionRespondRequest{RequestID: req.RequestID, OptionID: "allow_always"})
+	require.NoError(t, err)
+	turnEnd(t, id, 2)
+	prompt(t, cfg, "/permission execute")
+	permissionRequested(t, id)
+	_, err = sc.Cancel(ctxFor(t, 10*time.Second), id, signals.CancelRequest{})
+	require.NoError(t, err)
+	turnEnd(t, id, 3)
+	_, err = sc.Close(ctxFor(t, 10*time.Second), id, signals.CloseRequest{})
+	require.NoError(t, err)
+	waitFor(t, id, func(ev signals.Event) bool { return ev.Kind == signals.EventSessionClosed })
+	writeHistory(t, signals.SessionWorkflowID(id), "", filepath.Join(dir, fmt.Sprintf("session-steer-permission-cancel-%s.json", stamp)))
+
 	// The first run of a session that continues as new in the middle of a streaming turn.
 	id = session(t)
 	prompt(t, signals.SessionConfig{SessionID: id, MaxRunEvents: 60}, "/chunks 100 every 10ms")
@@ -59,8 +84,14 @@ func TestRecordHistories(t *testing.T) {
 	writeHistory(t, signals.TurnWorkflowID(id, 1), "", filepath.Join(dir, fmt.Sprintf("turn-streamed-%s.json", stamp)))
 }
 
+// writeHistory records a history, never over an existing file: the files recorded by
+// earlier versions are what proves today's code still replays them.
 func writeHistory(t *testing.T, workflowID, runID, path string) {
 	t.Helper()
+	if _, err := os.Stat(path); err == nil {
+		t.Logf("keeping %s", path)
+		return
+	}
 	iter := tc.GetWorkflowHistory(ctxFor(t, 30*time.Second), workflowID, runID, false, enumspb.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)
 	var h historypb.History
 	for iter.HasNext() {
