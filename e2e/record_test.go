@@ -37,7 +37,7 @@ func TestRecordHistories(t *testing.T) {
 	require.NoError(t, tc.SignalWorkflow(ctxFor(t, 10*time.Second), signals.SessionWorkflowID(id), "", signals.UpdatePrompt, signals.PromptRequest{Text: ""}))
 	prompt(t, cfg, "/sleep 60s")
 	waitRunning(t, id, 2)
-	_, err := sc.Steer(ctxFor(t, 10*time.Second), id, signals.SteerRequest{Text: "x", ExpectedTurnID: "2"})
+	_, err := sc.Steer(ctxFor(t, 10*time.Second), id, signals.SteerRequest{Text: "x", ExpectedTurnID: "1"})
 	require.Error(t, err)
 	_, err = sc.Cancel(ctxFor(t, 10*time.Second), id, signals.CancelRequest{})
 	require.NoError(t, err)

@@ -59,13 +59,13 @@ func cmdDemo(ctx context.Context, e *env, fs *flag.FlagSet, args []string) int {
 	}
 	e.follow(ctx, 0, res.TurnID)
 
-	step("2. a long turn (/sleep 30s) and a steer with a stale token")
+	step("2. a long turn (/sleep 30s), steered: a stale token is refused, the live one delivered")
 	st, _ := e.c.Status(ctx, e.session)
 	res, err = e.c.Prompt(ctx, cfg, signals.PromptRequest{Text: "/sleep 30s"})
 	if err != nil {
 		return e.fail(err)
 	}
-	for st.State != signals.StateRunning || st.TurnID != res.TurnID {
+	for st.State != signals.StateRunning || st.TurnID != res.TurnID || st.SteerToken == "" {
 		time.Sleep(50 * time.Millisecond)
 		if st, err = e.c.Status(ctx, e.session); err != nil {
 			return e.fail(err)

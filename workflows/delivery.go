@@ -7,9 +7,11 @@ package workflows
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"time"
 
+	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/workflow"
 
@@ -44,16 +46,28 @@ func (s *session) deliverable() bool {
 }
 
 // steerChannel reports whether an accepted steer could reach the live turn: steering is on
-// for the session and the turn has told the session which host runs it.
-func (s *session) steerChannel() bool { return s.cfg.SteeringOn && s.deliverable() }
+// for the session and the turn's host has not been found gone. A turn that has not yet
+// reported its host takes steers: they wait for it.
+func (s *session) steerChannel() bool {
+	return s.cfg.SteeringOn && s.Turn != nil && s.Turn.Finished == nil && !s.Turn.HostLost
+}
 
+// queueDelivery queues d for the live turn; it is sent once the turn's host is known.
 func (s *session) queueDelivery(d signals.Delivery) {
 	d.SessionID, d.TurnID, d.Attempt = s.cfg.SessionID, s.Turn.TurnID, s.Turn.Attempt
 	s.Deliveries = append(s.Deliveries, d)
 }
 
-// wantsDelivery reports whether the main loop has a delivery to send.
-func (s *session) wantsDelivery() bool { return len(s.Deliveries) > 0 && !s.delivering }
+// wantsDelivery reports whether the main loop has a delivery to send (or to drop, when its
+// turn is gone).
+func (s *session) wantsDelivery() bool {
+	if len(s.Deliveries) == 0 || s.delivering {
+		return false
+	}
+	d := s.Deliveries[0]
+	waiting := s.Turn != nil && s.Turn.TurnID == d.TurnID && s.Turn.Attempt == d.Attempt && s.Turn.HostQueue == "" && s.Turn.Finished == nil
+	return !waiting
+}
 
 // deliverNext sends the oldest queued delivery, or drops it when its turn is gone.
 func (s *session) deliverNext(ctx workflow.Context) {
@@ -86,6 +100,14 @@ func (s *session) deliverNext(ctx workflow.Context) {
 		err := f.Get(ctx, &res)
 		s.pending--
 		s.delivering = false
+		var timeout *temporal.TimeoutError
+		if errors.As(err, &timeout) && timeout.TimeoutType() == enumspb.TIMEOUT_TYPE_SCHEDULE_TO_START {
+			if t := s.liveTurn(d.TurnID); t != nil && t.Attempt == d.Attempt {
+				// The host is gone: no steer can reach this attempt; a retry on another
+				// worker reports its new host with turn_started.
+				t.HostQueue, t.HostLost = "", true
+			}
+		}
 		s.delivered(ctx, d, res, err)
 	})
 }

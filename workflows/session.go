@@ -35,6 +35,8 @@ type LiveTurn struct {
 	Cancelling   bool   `json:"cancelling"`
 	CancelReason string `json:"cancel_reason,omitempty"`
 	CancelSent   bool   `json:"cancel_sent"`
+	// HostLost is set when a delivery found the attempt's host gone.
+	HostLost bool `json:"host_lost,omitempty"`
 	// LastBatch is the watermark of turn_events for Attempt (batches are numbered from 1).
 	LastBatch int64 `json:"last_batch"`
 	// Finished holds a turn_finished that waits for its attempt's last batches.
@@ -316,7 +318,7 @@ func (s *session) startCancel(ctx workflow.Context, reason string) {
 	s.Steer.Halt()
 	s.journal(ctx, signals.EventTurnCancelling, s.Turn.TurnID, signals.TurnCancellingData{Reason: reason})
 	s.cancelPermissions(ctx, s.Turn.TurnID)
-	if s.deliverable() {
+	if s.Turn.Finished == nil {
 		s.queueDelivery(signals.Delivery{Kind: signals.DeliverCancel})
 	}
 }
@@ -348,7 +350,7 @@ func (s *session) advanceAttempt(ctx workflow.Context, t *LiveTurn, attempt int3
 	if attempt <= t.Attempt {
 		return
 	}
-	t.Attempt, t.LastBatch, t.HostQueue = attempt, 0, ""
+	t.Attempt, t.LastBatch, t.HostQueue, t.HostLost = attempt, 0, "", false
 	s.cancelPermissions(ctx, t.TurnID) // they belonged to the lost attempt
 	s.journal(ctx, signals.EventTurnRestarted, t.TurnID, signals.TurnStartedData{Attempt: attempt, PromptClientMessageID: t.ClientMessageID})
 }
@@ -359,7 +361,7 @@ func (s *session) turnStarted(ctx workflow.Context, sig signals.TurnStartedSigna
 		return
 	}
 	s.advanceAttempt(ctx, t, sig.Attempt)
-	t.HostQueue = sig.HostQueue
+	t.HostQueue, t.HostLost = sig.HostQueue, false
 	if sig.AgentSessionID != "" {
 		s.AgentSessionID = sig.AgentSessionID
 	}

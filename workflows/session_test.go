@@ -189,7 +189,7 @@ func TestSession_RejectedUpdatesWriteNothing(t *testing.T) {
 	require.NoError(t, h.run(signals.SessionConfig{SessionID: "s1"}))
 }
 
-func TestSession_SteerPassingTheChecksIsAnsweredNoSteerChannel(t *testing.T) {
+func TestSession_SteeringOffIsNoSteerChannel(t *testing.T) {
 	h := newHarness(t)
 	h.step(func() { h.prompt("work", "m1", func(signals.PromptResult, error) {}) })
 	h.step(func() {
@@ -204,6 +204,33 @@ func TestSession_SteerPassingTheChecksIsAnsweredNoSteerChannel(t *testing.T) {
 	})
 	h.step(func() {
 		h.env.SignalWorkflow(signals.SignalTurnFinished, signals.TurnFinishedSignal{TurnID: 1, StopReason: "end_turn"})
+	})
+	h.closeSession()
+	off := false
+	require.NoError(t, h.run(signals.SessionConfig{SessionID: "s1", Steering: &off}))
+}
+
+func TestSession_AcceptedSteerWaitsForTheTurnsHost(t *testing.T) {
+	h := newHarness(t)
+	h.step(func() { h.prompt("work", "m1", func(signals.PromptResult, error) {}) })
+	h.step(func() {
+		// The turn has not reported its host yet: the steer is accepted and waits.
+		h.update(signals.UpdateSteer, signals.SteerRequest{Text: "go left", ExpectedTurnID: "1", ClientMsgID: "c1"}, func(res any, err error) {
+			require.NoError(t, err)
+			require.Equal(t, "1.1", res.(signals.SteerResult).NextExpectedTurnID)
+		})
+	})
+	h.step(func() {
+		require.Equal(t, "1.1", h.status().SteerToken)
+		// The turn ends before any host reported: the steer could not be carried.
+		h.env.SignalWorkflow(signals.SignalTurnFinished, signals.TurnFinishedSignal{TurnID: 1, StopReason: "end_turn"})
+	})
+	h.step(func() {
+		evs := h.events()
+		require.Equal(t, []string{"session.started", "prompt.accepted", "turn.started", "steer.accepted", "turn.ended", "steer.delivered"}, kinds(evs))
+		var d signals.SteerDeliveredData
+		require.NoError(t, json.Unmarshal(evs[5].Data, &d))
+		require.Equal(t, signals.HowFailed, d.How)
 	})
 	h.closeSession()
 	require.NoError(t, h.run(signals.SessionConfig{SessionID: "s1"}))

@@ -143,14 +143,14 @@ func StartWorker(c client.Client, opts WorkerOptions) (*Worker, error) {
 // testAgentArg is the argument that turns a tacp binary into the built-in test agent.
 const testAgentArg = "testagent"
 
-// SelfTestAgent is the agent command line that runs this very binary as the test agent, so
-// `go run ./starter demo` needs nothing else built.
+// SelfTestAgent is the agent command line that runs this very binary as the test agent (with
+// the steering extension), so `go run ./starter demo` needs nothing else built.
 func SelfTestAgent(transcripts string) string {
 	exe, err := os.Executable()
 	if err != nil {
 		exe = os.Args[0]
 	}
-	return strconv.Quote(exe) + " " + testAgentArg + " -transcripts " + strconv.Quote(transcripts)
+	return strconv.Quote(exe) + " " + testAgentArg + " -steering -transcripts " + strconv.Quote(transcripts)
 }
 
 // MaybeRunTestAgent runs the test agent and exits when the process was started as one
