@@ -87,9 +87,9 @@ func (r *renderer) agentUpdate(raw json.RawMessage) {
 		Update struct {
 			Kind    string          `json:"sessionUpdate"`
 			Content json.RawMessage `json:"content"` // a block, or a list for tool calls
-			Title  string `json:"title"`
-			Status string `json:"status"`
-			ToolID string `json:"toolCallId"`
+			Title   string          `json:"title"`
+			Status  string          `json:"status"`
+			ToolID  string          `json:"toolCallId"`
 		} `json:"update"`
 	}
 	if json.Unmarshal(raw, &n) != nil {
