@@ -71,7 +71,8 @@ func TestCLIPromptStreamsTheReplyAndExitsWithTheStopReason(t *testing.T) {
 func TestCLISteerCancelAndRejectionExitCodes(t *testing.T) {
 	t.Parallel()
 	id := session(t)
-	_, errOut, code := starter(t, "prompt", "--session", id, "--no-wait", "/sleep 60s")
+	// The steering agent takes the steer inside the turn, which then still runs to be cancelled.
+	_, errOut, code := starter(t, "prompt", "--session", id, "--agent", steeringAgent(), "--no-wait", "/sleep 60s")
 	require.Equal(t, 0, code, errOut)
 	waitRunning(t, id, 1)
 

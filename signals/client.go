@@ -98,6 +98,30 @@ func (c *Client) PermissionRespond(ctx context.Context, sessionID string, req Pe
 	return res, c.update(ctx, sessionID, UpdatePermissionRespond, req, &res)
 }
 
+// PermissionForget removes a remembered tool (a key of status rules).
+func (c *Client) PermissionForget(ctx context.Context, sessionID string, req PermissionForgetRequest) (PermissionForgetResult, error) {
+	var res PermissionForgetResult
+	return res, c.update(ctx, sessionID, UpdatePermissionForget, req, &res)
+}
+
+// SetPolicy sets the session's permission level.
+func (c *Client) SetPolicy(ctx context.Context, sessionID string, req SetPolicyRequest) (SetPolicyResult, error) {
+	var res SetPolicyResult
+	return res, c.update(ctx, sessionID, UpdateSetPolicy, req, &res)
+}
+
+// Attach attaches (or renews) a viewer and returns the status snapshot.
+func (c *Client) Attach(ctx context.Context, sessionID string, req AttachRequest) (Status, error) {
+	var res Status
+	return res, c.update(ctx, sessionID, UpdateAttach, req, &res)
+}
+
+// Detach detaches a viewer.
+func (c *Client) Detach(ctx context.Context, sessionID string, req DetachRequest) error {
+	var res DetachResult
+	return c.update(ctx, sessionID, UpdateDetach, req, &res)
+}
+
 // Close closes a session: its running turn is cancelled, queued prompts are dropped, and the
 // workflow ends once the turn has.
 func (c *Client) Close(ctx context.Context, sessionID string, req CloseRequest) (CloseResult, error) {

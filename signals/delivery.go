@@ -128,3 +128,68 @@ type PendingPermission struct {
 	Options   []PermissionOption `json:"options"`
 	Deadline  time.Time          `json:"deadline"`
 }
+
+// Viewer roles.
+const (
+	RoleController = "controller"
+	RoleObserver   = "observer"
+)
+
+// AttachRequest is the payload of attach: a lease renewed by attaching again.
+type AttachRequest struct {
+	ViewerID     string `json:"viewer_id"`
+	Role         string `json:"role"`
+	LeaseSeconds int    `json:"lease_seconds"`
+}
+
+// DetachRequest is the payload of detach.
+type DetachRequest struct {
+	ViewerID string `json:"viewer_id"`
+}
+
+// DetachResult answers detach.
+type DetachResult struct{}
+
+// Viewer is an attached viewer as status lists it.
+type Viewer struct {
+	ViewerID   string    `json:"viewer_id"`
+	Role       string    `json:"role"`
+	LeaseUntil time.Time `json:"lease_until"`
+}
+
+// SetPolicyRequest is the payload of set_policy; SetPolicyResult answers it.
+type SetPolicyRequest struct {
+	Level string `json:"level"`
+}
+
+// SetPolicyResult answers set_policy.
+type SetPolicyResult struct {
+	Level string `json:"level"`
+}
+
+// PermissionForgetRequest is the payload of permission_forget: a key of status rules.
+type PermissionForgetRequest struct {
+	Tool string `json:"tool"`
+}
+
+// PermissionForgetResult answers permission_forget.
+type PermissionForgetResult struct {
+	Forgotten bool `json:"forgotten"`
+}
+
+// PolicyChangedData is the data of policy.changed.
+type PolicyChangedData struct {
+	Level    string `json:"level"`
+	Previous string `json:"previous"`
+}
+
+// PermissionForgottenData is the data of permission.forgotten.
+type PermissionForgottenData struct {
+	Tool string `json:"tool"`
+}
+
+// GraceData is the data of viewer.grace_started and viewer.grace_cancelled.
+type GraceData struct {
+	Until    time.Time `json:"until,omitempty"`
+	ViewerID string    `json:"viewer_id,omitempty"`
+}

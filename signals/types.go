@@ -156,7 +156,7 @@ type Status struct {
 	SteerToken         string              `json:"steer_token"`
 	TurnStartedAt      *time.Time          `json:"turn_started_at,omitempty"`
 	TurnDeadline       *time.Time          `json:"turn_deadline,omitempty"`
-	Viewers            []any               `json:"viewers"`
+	Viewers            []Viewer            `json:"viewers"`
 	Queue              []QueueEntry        `json:"queue"`
 	PendingPermissions []PendingPermission `json:"pending_permissions"`
 	Policy             string              `json:"policy"`

@@ -43,6 +43,8 @@ var commands = []command{
 	{"cancel", "[--turn N]", "cancel the running turn", cmdCancel},
 	{"approve", "REQUEST_ID [OPTION_ID]", "answer a permission request with an allow option (default: the first allow_once)", cmdApprove},
 	{"deny", "REQUEST_ID [OPTION_ID]", "answer a permission request with a reject option (default: the first reject_once)", cmdDeny},
+	{"forget", "TOOL", "forget a remembered tool (a key of status rules)", cmdForget},
+	{"policy", "[LEVEL]", "show or set the permission level: allow_all, ask_for_risky, ask_always", cmdPolicy},
 	{"status", "", "show the session's status", cmdStatus},
 	{"tail", "[--after SEQ] [--follow]", "print journal events after SEQ", cmdTail},
 	{"replay", "", "print the session's transcript from the journal", cmdReplay},
@@ -541,6 +543,60 @@ func (e *env) answer(ctx context.Context, fs *flag.FlagSet, args []string, kinds
 	} else {
 		r := res.Resolution
 		fmt.Fprintf(e.out, "%s: %s %s (decided by %s)\n", r.RequestID, r.Outcome, r.OptionID, r.DecidedBy)
+	}
+	return exitOK
+}
+
+func cmdForget(ctx context.Context, e *env, fs *flag.FlagSet, args []string) int {
+	if !e.parse(fs, args, true) {
+		return exitError
+	}
+	if fs.NArg() != 1 {
+		fmt.Fprintln(e.err, "starter: want TOOL (a key of status rules)")
+		return exitError
+	}
+	if err := e.connect(ctx); err != nil {
+		return e.fail(err)
+	}
+	res, err := e.c.PermissionForget(ctx, e.session, signals.PermissionForgetRequest{Tool: fs.Arg(0)})
+	if err != nil {
+		return e.fail(err)
+	}
+	if e.json {
+		e.printJSON(res)
+	} else {
+		fmt.Fprintf(e.out, "forgotten: %t\n", res.Forgotten)
+	}
+	return exitOK
+}
+
+func cmdPolicy(ctx context.Context, e *env, fs *flag.FlagSet, args []string) int {
+	if !e.parse(fs, args, true) {
+		return exitError
+	}
+	if err := e.connect(ctx); err != nil {
+		return e.fail(err)
+	}
+	if fs.NArg() == 0 {
+		st, err := e.c.Status(ctx, e.session)
+		if err != nil {
+			return e.fail(err)
+		}
+		if e.json {
+			e.printJSON(map[string]any{"level": st.Policy, "rules": st.Rules})
+		} else {
+			fmt.Fprintf(e.out, "%s\nrules: %s\n", st.Policy, strings.Join(st.Rules, ", "))
+		}
+		return exitOK
+	}
+	res, err := e.c.SetPolicy(ctx, e.session, signals.SetPolicyRequest{Level: fs.Arg(0)})
+	if err != nil {
+		return e.fail(err)
+	}
+	if e.json {
+		e.printJSON(res)
+	} else {
+		fmt.Fprintln(e.out, res.Level)
 	}
 	return exitOK
 }

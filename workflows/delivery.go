@@ -159,6 +159,13 @@ func (s *session) permissionRequested(ctx workflow.Context, sig signals.Permissi
 	s.journal(ctx, signals.EventPermissionRequested, p.TurnID, signals.PermissionRequestedData{
 		RequestID: p.RequestID, ToolCall: p.ToolCall, Options: p.Options, Deadline: p.Deadline,
 	})
+	// Every request is journaled; one the policy or a rule decides resolves in the same
+	// step, so nobody is asked and the session is never suspended for it.
+	if res, ask := s.Policy.Decide(p.RequestID, p.ToolCall, p.Options); !ask {
+		s.resolve(ctx, len(s.Permissions)-1, res, true)
+		return
+	}
+	s.pauseClockIfAsked(ctx)
 }
 
 func (s *session) findPermission(id string) int {
@@ -175,6 +182,9 @@ func (s *session) findPermission(id string) int {
 func (s *session) checkRespond(req signals.PermissionRespondRequest) (signals.PermissionResolution, bool, *signals.Rejection) {
 	if req.RequestID == "" {
 		return signals.PermissionResolution{}, false, signals.Reject(signals.RejectInvalidRequest, "request_id is required")
+	}
+	if rej := s.forbidden(req.ViewerID); rej != nil {
+		return signals.PermissionResolution{}, false, rej
 	}
 	if prev, ok := s.Resolved.Get(req.RequestID); ok {
 		return prev, true, nil
@@ -227,7 +237,11 @@ func (s *session) resolve(ctx workflow.Context, i int, res signals.PermissionRes
 	p := s.Permissions[i]
 	s.Permissions = append(s.Permissions[:i:i], s.Permissions[i+1:]...)
 	s.Resolved.Put(p.RequestID, res)
+	if res.Remember {
+		s.Policy.Remember(ToolKey(p.ToolCall))
+	}
 	s.journal(ctx, signals.EventPermissionResolved, p.TurnID, res)
+	s.pauseClockIfAsked(ctx)
 	if deliver && s.Turn != nil && s.Turn.TurnID == p.TurnID {
 		s.queueDelivery(signals.Delivery{Kind: signals.DeliverPermission, RequestID: p.RequestID, Outcome: res.Outcome, OptionID: res.OptionID})
 	}

@@ -37,6 +37,9 @@ type LiveTurn struct {
 	CancelSent   bool   `json:"cancel_sent"`
 	// HostLost is set when a delivery found the attempt's host gone.
 	HostLost bool `json:"host_lost,omitempty"`
+	// HadViewer: grace applies only to a turn that has had a viewer.
+	HadViewer bool      `json:"had_viewer,omitempty"`
+	Clock     turnClock `json:"clock"`
 	// LastBatch is the watermark of turn_events for Attempt (batches are numbered from 1).
 	LastBatch int64 `json:"last_batch"`
 	// Finished holds a turn_finished that waits for its attempt's last batches.
@@ -61,6 +64,10 @@ type sessionState struct {
 	Between []hostBatch `json:"between,omitempty"`
 	// Usage totals the token usage the agent reported, by field.
 	Usage map[string]int64 `json:"usage,omitempty"`
+	// Policy is the permission level and the remembered tools.
+	Policy     *Policy    `json:"policy,omitempty"`
+	Viewers    []viewer   `json:"viewers,omitempty"`
+	GraceUntil *time.Time `json:"grace_until,omitempty"`
 }
 
 // hostBatch is the last between-turn batch journaled from one agent process.
@@ -85,6 +92,13 @@ type session struct {
 	lastSA               string
 	delivering           bool
 	deliveryVersion      *workflow.Version
+
+	// the alarm timer of this run (belts.go)
+	alarmAt       time.Time
+	alarmFired    bool
+	alarmGen      int
+	cancelAlarm   workflow.CancelFunc
+	alarmsVersion *workflow.Version
 }
 
 // SessionWorkflow runs one tacp session. See the package documentation and DESIGN.md.
@@ -100,12 +114,16 @@ func SessionWorkflow(ctx workflow.Context, in signals.SessionConfig) error {
 		}
 		s.Journal.Recount()
 		s.Run++
+		if s.Policy == nil { // carried by a version that had none
+			s.Policy = &Policy{Level: cfg.Policy}
+		}
 	} else {
 		s.Run = 1
 		s.Queue = NewQueue(cfg.QueueLimit)
 		s.Steer = NewSteer()
 		s.Journal = NewJournal(cfg.JournalSize)
 		s.Resolved = NewDedupIndex[signals.PermissionResolution]()
+		s.Policy = &Policy{Level: cfg.Policy}
 		s.journal(ctx, signals.EventSessionStarted, 0, signals.SessionStartedData{Agent: cfg.Agent, Workspace: cfg.Workspace, Run: 1})
 	}
 	if err := s.register(ctx); err != nil {
@@ -132,6 +150,10 @@ func (s *session) register(ctx workflow.Context) error {
 		{signals.UpdateSteer, s.steer, s.validateSteer},
 		{signals.UpdateCancel, s.cancel, s.validateCancel},
 		{signals.UpdatePermissionRespond, s.respond, s.validateRespond},
+		{signals.UpdatePermissionForget, s.forget, s.validateForget},
+		{signals.UpdateSetPolicy, s.setPolicy, s.validateSetPolicy},
+		{signals.UpdateAttach, s.attach, s.validateAttach},
+		{signals.UpdateDetach, s.detach, nil},
 		{signals.UpdateClose, s.close, nil},
 	} {
 		if err := workflow.SetUpdateHandlerWithOptions(ctx, r.name, r.handler, workflow.UpdateHandlerOptions{Validator: r.validator}); err != nil {
@@ -198,6 +220,18 @@ func (s *session) signalReceivers() []signalReceiver {
 				_, _ = s.respond(ctx, req)
 			}
 		})},
+		{name: signals.UpdatePermissionForget, handle: decoded(func(ctx workflow.Context, req signals.PermissionForgetRequest) {
+			_, _ = s.forget(ctx, req)
+		})},
+		{name: signals.UpdateSetPolicy, handle: decoded(func(ctx workflow.Context, req signals.SetPolicyRequest) {
+			_, _ = s.setPolicy(ctx, req)
+		})},
+		{name: signals.UpdateAttach, handle: decoded(func(ctx workflow.Context, req signals.AttachRequest) {
+			_, _ = s.attach(ctx, req)
+		})},
+		{name: signals.UpdateDetach, handle: decoded(func(ctx workflow.Context, req signals.DetachRequest) {
+			_, _ = s.detach(ctx, req)
+		})},
 		{name: signals.UpdateClose, handle: decoded(func(ctx workflow.Context, req signals.CloseRequest) {
 			_, _ = s.close(ctx, req)
 		})},
@@ -222,6 +256,9 @@ func decoded[T any](h func(workflow.Context, T)) func(workflow.Context, json.Raw
 func (s *session) checkPrompt(req signals.PromptRequest) *signals.Rejection {
 	if s.Closing {
 		return signals.Reject(signals.RejectSessionClosed, "session is closed")
+	}
+	if rej := s.forbidden(req.ViewerID); rej != nil {
+		return rej
 	}
 	_, rej := s.Queue.Check(req, s.busy())
 	return rej
@@ -262,6 +299,9 @@ func journalText(text string) (string, bool) {
 // --- steer ---
 
 func (s *session) validateSteer(ctx workflow.Context, req signals.SteerRequest) error {
+	if rej := s.forbidden(req.ViewerID); rej != nil {
+		return rej.ApplicationError()
+	}
 	if _, rej := s.Steer.Decide(req, s.steerChannel()); rej != nil {
 		return rej.ApplicationError()
 	}
@@ -270,6 +310,9 @@ func (s *session) validateSteer(ctx workflow.Context, req signals.SteerRequest) 
 
 func (s *session) steer(ctx workflow.Context, req signals.SteerRequest) (signals.SteerResult, error) {
 	s.updates++
+	if rej := s.forbidden(req.ViewerID); rej != nil {
+		return signals.SteerResult{}, rej.ApplicationError()
+	}
 	res, rej := s.Steer.Accept(req, s.steerChannel())
 	if rej != nil {
 		return res, rej.ApplicationError()
@@ -287,6 +330,9 @@ func (s *session) steer(ctx workflow.Context, req signals.SteerRequest) (signals
 // --- cancel and close ---
 
 func (s *session) validateCancel(ctx workflow.Context, req signals.CancelRequest) error {
+	if rej := s.forbidden(req.ViewerID); rej != nil {
+		return rej.ApplicationError()
+	}
 	if s.Turn == nil || (req.TurnID != 0 && req.TurnID != s.Turn.TurnID) {
 		return signals.Reject(signals.RejectNoLiveTurn, "no turn %s is running", turnLabel(req.TurnID)).ApplicationError()
 	}
@@ -315,6 +361,7 @@ func (s *session) cancel(ctx workflow.Context, req signals.CancelRequest) (signa
 // startCancel marks the live turn cancelling; the main loop sends the cancel request.
 func (s *session) startCancel(ctx workflow.Context, reason string) {
 	s.Turn.Cancelling, s.Turn.CancelReason = true, reason
+	s.GraceUntil = nil
 	s.Steer.Halt()
 	s.journal(ctx, signals.EventTurnCancelling, s.Turn.TurnID, signals.TurnCancellingData{Reason: reason})
 	s.cancelPermissions(ctx, s.Turn.TurnID)
@@ -457,6 +504,10 @@ func (s *session) maybeFinish(ctx workflow.Context) {
 	if len(fin.Usage) > 0 {
 		s.addUsage(ctx, t.TurnID, fin.Usage)
 	}
+	if fin.Error == "" && t.CancelReason == "deadline" {
+		fin.Error = s.deadlineMessage()
+	}
+	s.GraceUntil = nil
 	if fin.Error != "" {
 		s.journal(ctx, signals.EventTurnFailed, t.TurnID, signals.TurnFailedData{Error: fin.Error, Orphaned: fin.Orphaned})
 	} else {
@@ -478,6 +529,8 @@ func (s *session) state() string {
 		return signals.StateCancelling
 	case len(s.Permissions) > 0:
 		return signals.StateSuspended
+	case s.GraceUntil != nil:
+		return signals.StateGrace
 	default:
 		return signals.StateRunning
 	}
@@ -488,11 +541,11 @@ func (s *session) status(ctx workflow.Context) signals.Status {
 		SessionID:          s.cfg.SessionID,
 		State:              s.state(),
 		SteerToken:         s.Steer.Token(),
-		Viewers:            []any{},
+		Viewers:            s.viewersView(),
 		Queue:              s.Queue.Entries(),
 		PendingPermissions: s.pendingPermissions(),
-		Policy:             s.cfg.Policy,
-		Rules:              []string{},
+		Policy:             s.Policy.Level,
+		Rules:              append([]string{}, s.Policy.Rules...),
 		Usage:              usageView(s.Usage),
 		Journal:            s.Journal.Range(),
 		Agent:              s.cfg.Agent,
@@ -503,8 +556,10 @@ func (s *session) status(ctx workflow.Context) signals.Status {
 	if s.Turn != nil {
 		st.TurnID = s.Turn.TurnID
 		started := s.Turn.StartedAt
-		deadline := started.Add(s.cfg.Deadline)
-		st.TurnStartedAt, st.TurnDeadline = &started, &deadline
+		st.TurnStartedAt = &started
+		if d, ok := s.Turn.Clock.deadline(s.cfg.Deadline); ok {
+			st.TurnDeadline = &d // nil while a permission waits: the clock is paused
+		}
 	}
 	return st
 }
@@ -539,8 +594,9 @@ func (s *session) loop(ctx workflow.Context) error {
 	for {
 		s.drainSignals(ctx)
 		s.upsertSearchAttributes(ctx)
+		s.armAlarm(ctx)
 		err := workflow.Await(ctx, func() bool {
-			return s.signalsPending() || s.canContinueAsNew(ctx) || s.wantsDelivery() ||
+			return s.signalsPending() || s.alarmFired || s.alarmNeedsArming() || s.canContinueAsNew(ctx) || s.wantsDelivery() ||
 				(s.Turn != nil && s.Turn.Cancelling && s.Turn.Started && !s.Turn.CancelSent) ||
 				(s.Turn == nil && len(s.Queue.Items) > 0 && !s.Closing) ||
 				(s.Turn == nil && s.Closing && s.pending == 0)
@@ -549,6 +605,9 @@ func (s *session) loop(ctx workflow.Context) error {
 			return err
 		}
 		s.drainSignals(ctx)
+		if s.alarmFired {
+			s.fireAlarms(ctx)
+		}
 		switch {
 		case s.Turn == nil && s.Closing && s.pending == 0:
 			dropped := s.Queue.Drain()
@@ -584,7 +643,8 @@ func (s *session) track(ctx workflow.Context, f workflow.Future, done func(error
 func (s *session) startTurn(ctx workflow.Context) {
 	p, _ := s.Queue.Pop()
 	now := workflow.Now(ctx)
-	t := &LiveTurn{TurnID: p.TurnID, ClientMessageID: p.ClientMessageID, Attempt: 1, StartedAt: now}
+	t := &LiveTurn{TurnID: p.TurnID, ClientMessageID: p.ClientMessageID, Attempt: 1, StartedAt: now, HadViewer: len(s.Viewers) > 0}
+	t.Clock.resume(now)
 	s.Turn = t
 	s.Steer.Begin(t.TurnID)
 	s.journal(ctx, signals.EventTurnStarted, t.TurnID, signals.TurnStartedData{Attempt: 1, PromptClientMessageID: p.ClientMessageID})

@@ -1,0 +1,168 @@
+package workflows
+
+// The permission policy (DESIGN §6 "Permissions"): decides whether an agent's permission
+// request is resolved at once or asked, and remembers the tools a person allowed always.
+// Pure code: the session shell journals and delivers what it decides.
+//
+//   - allow_all resolves every request at once (decided_by policy);
+//   - a remembered tool resolves at once (decided_by rule) under any other level;
+//   - ask_for_risky lets tool kinds read, search, think and fetch through (decided_by policy);
+//   - ask_always asks for everything else, and so does ask_for_risky.
+//
+// A request that offers no allow option is always asked: there is nothing to choose.
+
+import (
+	"encoding/json"
+	"slices"
+	"strings"
+
+	"github.com/tacp-dev/tacp/signals"
+)
+
+// Policy levels.
+const (
+	PolicyAllowAll    = "allow_all"
+	PolicyAskForRisky = "ask_for_risky"
+	PolicyAskAlways   = "ask_always"
+)
+
+// harmlessKinds pass silently under ask_for_risky.
+var harmlessKinds = []string{"read", "search", "think", "fetch"}
+
+// Policy is the session's permission level and remembered rules (sorted tool keys).
+type Policy struct {
+	Level string   `json:"level"`
+	Rules []string `json:"rules"`
+}
+
+// ValidPolicyLevel reports whether level is one of the three levels.
+func ValidPolicyLevel(level string) bool { return policies[level] }
+
+// ToolKey is the key a rule remembers a tool by: the agent's own tool name when the tool
+// call's _meta gives one (`_meta.toolName`, or `toolName` of an object in `_meta`),
+// otherwise its kind and title; "" (never remembered) for a call with neither.
+func ToolKey(toolCall json.RawMessage) string {
+	var tc struct {
+		Kind  string                     `json:"kind"`
+		Title string                     `json:"title"`
+		Meta  map[string]json.RawMessage `json:"_meta"`
+	}
+	_ = json.Unmarshal(toolCall, &tc)
+	if name := metaToolName(tc.Meta); name != "" {
+		return "tool:" + name
+	}
+	if tc.Title == "" {
+		// No identity: a rule for it would allow every untitled call of the kind, whatever
+		// it does. Such calls are never remembered, and always asked.
+		return ""
+	}
+	return tc.Kind + ":" + tc.Title
+}
+
+func metaToolName(meta map[string]json.RawMessage) string {
+	var name string
+	if json.Unmarshal(meta["toolName"], &name) == nil && name != "" {
+		return name
+	}
+	keys := make([]string, 0, len(meta))
+	for k := range meta {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys) // the first vendor object in key order, deterministically
+	for _, k := range keys {
+		var inner struct {
+			ToolName string `json:"toolName"`
+		}
+		if json.Unmarshal(meta[k], &inner) == nil && inner.ToolName != "" {
+			return inner.ToolName
+		}
+	}
+	return ""
+}
+
+func toolKind(toolCall json.RawMessage) string {
+	var tc struct {
+		Kind string `json:"kind"`
+	}
+	_ = json.Unmarshal(toolCall, &tc)
+	return tc.Kind
+}
+
+// Decide resolves a request at once, or says it must be asked.
+func (p *Policy) Decide(requestID string, toolCall json.RawMessage, options []signals.PermissionOption) (signals.PermissionResolution, bool) {
+	res := signals.PermissionResolution{RequestID: requestID, Outcome: signals.OutcomeSelected}
+	switch {
+	case p.Level == PolicyAllowAll:
+		res.DecidedBy = signals.DecidedByPolicy
+		res.OptionID = pickOption(options, "allow_once", "allow_always")
+	case p.Remembers(ToolKey(toolCall)):
+		res.DecidedBy = signals.DecidedByRule
+		res.OptionID = pickOption(options, "allow_always", "allow_once")
+	case p.Level == PolicyAskForRisky && slices.Contains(harmlessKinds, toolKind(toolCall)):
+		res.DecidedBy = signals.DecidedByPolicy
+		res.OptionID = pickOption(options, "allow_once", "allow_always")
+	}
+	if res.DecidedBy == "" || res.OptionID == "" {
+		return signals.PermissionResolution{}, true
+	}
+	return res, false
+}
+
+// Expire resolves a request whose deadline passed: fail closed, with a reject option when
+// the request offers one; with none, the agent is answered cancelled.
+func Expire(requestID string, options []signals.PermissionOption) signals.PermissionResolution {
+	return signals.PermissionResolution{
+		RequestID: requestID,
+		Outcome:   signals.OutcomeExpired,
+		OptionID:  pickOption(options, "reject_once", "reject_always"),
+		DecidedBy: signals.DecidedByDeadline,
+	}
+}
+
+// pickOption returns the id of the first option of the first kind offered.
+func pickOption(options []signals.PermissionOption, kinds ...string) string {
+	for _, k := range kinds {
+		for _, o := range options {
+			if o.Kind == k {
+				return o.OptionID
+			}
+		}
+	}
+	return ""
+}
+
+// Remembers reports whether key is a remembered tool.
+func (p *Policy) Remembers(key string) bool {
+	if key == "" {
+		return false
+	}
+	_, found := slices.BinarySearch(p.Rules, key)
+	return found
+}
+
+// Remember adds key to the rules (kept sorted, so status lists them in a stable order).
+func (p *Policy) Remember(key string) {
+	if key == "" {
+		return
+	}
+	if i, found := slices.BinarySearch(p.Rules, key); !found {
+		p.Rules = slices.Insert(p.Rules, i, key)
+	}
+}
+
+// Forget removes key; it reports whether the key was remembered.
+func (p *Policy) Forget(key string) bool {
+	i, found := slices.BinarySearch(p.Rules, key)
+	if found {
+		p.Rules = slices.Delete(p.Rules, i, i+1)
+	}
+	return found
+}
+
+// ValidateForget checks a permission_forget request.
+func ValidateForget(tool string) *signals.Rejection {
+	if strings.TrimSpace(tool) == "" {
+		return signals.Reject(signals.RejectInvalidRequest, "tool is required (a key of status rules)")
+	}
+	return nil
+}
