@@ -356,8 +356,11 @@ func (h *Host) Deliver(ctx context.Context, d signals.Delivery) (signals.Deliver
 	return signals.DeliveryResult{}, temporal.NewNonRetryableApplicationError("unknown delivery kind "+d.Kind, "invalid_request", nil)
 }
 
+// permissionResponse is the agent's answer: the chosen option (selected by a person, a
+// policy or a rule, or the reject option an expired request fails closed with), else
+// cancelled.
 func permissionResponse(outcome, optionID string) acp.RequestPermissionResponse {
-	if outcome == signals.OutcomeSelected && optionID != "" {
+	if outcome != signals.OutcomeCancelled && optionID != "" {
 		return acp.RequestPermissionResponse{Outcome: acp.RequestPermissionOutcome{
 			Selected: &acp.RequestPermissionOutcomeSelected{OptionId: acp.PermissionOptionId(optionID)},
 		}}

@@ -135,12 +135,18 @@ func TestCancelIsDeliveredIntoTheTurn(t *testing.T) {
 	t.Logf("%d chunks after turn.cancelling", after)
 }
 
-// permissionRequested waits for the next permission.requested of session id.
+// permissionRequested waits for the first permission.requested of session id.
 func permissionRequested(t *testing.T, id string) signals.PermissionRequestedData {
+	t.Helper()
+	return permissionRequestedIn(t, id, 0)
+}
+
+// permissionRequestedIn waits for the first permission.requested of turn (any turn if 0).
+func permissionRequestedIn(t *testing.T, id string, turn int64) signals.PermissionRequestedData {
 	t.Helper()
 	var d signals.PermissionRequestedData
 	waitFor(t, id, func(ev signals.Event) bool {
-		if ev.Kind != signals.EventPermissionRequested {
+		if ev.Kind != signals.EventPermissionRequested || (turn != 0 && ev.TurnID != turn) {
 			return false
 		}
 		require.NoError(t, json.Unmarshal(ev.Data, &d))
@@ -240,4 +246,47 @@ func TestUsageIsJournaled(t *testing.T) {
 	st, err := sc.Status(ctxFor(t, 10*time.Second), id)
 	require.NoError(t, err)
 	require.EqualValues(t, 30, st.Usage["totalTokens"])
+}
+
+func TestPermissionPoliciesWithTheRealAgent(t *testing.T) {
+	t.Parallel()
+	id := session(t)
+	ctx := ctxFor(t, 60*time.Second)
+	cfg := signals.SessionConfig{SessionID: id, Policy: "allow_all"}
+	prompt(t, cfg, "/permission execute")
+	evs := turnEnd(t, id, 1)
+	require.Contains(t, strings.Join(agentTexts(t, evs, 1), ""), "permission: selected allow", "allow_all answered at once")
+
+	_, err := sc.SetPolicy(ctx, id, signals.SetPolicyRequest{Level: "ask_always"})
+	require.NoError(t, err)
+	prompt(t, cfg, "/permission edit")
+	req := permissionRequestedIn(t, id, 2)
+	_, err = sc.PermissionRespond(ctx, id, signals.PermissionRespondRequest{RequestID: req.RequestID, OptionID: "allow_always"})
+	require.NoError(t, err)
+	turnEnd(t, id, 2)
+	st, err := sc.Status(ctx, id)
+	require.NoError(t, err)
+	require.Equal(t, []string{"edit:edit something"}, st.Rules)
+
+	// The remembered tool is allowed by rule: nobody is asked.
+	prompt(t, cfg, "/permission edit")
+	evs = turnEnd(t, id, 3)
+	require.Contains(t, strings.Join(agentTexts(t, evs, 3), ""), "permission: selected allow_always")
+	var deciders []string
+	for _, ev := range evs {
+		if ev.Kind == signals.EventPermissionResolved && ev.TurnID == 3 {
+			var r signals.PermissionResolution
+			require.NoError(t, json.Unmarshal(ev.Data, &r))
+			deciders = append(deciders, r.DecidedBy)
+		}
+	}
+	require.Equal(t, []string{"rule"}, deciders)
+}
+
+func TestExpiredPermissionAnswersTheAgentWithItsRejectOption(t *testing.T) {
+	t.Parallel()
+	id := session(t)
+	prompt(t, signals.SessionConfig{SessionID: id, PermissionTimeout: "1s"}, "/permission delete")
+	evs := turnEnd(t, id, 1)
+	require.Contains(t, strings.Join(agentTexts(t, evs, 1), ""), "permission: selected reject", "fail closed")
 }
