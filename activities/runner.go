@@ -75,12 +75,29 @@ func (r *Runner) defaults() {
 	r.Host.init()
 }
 
-// RunTurn runs one attempt of a turn on this host: take the session's agent (alive from an
+// RunTurn runs one attempt of a turn (runTurn) and, when the agent answered, reports the
+// end to the session straight away, once the agent is back in the idle pool: the
+// TurnWorkflow reports it too after the activity completes, two server round trips later,
+// and the session takes whichever comes first (the other no longer names its live turn).
+func (r *Runner) RunTurn(ctx context.Context, in signals.RunTurnInput) (signals.RunTurnResult, error) {
+	res, err := r.runTurn(ctx, in)
+	if err == nil && res.StopReason != "" {
+		if serr := r.signal(context.WithoutCancel(ctx), in.SessionWorkflowID, signals.SignalTurnFinished, signals.TurnFinishedSignal{
+			TurnID: in.TurnID, Attempt: res.Attempt, StopReason: res.StopReason,
+			AgentSessionID: res.AgentSessionID, Usage: res.Usage, Batches: res.Batches,
+		}); serr != nil {
+			r.Logger.Warn("early turn_finished failed: the TurnWorkflow will report", "session", in.SessionID, "turn", in.TurnID, "error", serr)
+		}
+	}
+	return res, err
+}
+
+// runTurn runs one attempt of a turn on this host: take the session's agent (alive from an
 // earlier turn, or started and set up with session/load of the agent session kept in
 // workflow state), prompt, stream, and answer with the stop reason. Steers, cancels and
 // permission answers arrive through Deliver; a cancellation of the activity (delivered with
 // heartbeats) is the backstop for cancel.
-func (r *Runner) RunTurn(ctx context.Context, in signals.RunTurnInput) (signals.RunTurnResult, error) {
+func (r *Runner) runTurn(ctx context.Context, in signals.RunTurnInput) (signals.RunTurnResult, error) {
 	r.defaults()
 	attempt := activity.GetInfo(ctx).Attempt
 	log := r.Logger.With("session", in.SessionID, "turn", in.TurnID, "attempt", attempt)
@@ -162,11 +179,15 @@ func (r *Runner) RunTurn(ctx context.Context, in signals.RunTurnInput) (signals.
 	ag.client.setTurn(lt)
 	proc.setTap(b.add)
 
-	if err := r.signal(ctx, in.SessionWorkflowID, signals.SignalTurnStarted, signals.TurnStartedSignal{
-		TurnID: in.TurnID, Attempt: attempt, HostQueue: r.Host.Queue, AgentSessionID: res.AgentSessionID,
-	}); err != nil {
-		return finish(res, err)
-	}
+	// turn_started tells the session where to deliver decisions. The prompt does not wait for
+	// it: the session takes events and requests of an attempt in any order.
+	go func() {
+		if err := r.signal(sendCtx, in.SessionWorkflowID, signals.SignalTurnStarted, signals.TurnStartedSignal{
+			TurnID: in.TurnID, Attempt: attempt, HostQueue: r.Host.Queue, AgentSessionID: res.AgentSessionID,
+		}); err != nil {
+			log.Warn("turn_started failed: decisions cannot reach this attempt", "error", err)
+		}
+	}()
 
 	type answer struct {
 		resp acp.PromptResponse

@@ -3,6 +3,7 @@ package e2e
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"encoding/json"
 	"os/exec"
 	"strings"
@@ -18,18 +19,22 @@ import (
 // and exit code.
 func starter(t *testing.T, args ...string) (string, string, int) {
 	t.Helper()
-	cmd := exec.CommandContext(ctxFor(t, 60*time.Second), starterBin, args...)
+	out, errOut, code, err := runStarter(ctxFor(t, 60*time.Second), args...)
+	require.NoError(t, err)
+	return out, errOut, code
+}
+
+// runStarter is starter without the test's assertions, for use from other goroutines.
+func runStarter(ctx context.Context, args ...string) (string, string, int, error) {
+	cmd := exec.CommandContext(ctx, starterBin, args...)
 	cmd.Env = append(cmd.Environ(), "TEMPORAL_ADDRESS="+srv.HostPort(), "TEMPORAL_NAMESPACE="+srv.Namespace())
 	var out, errb bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errb
 	err := cmd.Run()
-	code := 0
 	if ee, ok := err.(*exec.ExitError); ok {
-		code = ee.ExitCode()
-	} else {
-		require.NoError(t, err)
+		return out.String(), errb.String(), ee.ExitCode(), nil
 	}
-	return out.String(), errb.String(), code
+	return out.String(), errb.String(), 0, err
 }
 
 func TestCLIPromptStreamsTheReplyAndExitsWithTheStopReason(t *testing.T) {
@@ -87,7 +92,10 @@ func TestCLISteerCancelAndRejectionExitCodes(t *testing.T) {
 	// A second client follows the turn while this one cancels it.
 	done := make(chan int, 1)
 	go func() {
-		_, _, code := starter(t, "prompt", "--session", id, "--no-wait", "after")
+		_, _, code, err := runStarter(ctxFor(t, 60*time.Second), "prompt", "--session", id, "--no-wait", "after")
+		if err != nil {
+			code = -1
+		}
 		done <- code
 	}()
 	out, _, code = starter(t, "cancel", "--session", id)
