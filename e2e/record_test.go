@@ -73,6 +73,31 @@ func TestRecordHistories(t *testing.T) {
 	waitFor(t, id, func(ev signals.Event) bool { return ev.Kind == signals.EventSessionClosed })
 	writeHistory(t, signals.SessionWorkflowID(id), "", filepath.Join(dir, fmt.Sprintf("session-steer-permission-cancel-%s.json", stamp)))
 
+	// Viewers, policy and belts: an attached controller, a permission asked under
+	// ask_always and answered allow_always, grace started and cancelled, a rule used.
+	id = session(t)
+	cfg = signals.SessionConfig{SessionID: id, Policy: "ask_always", PermissionTimeout: "1h"}
+	ctx := ctxFor(t, 30*time.Second)
+	prompt(t, cfg, "/sleep 1s")
+	_, err = sc.Attach(ctx, id, signals.AttachRequest{ViewerID: "v1", Role: "controller", LeaseSeconds: 600})
+	require.NoError(t, err)
+	turnEnd(t, id, 1)
+	prompt(t, cfg, "/permission edit")
+	req = permissionRequestedIn(t, id, 2)
+	require.NoError(t, sc.Detach(ctx, id, signals.DetachRequest{ViewerID: "v1"}))
+	waitFor(t, id, func(ev signals.Event) bool { return ev.Kind == signals.EventViewerGraceStarted })
+	_, err = sc.Attach(ctx, id, signals.AttachRequest{ViewerID: "v2", Role: "observer", LeaseSeconds: 600})
+	require.NoError(t, err)
+	_, err = sc.PermissionRespond(ctx, id, signals.PermissionRespondRequest{RequestID: req.RequestID, OptionID: "allow_always"})
+	require.NoError(t, err)
+	turnEnd(t, id, 2)
+	prompt(t, cfg, "/permission edit")
+	turnEnd(t, id, 3)
+	_, err = sc.Close(ctx, id, signals.CloseRequest{})
+	require.NoError(t, err)
+	waitFor(t, id, func(ev signals.Event) bool { return ev.Kind == signals.EventSessionClosed })
+	writeHistory(t, signals.SessionWorkflowID(id), "", filepath.Join(dir, fmt.Sprintf("session-viewers-policy-grace-%s.json", stamp)))
+
 	// The first run of a session that continues as new in the middle of a streaming turn.
 	id = session(t)
 	prompt(t, signals.SessionConfig{SessionID: id, MaxRunEvents: 60}, "/chunks 100 every 10ms")
