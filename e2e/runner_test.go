@@ -168,6 +168,17 @@ func TestPermissionIsAskedAnsweredAndDelivered(t *testing.T) {
 	require.Equal(t, signals.StateSuspended, st.State)
 	require.Len(t, st.PendingPermissions, 1)
 	require.Equal(t, "edit", st.PendingPermissions[0].Kind)
+	// Visibility finds it among the sessions waiting for a person.
+	require.Eventually(t, func() bool {
+		list, err := sc.ListAwaitingApproval(ctx, 0)
+		require.NoError(t, err)
+		for _, s := range list {
+			if s.SessionID == id {
+				return s.AwaitingApproval && s.State == signals.StateSuspended
+			}
+		}
+		return false
+	}, 30*time.Second, 100*time.Millisecond)
 
 	_, err = sc.PermissionRespond(ctx, id, signals.PermissionRespondRequest{RequestID: "nope", OptionID: "allow"})
 	requireRejection(t, err, signals.RejectUnknownRequest)

@@ -174,24 +174,42 @@ func (c *Client) Watch(ctx context.Context, sessionID string, afterSeq int64, in
 
 // SessionInfo is one session as visibility lists it.
 type SessionInfo struct {
-	SessionID string    `json:"session_id"`
-	State     string    `json:"state"`
-	Turn      int64     `json:"turn"`
-	Agent     string    `json:"agent"`
-	Running   bool      `json:"running"`
-	StartedAt time.Time `json:"started_at"`
+	SessionID string `json:"session_id"`
+	State     string `json:"state"`
+	Turn      int64  `json:"turn"`
+	Agent     string `json:"agent"`
+	Running   bool   `json:"running"`
+	// AwaitingApproval: a permission request waits for a person.
+	AwaitingApproval bool      `json:"awaiting_approval"`
+	StartedAt        time.Time `json:"started_at"`
 }
 
 // List lists sessions from visibility, newest first (at most limit; 0 means 100).
 func (c *Client) List(ctx context.Context, limit int) ([]SessionInfo, error) {
+	return c.ListWhere(ctx, "", limit)
+}
+
+// ListAwaitingApproval lists the running sessions where a person is asked to answer a
+// permission request (the TacpAwaitingApproval search attribute).
+func (c *Client) ListAwaitingApproval(ctx context.Context, limit int) ([]SessionInfo, error) {
+	return c.ListWhere(ctx, SearchAttrAwaitingApproval+" = true AND ExecutionStatus = 'Running'", limit)
+}
+
+// ListWhere lists sessions matching a visibility query (ANDed with the session workflow
+// type; empty: all sessions), newest first.
+func (c *Client) ListWhere(ctx context.Context, where string, limit int) ([]SessionInfo, error) {
 	if limit <= 0 {
 		limit = 100
+	}
+	query := fmt.Sprintf("WorkflowType = '%s'", SessionWorkflowType)
+	if where != "" {
+		query += " AND " + where
 	}
 	var out []SessionInfo
 	var token []byte
 	for len(out) < limit {
 		resp, err := c.Temporal.ListWorkflow(ctx, &workflowservice.ListWorkflowExecutionsRequest{
-			Query:         fmt.Sprintf("WorkflowType = '%s'", SessionWorkflowType),
+			Query:         query,
 			PageSize:      int32(min(limit, 1000)),
 			NextPageToken: token,
 		})
@@ -208,6 +226,7 @@ func (c *Client) List(ctx context.Context, limit int) ([]SessionInfo, error) {
 			info.State = decodeString(fields[SearchAttrSessionState])
 			info.Agent = decodeString(fields[SearchAttrAgent])
 			info.Turn = decodeInt(fields[SearchAttrTurn])
+			info.AwaitingApproval = decodeBool(fields[SearchAttrAwaitingApproval])
 			if !info.Running {
 				info.State = StateClosed
 			}
@@ -288,6 +307,14 @@ func decodeString(p *commonpb.Payload) string {
 		_ = converter.GetDefaultDataConverter().FromPayload(p, &s)
 	}
 	return s
+}
+
+func decodeBool(p *commonpb.Payload) bool {
+	var b bool
+	if p != nil {
+		_ = converter.GetDefaultDataConverter().FromPayload(p, &b)
+	}
+	return b
 }
 
 func decodeInt(p *commonpb.Payload) int64 {

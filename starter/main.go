@@ -48,7 +48,7 @@ var commands = []command{
 	{"status", "", "show the session's status", cmdStatus},
 	{"tail", "[--after SEQ] [--follow]", "print journal events after SEQ", cmdTail},
 	{"replay", "", "print the session's transcript from the journal", cmdReplay},
-	{"list", "", "list sessions", cmdList},
+	{"list", "[--awaiting-approval]", "list sessions (from visibility)", cmdList},
 	{"close", "[--reason TEXT]", "close the session (cancels its turn, drops its queue)", cmdClose},
 	{"demo", "[--exit]", "start the embedded server, a worker and a session, and show tacp at work", cmdDemo},
 }
@@ -468,13 +468,20 @@ func (e *env) replay(ctx context.Context) int {
 }
 
 func cmdList(ctx context.Context, e *env, fs *flag.FlagSet, args []string) int {
+	awaiting := fs.Bool("awaiting-approval", false, "only sessions where a permission request waits for a person")
 	if !e.parse(fs, args, false) {
 		return exitError
 	}
 	if err := e.connect(ctx); err != nil {
 		return e.fail(err)
 	}
-	list, err := e.c.List(ctx, 0)
+	var list []signals.SessionInfo
+	var err error
+	if *awaiting { // a visibility query: TacpAwaitingApproval = true
+		list, err = e.c.ListAwaitingApproval(ctx, 0)
+	} else {
+		list, err = e.c.List(ctx, 0)
+	}
 	if err != nil {
 		return e.fail(err)
 	}
@@ -483,7 +490,7 @@ func cmdList(ctx context.Context, e *env, fs *flag.FlagSet, args []string) int {
 		if e.json {
 			e.printJSON(s)
 		} else {
-			fmt.Fprintf(e.out, "%-32s %-10s turn %-4d %s\n", s.SessionID, orDash(s.State), s.Turn, orDash(s.Agent))
+			fmt.Fprintf(e.out, "%-32s %-10s turn %-4d %s%s\n", s.SessionID, orDash(s.State), s.Turn, orDash(s.Agent), awaitingNote(s.AwaitingApproval))
 		}
 	}
 	return exitOK
@@ -599,4 +606,11 @@ func cmdPolicy(ctx context.Context, e *env, fs *flag.FlagSet, args []string) int
 		fmt.Fprintln(e.out, res.Level)
 	}
 	return exitOK
+}
+
+func awaitingNote(awaiting bool) string {
+	if awaiting {
+		return "  (awaiting approval)"
+	}
+	return ""
 }
