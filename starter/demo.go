@@ -36,7 +36,11 @@ func cmdDemo(ctx context.Context, e *env, fs *flag.FlagSet, args []string) int {
 		return e.fail(err)
 	}
 	defer func() { _ = srv.Stop() }()
-	tc, err := srv.NewClient(ctx, client.Options{})
+	dc, err := app.DataConverter()
+	if err != nil {
+		return e.fail(err)
+	}
+	tc, err := srv.NewClient(ctx, client.Options{DataConverter: dc})
 	if err != nil {
 		return e.fail(err)
 	}

@@ -71,7 +71,11 @@ func run() error {
 		}
 		defer func() { _ = srv.Stop() }()
 		logger.Info("embedded Temporal server started", "address", srv.HostPort(), "ui", srv.UIURL(), "db", *devDB)
-		if c, err = srv.NewClient(ctx, client.Options{}); err != nil {
+		dc, err := app.DataConverter()
+		if err != nil {
+			return err
+		}
+		if c, err = srv.NewClient(ctx, client.Options{DataConverter: dc}); err != nil {
 			return err
 		}
 	} else if c, err = app.Dial(ctx, *address, *namespace, logger); err != nil {

@@ -18,11 +18,13 @@ import (
 	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/contrib/envconfig"
+	"go.temporal.io/sdk/converter"
 	sdklog "go.temporal.io/sdk/log"
 	"go.temporal.io/sdk/worker"
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/tacp-dev/tacp/activities"
+	"github.com/tacp-dev/tacp/codec"
 	"github.com/tacp-dev/tacp/signals"
 	"github.com/tacp-dev/tacp/testagent/agent"
 	"github.com/tacp-dev/tacp/workflows"
@@ -177,11 +179,28 @@ func Dial(ctx context.Context, address, namespace string, logger *slog.Logger) (
 	if logger != nil {
 		opts.Logger = sdklog.NewStructuredLogger(logger)
 	}
+	if opts.DataConverter, err = DataConverter(); err != nil {
+		return nil, err
+	}
 	c, err := client.DialContext(ctx, opts)
 	if err != nil {
 		return nil, fmt.Errorf("connect to Temporal at %s: %w", orDefault(opts.HostPort, client.DefaultHostPort), err)
 	}
 	return c, nil
+}
+
+// DataConverter is the payload converter of every tacp client and worker: the SDK's default,
+// encrypted with the keys of TACP_CODEC_KEYS or TACP_CODEC_KEY_FILE when either is set (nil
+// when neither is: the SDK's default applies).
+func DataConverter() (converter.DataConverter, error) {
+	keys, ok, err := codec.LoadKeys(os.Getenv)
+	if err != nil {
+		return nil, fmt.Errorf("payload encryption keys: %w", err)
+	}
+	if !ok {
+		return nil, nil
+	}
+	return codec.DataConverter(keys), nil
 }
 
 func orDefault(s, def string) string {

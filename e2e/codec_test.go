@@ -1,0 +1,143 @@
+package e2e
+
+import (
+	"bytes"
+	"crypto/rand"
+	"encoding/base64"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	commonpb "go.temporal.io/api/common/v1"
+	enumspb "go.temporal.io/api/enums/v1"
+	"go.temporal.io/sdk/client"
+	"google.golang.org/protobuf/encoding/protojson"
+
+	"github.com/tacp-dev/tacp/codec"
+	"github.com/tacp-dev/tacp/internal/app"
+	"github.com/tacp-dev/tacp/signals"
+)
+
+func newKeys(t *testing.T, id string) codec.Keys {
+	t.Helper()
+	key := make([]byte, 32)
+	_, err := rand.Read(key)
+	require.NoError(t, err)
+	keys, err := codec.ParseKeys(id + ":" + base64.StdEncoding.EncodeToString(key))
+	require.NoError(t, err)
+	return keys
+}
+
+// rawHistory returns a session's history as protojson, read by a client without the codec.
+func rawHistory(t *testing.T, id string) (string, []*commonpb.Payload) {
+	t.Helper()
+	iter := tc.GetWorkflowHistory(ctxFor(t, 10*time.Second), signals.SessionWorkflowID(id), "", false, enumspb.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)
+	var sb strings.Builder
+	var updates []*commonpb.Payload
+	for iter.HasNext() {
+		ev, err := iter.Next()
+		require.NoError(t, err)
+		b, err := protojson.Marshal(ev)
+		require.NoError(t, err)
+		sb.Write(b)
+		if a := ev.GetWorkflowExecutionUpdateAcceptedEventAttributes(); a != nil {
+			updates = append(updates, a.GetAcceptedRequest().GetInput().GetArgs().GetPayloads()...)
+		}
+	}
+	return sb.String(), updates
+}
+
+func TestEncryptedPayloadsHideTranscriptsFromTheRawHistory(t *testing.T) {
+	t.Parallel()
+	keys := newKeys(t, "k1")
+	cc, err := srv.NewClient(ctxFor(t, 10*time.Second), client.Options{DataConverter: codec.DataConverter(keys)})
+	require.NoError(t, err)
+	t.Cleanup(cc.Close)
+	queue := "tacp-codec-" + signals.NewID()[:8]
+	w, err := app.StartWorker(cc, app.WorkerOptions{
+		TaskQueue: queue, DataDir: dataDir,
+		Agent: fmt.Sprintf("%s -steering -transcripts %s", testagent, filepath.Join(dataDir, "transcripts")),
+	})
+	require.NoError(t, err)
+	t.Cleanup(w.Stop)
+	ec := signals.NewClient(cc, queue)
+	ctx := ctxFor(t, 60*time.Second)
+
+	id := session(t)
+	cfg := signals.SessionConfig{SessionID: id, Policy: "ask_always"}
+	_, err = ec.Prompt(ctx, cfg, signals.PromptRequest{Text: "/echo\nXYZZY-PROMPT"})
+	require.NoError(t, err)
+	waitEncrypted(t, ec, id, 1)
+	_, err = ec.Prompt(ctx, cfg, signals.PromptRequest{Text: "/permission edit"})
+	require.NoError(t, err)
+	var req signals.PermissionRequestedData
+	require.Eventually(t, func() bool {
+		st, err := ec.Status(ctx, id)
+		require.NoError(t, err)
+		if len(st.PendingPermissions) == 0 {
+			return false
+		}
+		req.RequestID = st.PendingPermissions[0].RequestID
+		return true
+	}, 30*time.Second, 50*time.Millisecond)
+	_, err = ec.PermissionRespond(ctx, id, signals.PermissionRespondRequest{RequestID: req.RequestID, OptionID: "allow"})
+	require.NoError(t, err)
+	waitEncrypted(t, ec, id, 2)
+
+	raw, updates := rawHistory(t, id)
+	for _, secret := range []string{"XYZZY", "README.md", "permission: selected"} {
+		require.NotContains(t, raw, secret, "the raw history shows %q", secret)
+	}
+	// A client without the key cannot read the journal.
+	_, err = sc.Events(ctx, id, 0, 0)
+	require.Error(t, err)
+	// A client with another key under the same id is told so.
+	wrong, err := srv.NewClient(ctx, client.Options{DataConverter: codec.DataConverter(newKeys(t, "k1"))})
+	require.NoError(t, err)
+	defer wrong.Close()
+	_, err = signals.NewClient(wrong, queue).Status(ctx, id)
+	require.ErrorContains(t, err, "failed to decrypt")
+
+	// Through the codec server (as the Temporal UI uses it) the prompt decodes.
+	cs := httptest.NewServer(codec.NewServer(keys, "s3cret", nil))
+	defer cs.Close()
+	body, err := protojson.Marshal(&commonpb.Payloads{Payloads: updates[:1]})
+	require.NoError(t, err)
+	post := func(token string) *http.Response {
+		r, err := http.NewRequestWithContext(ctx, http.MethodPost, cs.URL+"/decode", bytes.NewReader(body))
+		require.NoError(t, err)
+		r.Header.Set("Content-Type", "application/json")
+		if token != "" {
+			r.Header.Set("Authorization", "Bearer "+token)
+		}
+		resp, err := http.DefaultClient.Do(r)
+		require.NoError(t, err)
+		return resp
+	}
+	resp := post("")
+	resp.Body.Close()
+	require.Equal(t, http.StatusUnauthorized, resp.StatusCode)
+	resp = post("s3cret")
+	defer resp.Body.Close()
+	require.Equal(t, http.StatusOK, resp.StatusCode)
+	out, err := io.ReadAll(resp.Body)
+	require.NoError(t, err)
+	var decoded commonpb.Payloads
+	require.NoError(t, protojson.Unmarshal(out, &decoded))
+	require.Contains(t, string(decoded.GetPayloads()[0].GetData()), "XYZZY-PROMPT")
+}
+
+// waitEncrypted waits for turn's terminal event through the codec client.
+func waitEncrypted(t *testing.T, c *signals.Client, id string, turn int64) {
+	t.Helper()
+	err := c.Watch(ctxFor(t, 60*time.Second), id, 0, 20*time.Millisecond, func(ev signals.Event) bool {
+		return !(ev.TurnID == turn && signals.IsTerminal(ev.Kind))
+	})
+	require.NoError(t, err)
+}
