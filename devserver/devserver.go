@@ -16,9 +16,6 @@ import (
 	"strconv"
 	"time"
 
-	enumspb "go.temporal.io/api/enums/v1"
-	"go.temporal.io/api/operatorservice/v1"
-	"go.temporal.io/api/serviceerror"
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/server/common/cluster"
 	"go.temporal.io/server/common/config"
@@ -60,14 +57,6 @@ type Server struct {
 	hostPort  string
 	uiURL     string
 	namespace string
-}
-
-// SearchAttributes are the custom search attributes of DESIGN §2, registered on start.
-var SearchAttributes = map[string]enumspb.IndexedValueType{
-	signals.SearchAttrSessionState:     enumspb.INDEXED_VALUE_TYPE_KEYWORD,
-	signals.SearchAttrTurn:             enumspb.INDEXED_VALUE_TYPE_INT,
-	signals.SearchAttrAgent:            enumspb.INDEXED_VALUE_TYPE_KEYWORD,
-	signals.SearchAttrAwaitingApproval: enumspb.INDEXED_VALUE_TYPE_BOOL,
 }
 
 // Start starts the server and returns once its frontend answers and the namespace and
@@ -117,7 +106,7 @@ func Start(ctx context.Context, opts Options) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	nsCfg, err := sqliteschema.NewNamespaceConfig(cfg.ClusterMetadata.CurrentClusterName, opts.Namespace, false, SearchAttributes)
+	nsCfg, err := sqliteschema.NewNamespaceConfig(cfg.ClusterMetadata.CurrentClusterName, opts.Namespace, false, signals.SearchAttributeTypes)
 	if err != nil {
 		return nil, fmt.Errorf("devserver: namespace config: %w", err)
 	}
@@ -168,34 +157,16 @@ func Start(ctx context.Context, opts Options) (*Server, error) {
 	return s, nil
 }
 
-// ensureSearchAttributes registers any of SearchAttributes the namespace lacks (a database
-// file made by an older tacp), waiting for the frontend to answer first.
+// ensureSearchAttributes registers the search attributes a database file made by an older
+// tacp lacks, waiting for the frontend to answer first.
 func (s *Server) ensureSearchAttributes(ctx context.Context) error {
 	c, err := s.dial(ctx)
 	if err != nil {
 		return err
 	}
 	defer c.Close()
-	op := c.OperatorService()
-	resp, err := op.ListSearchAttributes(ctx, &operatorservice.ListSearchAttributesRequest{Namespace: s.namespace})
-	if err != nil {
-		return fmt.Errorf("devserver: list search attributes: %w", err)
-	}
-	missing := map[string]enumspb.IndexedValueType{}
-	for name, typ := range SearchAttributes {
-		if _, ok := resp.GetCustomAttributes()[name]; !ok {
-			missing[name] = typ
-		}
-	}
-	if len(missing) == 0 {
-		return nil
-	}
-	_, err = op.AddSearchAttributes(ctx, &operatorservice.AddSearchAttributesRequest{Namespace: s.namespace, SearchAttributes: missing})
-	var exists *serviceerror.AlreadyExists
-	if err != nil && !errors.As(err, &exists) {
-		return fmt.Errorf("devserver: add search attributes: %w", err)
-	}
-	return nil
+	_, err = signals.EnsureSearchAttributes(ctx, c, s.namespace)
+	return err
 }
 
 // dial connects a client, retrying until the frontend answers or ctx ends.

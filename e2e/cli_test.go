@@ -111,3 +111,10 @@ func TestCLISteerCancelAndRejectionExitCodes(t *testing.T) {
 	require.Equal(t, 1, code)
 	require.Contains(t, errOut, "invalid session id")
 }
+
+func TestCLISetupRegistersSearchAttributesIdempotently(t *testing.T) {
+	t.Parallel()
+	out, errOut, code := starter(t, "setup")
+	require.Equal(t, 0, code, errOut)
+	require.Contains(t, out, "already registered", "the dev server registered them at start")
+}

@@ -51,6 +51,7 @@ var commands = []command{
 	{"list", "[--awaiting-approval]", "list sessions (from visibility)", cmdList},
 	{"close", "[--reason TEXT]", "close the session (cancels its turn, drops its queue)", cmdClose},
 	{"demo", "[--exit]", "start the embedded server, a worker and a session, and show tacp at work", cmdDemo},
+	{"setup", "", "register tacp's search attributes on the cluster's namespace", cmdSetup},
 	{"codec-server", "[--listen ADDR] [--token T]", "serve /encode and /decode of the payload codec for the Temporal UI", cmdCodecServer},
 }
 

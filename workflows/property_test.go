@@ -23,7 +23,7 @@ import (
 // operations, and `go test -run 'Property/seed=N$'` replays it exactly.
 
 const (
-	propSeeds = 30
+	propSeeds = 50
 	propOps   = 40
 	// propGap spaces the steps 1.001 s apart: every duration the session arms (leases of
 	// whole seconds, the 7.5 s grace window, the 9.5 s permission timeout) then falls between
@@ -95,34 +95,42 @@ func genPropOps(rng *rand.Rand) []propOp {
 	table := []struct {
 		kind     propKind
 		weight   int
-		variants int
+		variants []int // weight of each variant
 	}{
-		{opPrompt, 16, promptVariants},
-		{opSteer, 12, steerVariants},
-		{opCancel, 5, 4},
-		{opEvents, 14, 3},
-		{opPermRequest, 10, 1},
-		{opFinish, 9, 2},
-		{opRespond, 12, respondVariants},
-		{opAttach, 6, 1},
-		{opDetach, 4, 1},
-		{opPolicy, 4, 1},
-		{opContinueAsNew, 4, 1},
+		{opPrompt, 18, []int{45, 20, 15, 20}},
+		{opSteer, 12, []int{40, 20, 15, 10, 15}},
+		{opCancel, 5, []int{1, 1, 1, 1}},
+		{opEvents, 14, []int{60, 15, 25}},
+		{opPermRequest, 10, []int{1}},
+		{opFinish, 9, []int{5, 1}},
+		{opRespond, 12, []int{55, 15, 20, 10}},
+		{opAttach, 8, []int{1}},
+		{opDetach, 6, []int{1}},
+		{opPolicy, 4, []int{1}},
+		{opContinueAsNew, 4, []int{1}},
 	}
-	total := 0
-	for _, e := range table {
-		total += e.weight
+	weighted := func(ws []int) int {
+		total := 0
+		for _, w := range ws {
+			total += w
+		}
+		n := rng.IntN(total)
+		for i, w := range ws {
+			if n < w {
+				return i
+			}
+			n -= w
+		}
+		panic("unreachable")
+	}
+	kinds := make([]int, len(table))
+	for i, e := range table {
+		kinds[i] = e.weight
 	}
 	ops := make([]propOp, 0, propOps+8)
 	for range propOps {
-		n := rng.IntN(total)
-		for _, e := range table {
-			if n < e.weight {
-				ops = append(ops, propOp{kind: e.kind, variant: rng.IntN(e.variants), r1: rng.Uint32(), r2: rng.Uint32()})
-				break
-			}
-			n -= e.weight
-		}
+		e := table[weighted(kinds)]
+		ops = append(ops, propOp{kind: e.kind, variant: weighted(e.variants), r1: rng.Uint32(), r2: rng.Uint32()})
 	}
 	return append(ops, propTail(rng)...)
 }
@@ -173,7 +181,16 @@ type propRunner struct {
 	batches     map[int64]int64 // batches sent to a turn (attempt 1)
 	agentEvents map[int64]int   // agent events of the batches a turn should journal
 	closed      bool
-	n           int // counter for fresh ids
+	closeSeq    int64 // the last seq when close was acknowledged
+	n           int   // counter for fresh ids
+	cov         map[string]int
+}
+
+func (r *propRunner) lastSeq(h *harness) int64 {
+	if st, ok := r.status(h); ok {
+		return st.Journal.LastSeq
+	}
+	return 0
 }
 
 func (r *propRunner) failf(format string, args ...any) {
@@ -206,6 +223,17 @@ func (r *propRunner) report() string {
 }
 
 func TestSession_PropertyRandomOperationsKeepTheInvariants(t *testing.T) {
+	cov := map[string]int{}
+	defer func() {
+		if testing.Verbose() && !t.Failed() {
+			var lines []string
+			for k, n := range cov {
+				lines = append(lines, fmt.Sprintf("%5d  %s", n, k))
+			}
+			slices.Sort(lines)
+			t.Logf("coverage over %d seeds:\n%s", propSeeds, strings.Join(lines, "\n"))
+		}
+	}()
 	for seed := uint64(1); seed <= propSeeds; seed++ {
 		t.Run(fmt.Sprintf("seed=%d", seed), func(t *testing.T) {
 			rng := rand.New(rand.NewPCG(seed, seed*0x9e3779b97f4a7c15))
@@ -224,7 +252,7 @@ func TestSession_PropertyRandomOperationsKeepTheInvariants(t *testing.T) {
 			r := &propRunner{
 				t: t, seed: seed, cfg: cfg, limit: cfg.QueueLimit, steering: steering, ops: genPropOps(rng),
 				pending: map[int]string{}, bySeq: map[int64]int{}, acked: map[string]int64{},
-				steers: map[string]steerRec{}, batches: map[int64]int64{}, agentEvents: map[int64]int{},
+				steers: map[string]steerRec{}, batches: map[int64]int64{}, agentEvents: map[int64]int{}, cov: cov,
 			}
 			r.execute()
 		})
@@ -282,11 +310,23 @@ func (r *propRunner) execute() {
 	}
 	r.checkJournal(true)
 	require.Empty(t, r.fails, "%s", r.report())
+	r.cov[fmt.Sprintf("sessions of %d run(s)", r.run)]++
+	for _, ev := range r.journal {
+		r.cov["event "+ev.Kind]++
+		var d struct {
+			DecidedBy string `json:"decided_by"`
+			Reason    string `json:"reason"`
+		}
+		_ = json.Unmarshal(ev.Data, &d)
+		switch ev.Kind {
+		case signals.EventPermissionResolved:
+			r.cov["event "+ev.Kind+" by "+d.DecidedBy]++
+		case signals.EventTurnCancelling:
+			r.cov["event "+ev.Kind+" for "+d.Reason]++
+		}
+	}
 	if testing.Verbose() {
 		t.Logf("seed %d: %d ops in %d run(s), %d events", r.seed, r.applied, r.run, len(r.journal))
-		if r.seed == 25 || r.seed == 22 || r.seed == 12 {
-			t.Log(r.report())
-		}
 	}
 }
 
@@ -503,7 +543,7 @@ func (r *propRunner) checkJournal(final bool) journalView {
 		}
 	}
 	for turn, n := range v.agentEvents {
-		if turn != 0 && r.agentEvents[turn] != n {
+		if r.agentEvents[turn] != n {
 			r.failf("turn %d journaled %d agent updates; its distinct batches carried %d", turn, n, r.agentEvents[turn])
 		}
 	}
@@ -517,6 +557,11 @@ func (r *propRunner) checkJournal(final bool) journalView {
 	for turn := range v.started {
 		if _, ok := v.ended[turn]; !ok {
 			r.failf("turn %d started and never ended", turn)
+		}
+	}
+	for turn, i := range v.started {
+		if r.closed && j[i].Seq > r.closeSeq {
+			r.failf("turn %d started (seq %d) after close was acknowledged (seq %d)", turn, j[i].Seq, r.closeSeq)
 		}
 	}
 	dropped := map[string]bool{}
@@ -669,6 +714,7 @@ func (r *propRunner) send(h *harness, i int, name string, arg any, before []sign
 }
 
 func (r *propRunner) expect(i int, what, want, got string) string {
+	r.cov[what+" "+got]++
 	if want != got {
 		r.failf("op #%d %s: want %s, got %s", i, what, want, got)
 		return got + " (WANT " + want + ")"
@@ -730,26 +776,38 @@ func (r *propRunner) apply(h *harness, i int) {
 			return r.expect(i, "cancel", want, got)
 		})
 	case opEvents:
-		turn := st.TurnID
+		// Variant 0 sends the next batch, 2 repeats one (dropped), 1 is a late batch for the
+		// turn that ended last (ignored). With no live turn, 0 and 2 are batches of the agent
+		// speaking between turns (turn 0, numbered per host).
+		turn, host := st.TurnID, ""
 		if turn == 0 {
-			turn = r.lastTurn // a late batch for a turn that has ended: ignored
+			host = "host-a"
+		}
+		if op.variant == 1 {
+			turn, host = max(r.lastTurn, 1), ""
 		}
 		sent := r.batches[turn]
 		batch := sent + 1
 		if op.variant == 2 && sent > 0 {
-			batch = 1 + int64(op.r2)%sent // a repeated delivery: dropped
+			batch = 1 + int64(op.r2)%sent
 		}
 		n := 1 + int(op.r1%3)
 		var evs []json.RawMessage
 		for k := range n {
 			evs = append(evs, chunk(fmt.Sprintf("t%d b%d e%d", turn, batch, k)))
 		}
-		if batch > sent && st.TurnID != 0 {
-			r.batches[turn] = batch
-			r.agentEvents[turn] += n
+		what := "late"
+		if turn == st.TurnID {
+			what = "repeat"
+			if batch > sent {
+				what = "new"
+				r.batches[turn] = batch
+				r.agentEvents[turn] += n
+			}
 		}
-		note("turn %d batch %d (%d events)", turn, batch, n)
-		h.env.SignalWorkflow(signals.SignalTurnEvents, signals.TurnEventsSignal{TurnID: turn, Attempt: 1, Batch: batch, Events: evs})
+		r.cov[fmt.Sprintf("turn_events %s (turn 0: %t)", what, turn == 0)]++
+		note("turn %d host %q batch %d (%d events, %s)", turn, host, batch, n, what)
+		h.env.SignalWorkflow(signals.SignalTurnEvents, signals.TurnEventsSignal{Host: host, TurnID: turn, Attempt: 1, Batch: batch, Events: evs})
 	case opPermRequest:
 		turn := st.TurnID
 		if turn == 0 {
@@ -757,23 +815,31 @@ func (r *propRunner) apply(h *harness, i int) {
 		}
 		id := r.fresh("p")
 		kind := []string{"read", "edit", "execute"}[op.r1%3]
+		r.cov[fmt.Sprintf("permission_requested live %t", st.TurnID != 0)]++
 		note("turn %d %s %s", turn, id, kind)
 		h.env.SignalWorkflow(signals.SignalPermissionRequested, permissionSignal(turn, id, kind))
 	case opFinish:
+		// The agent answered (end_turn or cancelled) or, in variant 1, the turn failed.
 		turn := st.TurnID
 		if turn == 0 {
 			turn = r.lastTurn // a repeated turn_finished: ignored
 		}
-		reason := []string{"end_turn", "cancelled"}[op.r1%2]
-		note("turn %d %s batches %d", turn, reason, r.batches[turn])
-		h.env.SignalWorkflow(signals.SignalTurnFinished, signals.TurnFinishedSignal{TurnID: turn, Attempt: 1, StopReason: reason, Batches: r.batches[turn]})
+		sig := signals.TurnFinishedSignal{TurnID: turn, Attempt: 1, Batches: r.batches[turn]}
+		if op.variant == 1 {
+			sig.Error = "agent crashed"
+		} else {
+			sig.StopReason = []string{"end_turn", "cancelled"}[op.r1%2]
+		}
+		r.cov[fmt.Sprintf("turn_finished live %t", st.TurnID != 0)]++
+		note("turn %d %q%q batches %d", turn, sig.StopReason, sig.Error, sig.Batches)
+		h.env.SignalWorkflow(signals.SignalTurnFinished, sig)
 	case opRespond:
 		r.applyRespond(h, i, op, st, v, before, note)
 	case opAttach:
 		req := signals.AttachRequest{
 			ViewerID:     fmt.Sprintf("v%d", 1+op.r1%3),
 			Role:         []string{signals.RoleController, signals.RoleObserver}[op.r2%2],
-			LeaseSeconds: 5 + int(op.r2/2%56),
+			LeaseSeconds: 3 + int(op.r2/2%28),
 		}
 		note("%s %s %ds", req.ViewerID, req.Role, req.LeaseSeconds)
 		r.send(h, i, signals.UpdateAttach, req, before, false, func(_ any, err error) string {
@@ -805,6 +871,7 @@ func (r *propRunner) apply(h *harness, i int) {
 			return r.expect(i, "set_policy", want, res.(signals.SetPolicyResult).Level)
 		})
 	case opContinueAsNew:
+		r.cov["continue_as_new suggested"]++
 		h.env.SetContinueAsNewSuggested(true)
 	case opClose:
 		r.send(h, i, signals.UpdateClose, signals.CloseRequest{Reason: "property"}, before, false, func(_ any, err error) string {
@@ -812,6 +879,7 @@ func (r *propRunner) apply(h *harness, i int) {
 				return r.expect(i, "close", "ok", rejectionOf(err))
 			}
 			r.closed = true
+			r.closeSeq = r.lastSeq(h)
 			return "ok"
 		})
 	}
@@ -934,19 +1002,16 @@ func (r *propRunner) applySteer(h *harness, i int, op propOp, st signals.Status,
 func (r *propRunner) applyRespond(h *harness, i int, op propOp, st signals.Status, v journalView, before []signals.Event, note func(string, ...any)) {
 	req := signals.PermissionRespondRequest{RequestID: r.fresh("unknown"), ViewerID: viewerFor(st, op.variant == respondAsViewer, op.r2)}
 	switch op.variant {
-	case respondOpen, respondAsViewer:
-		if p, ok := pick(st.PendingPermissions, op.r1); ok {
-			req.RequestID = p.RequestID
-		}
-	case respondAgain:
-		var done []string
-		for id := range v.resolved {
-			done = append(done, id)
-		}
-		slices.Sort(done)
-		if id, ok := pick(done, op.r1); ok {
-			req.RequestID = id
-		}
+	}
+	var done []string
+	for id := range v.resolved {
+		done = append(done, id)
+	}
+	slices.Sort(done)
+	if p, ok := pick(st.PendingPermissions, op.r1); ok && op.variant != respondUnknown && op.variant != respondAgain {
+		req.RequestID = p.RequestID
+	} else if id, ok := pick(done, op.r1); ok && op.variant != respondUnknown {
+		req.RequestID = id // nothing open: answer one already resolved
 	}
 	switch op.r2 % 5 {
 	case 0, 1:
@@ -990,6 +1055,7 @@ func (r *propRunner) applyRespond(h *harness, i int, op propOp, st signals.Statu
 			return r.expect(i, "permission_respond", wantRej, got)
 		}
 		got := res.(signals.PermissionRespondResult).Resolution
+		r.cov[fmt.Sprintf("permission_respond %s by %s", got.Outcome, got.DecidedBy)]++
 		if got != want {
 			r.failf("op #%d: permission_respond %s resolved %+v, want %+v", i, req.RequestID, got, want)
 		}

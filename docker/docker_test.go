@@ -1,0 +1,67 @@
+// Package docker holds the container files; no Docker engine runs where the tests run, so
+// these tests check what can be checked without one: the compose file parses and names the
+// images, ports and health checks the README promises, and the Dockerfile builds with the
+// command CI runs.
+package docker
+
+import (
+	"os"
+	"regexp"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+	"gopkg.in/yaml.v3"
+)
+
+type compose struct {
+	Services map[string]struct {
+		Image       string            `yaml:"image"`
+		Ports       []string          `yaml:"ports"`
+		Environment map[string]string `yaml:"environment"`
+		Healthcheck *struct {
+			Test []string `yaml:"test"`
+		} `yaml:"healthcheck"`
+		Build *struct {
+			Context    string `yaml:"context"`
+			Dockerfile string `yaml:"dockerfile"`
+		} `yaml:"build"`
+	} `yaml:"services"`
+}
+
+func TestComposeNamesTheServicesTheREADMEPromises(t *testing.T) {
+	b, err := os.ReadFile("compose.yaml")
+	require.NoError(t, err)
+	var c compose
+	require.NoError(t, yaml.Unmarshal(b, &c))
+	images := map[string]string{}
+	for name, s := range c.Services {
+		images[name] = s.Image
+	}
+	require.Equal(t, "postgres:15", images["postgresql"])
+	require.True(t, strings.HasPrefix(images["temporal"], "temporalio/auto-setup:"), images["temporal"])
+	require.True(t, strings.HasPrefix(images["temporal-ui"], "temporalio/ui:"), images["temporal-ui"])
+	require.Equal(t, "tacp", images["worker"])
+	require.Equal(t, []string{"127.0.0.1:7233:7233"}, c.Services["temporal"].Ports)
+	require.Equal(t, []string{"127.0.0.1:8080:8080"}, c.Services["temporal-ui"].Ports)
+	for _, name := range []string{"postgresql", "temporal", "worker"} {
+		require.NotNil(t, c.Services[name].Healthcheck, "%s has a health check", name)
+	}
+	require.Equal(t, "docker/Dockerfile", c.Services["worker"].Build.Dockerfile)
+	require.Equal(t, "temporal:7233", c.Services["worker"].Environment["TEMPORAL_ADDRESS"])
+}
+
+var buildLine = regexp.MustCompile(`CGO_ENABLED=0 go build -trimpath -o (?:"[^"]*"|\S+) (\./\S+(?: \./\S+)*)`)
+
+func TestDockerfileBuildsWhatCIBuilds(t *testing.T) {
+	dockerfile, err := os.ReadFile("Dockerfile")
+	require.NoError(t, err)
+	ci, err := os.ReadFile("../.ci/run")
+	require.NoError(t, err)
+	d := buildLine.FindStringSubmatch(string(dockerfile))
+	c := buildLine.FindStringSubmatch(string(ci))
+	require.NotNil(t, d, "the Dockerfile's build command")
+	require.NotNil(t, c, ".ci/run's build command")
+	require.Equal(t, c[1], d[1], "the Dockerfile builds the packages CI builds")
+	require.Contains(t, string(dockerfile), "FROM golang:1.26.8", "the Go of go.mod")
+}

@@ -1,0 +1,47 @@
+package signals
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	enumspb "go.temporal.io/api/enums/v1"
+	"go.temporal.io/api/operatorservice/v1"
+	"go.temporal.io/api/serviceerror"
+	"go.temporal.io/sdk/client"
+)
+
+// SearchAttributeTypes are the custom search attributes of DESIGN §2 and their types.
+var SearchAttributeTypes = map[string]enumspb.IndexedValueType{
+	SearchAttrSessionState:     enumspb.INDEXED_VALUE_TYPE_KEYWORD,
+	SearchAttrTurn:             enumspb.INDEXED_VALUE_TYPE_INT,
+	SearchAttrAgent:            enumspb.INDEXED_VALUE_TYPE_KEYWORD,
+	SearchAttrAwaitingApproval: enumspb.INDEXED_VALUE_TYPE_BOOL,
+}
+
+// EnsureSearchAttributes registers on namespace the search attributes it lacks, and returns
+// the names it added. It needs the operator API (an admin's credentials on a cluster).
+func EnsureSearchAttributes(ctx context.Context, c client.Client, namespace string) ([]string, error) {
+	op := c.OperatorService()
+	resp, err := op.ListSearchAttributes(ctx, &operatorservice.ListSearchAttributesRequest{Namespace: namespace})
+	if err != nil {
+		return nil, fmt.Errorf("list search attributes of %s: %w", namespace, err)
+	}
+	missing := map[string]enumspb.IndexedValueType{}
+	var names []string
+	for _, name := range []string{SearchAttrSessionState, SearchAttrTurn, SearchAttrAgent, SearchAttrAwaitingApproval} {
+		if _, ok := resp.GetCustomAttributes()[name]; !ok {
+			missing[name] = SearchAttributeTypes[name]
+			names = append(names, name)
+		}
+	}
+	if len(missing) == 0 {
+		return nil, nil
+	}
+	_, err = op.AddSearchAttributes(ctx, &operatorservice.AddSearchAttributesRequest{Namespace: namespace, SearchAttributes: missing})
+	var exists *serviceerror.AlreadyExists
+	if err != nil && !errors.As(err, &exists) {
+		return nil, fmt.Errorf("add search attributes to %s: %w", namespace, err)
+	}
+	return names, nil
+}
