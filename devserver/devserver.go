@@ -7,6 +7,8 @@ package devserver
 
 import (
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"errors"
 	"fmt"
 	"math/rand/v2"
@@ -48,10 +50,19 @@ type Options struct {
 	Namespace string
 	// Logger for the server; nil discards server logs (they are noisy and not ours).
 	Logger log.Logger
+	// TLS, when set, serves the frontend over TLS with this certificate (PEM files); CAFile
+	// is the CA that signed it, which the server's own clients and NewClient trust.
+	TLS *TLSFiles
+}
+
+// TLSFiles names a PEM certificate, its key and the CA that signed it.
+type TLSFiles struct {
+	CertFile, KeyFile, CAFile string
 }
 
 // Server is a running embedded Temporal server.
 type Server struct {
+	tls       *tls.Config
 	server    temporal.Server
 	ui        *uiserver.Server
 	hostPort  string
@@ -136,6 +147,12 @@ func Start(ctx context.Context, opts Options) (*Server, error) {
 		return nil, fmt.Errorf("devserver: start: %w", err)
 	}
 	s := &Server{server: srv, hostPort: net.JoinHostPort(opts.IP, strconv.Itoa(opts.Port)), namespace: opts.Namespace}
+	if opts.TLS != nil {
+		if s.tls, err = clientTLS(opts.TLS.CAFile, opts.IP); err != nil {
+			_ = srv.Stop()
+			return nil, err
+		}
+	}
 	if err := s.ensureSearchAttributes(ctx); err != nil {
 		_ = srv.Stop()
 		return nil, err
@@ -174,7 +191,8 @@ func (s *Server) dial(ctx context.Context) (client.Client, error) {
 	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
 	for {
-		c, err := client.DialContext(ctx, client.Options{HostPort: s.hostPort, Namespace: s.namespace, Logger: quietLogger{}})
+		c, err := client.DialContext(ctx, client.Options{HostPort: s.hostPort, Namespace: s.namespace, Logger: quietLogger{},
+			ConnectionOptions: client.ConnectionOptions{TLS: s.tls}})
 		if err == nil {
 			return c, nil
 		}
@@ -189,6 +207,9 @@ func (s *Server) dial(ctx context.Context) (client.Client, error) {
 // NewClient returns a client for the server's namespace. opts.HostPort and Namespace are set.
 func (s *Server) NewClient(ctx context.Context, opts client.Options) (client.Client, error) {
 	opts.HostPort = s.hostPort
+	if s.tls != nil && opts.ConnectionOptions.TLS == nil {
+		opts.ConnectionOptions.TLS = s.tls
+	}
 	if opts.Namespace == "" {
 		opts.Namespace = s.namespace
 	}
@@ -228,8 +249,17 @@ func serverConfig(opts Options, sqlCfg *config.SQL) (*config.Config, error) {
 		return config.Service{RPC: config.RPC{GRPCPort: grpc, MembershipPort: membership, BindOnIP: opts.IP}}
 	}
 	front := net.JoinHostPort(opts.IP, strconv.Itoa(opts.Port))
+	var rootTLS config.RootTLS
+	if opts.TLS != nil {
+		trust := config.ClientTLS{RootCAFiles: []string{opts.TLS.CAFile}, ServerName: opts.IP}
+		rootTLS = config.RootTLS{
+			Frontend:     config.GroupTLS{Server: config.ServerTLS{CertFile: opts.TLS.CertFile, KeyFile: opts.TLS.KeyFile}, Client: trust},
+			SystemWorker: config.WorkerTLS{Client: trust},
+		}
+	}
 	return &config.Config{
 		Global: config.Global{
+			TLS:        rootTLS,
 			Membership: config.Membership{MaxJoinDuration: 30 * time.Second, BroadcastAddress: opts.IP},
 			Metrics: &metrics.Config{Prometheus: &metrics.PrometheusConfig{
 				ListenAddress: net.JoinHostPort(opts.IP, strconv.Itoa(ports[7])), HandlerPath: "/metrics",
@@ -267,6 +297,19 @@ func serverConfig(opts Options, sqlCfg *config.SQL) (*config.Config, error) {
 		}},
 		PublicClient: config.PublicClient{HostPort: front},
 	}, nil
+}
+
+// clientTLS trusts the CA in caFile for connections to serverName.
+func clientTLS(caFile, serverName string) (*tls.Config, error) {
+	pem, err := os.ReadFile(caFile)
+	if err != nil {
+		return nil, fmt.Errorf("devserver: read CA: %w", err)
+	}
+	pool := x509.NewCertPool()
+	if !pool.AppendCertsFromPEM(pem) {
+		return nil, fmt.Errorf("devserver: no certificate in %s", caFile)
+	}
+	return &tls.Config{RootCAs: pool, ServerName: serverName, MinVersion: tls.VersionTLS12}, nil
 }
 
 func freePort(ip string) (int, error) {

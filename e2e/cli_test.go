@@ -26,8 +26,7 @@ func starter(t *testing.T, args ...string) (string, string, int) {
 
 // runStarter is starter without the test's assertions, for use from other goroutines.
 func runStarter(ctx context.Context, args ...string) (string, string, int, error) {
-	cmd := exec.CommandContext(ctx, starterBin, args...)
-	cmd.Env = append(cmd.Environ(), "TEMPORAL_ADDRESS="+srv.HostPort(), "TEMPORAL_NAMESPACE="+srv.Namespace())
+	cmd := starterCmd(ctx, args...)
 	var out, errb bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errb
 	err := cmd.Run()
@@ -117,4 +116,11 @@ func TestCLISetupRegistersSearchAttributesIdempotently(t *testing.T) {
 	out, errOut, code := starter(t, "setup")
 	require.Equal(t, 0, code, errOut)
 	require.Contains(t, out, "already registered", "the dev server registered them at start")
+}
+
+// starterCmd is the starter binary pointed at the test server.
+func starterCmd(ctx context.Context, args ...string) *exec.Cmd {
+	cmd := exec.CommandContext(ctx, starterBin, args...)
+	cmd.Env = append(cmd.Environ(), "TEMPORAL_ADDRESS="+srv.HostPort(), "TEMPORAL_NAMESPACE="+srv.Namespace())
+	return cmd
 }

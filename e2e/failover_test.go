@@ -16,8 +16,6 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
-	"go.temporal.io/sdk/client"
-	sdklog "go.temporal.io/sdk/log"
 
 	"github.com/tacp-dev/tacp/internal/app"
 	"github.com/tacp-dev/tacp/signals"
@@ -31,10 +29,8 @@ func runWorkerProcess() int {
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM)
 	defer stop()
 	logger := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
-	c, err := client.DialContext(ctx, client.Options{
-		HostPort: os.Getenv("TEMPORAL_ADDRESS"), Namespace: os.Getenv("TEMPORAL_NAMESPACE"),
-		Logger: sdklog.NewStructuredLogger(logger), // stdout is for "ready"
-	})
+	// Connects as the worker binary does: TEMPORAL_* variables through envconfig (TLS too).
+	c, err := app.Dial(ctx, "", "", logger) // stdout is for "ready"
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "worker process:", err)
 		return 1
@@ -58,7 +54,7 @@ func runWorkerProcess() int {
 
 // startWorkerProcess runs a worker in a child process polling queue and waits until it
 // polls.
-func startWorkerProcess(t *testing.T, queue string) *exec.Cmd {
+func startWorkerProcess(t *testing.T, queue string, env ...string) *exec.Cmd {
 	t.Helper()
 	cmd := exec.Command(os.Args[0], "-test.run=^$")
 	cmd.Env = append(os.Environ(),
@@ -68,6 +64,7 @@ func startWorkerProcess(t *testing.T, queue string) *exec.Cmd {
 		"TACP_E2E_AGENT="+fmt.Sprintf("%s -transcripts %s", testagent, filepath.Join(dataDir, "transcripts")),
 		"TACP_E2E_DATA="+dataDir,
 	)
+	cmd.Env = append(cmd.Env, env...) // later entries win
 	cmd.Stderr = os.Stderr
 	out, err := cmd.StdoutPipe()
 	require.NoError(t, err)
