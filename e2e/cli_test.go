@@ -124,3 +124,27 @@ func starterCmd(ctx context.Context, args ...string) *exec.Cmd {
 	cmd.Env = append(cmd.Environ(), "TEMPORAL_ADDRESS="+srv.HostPort(), "TEMPORAL_NAMESPACE="+srv.Namespace())
 	return cmd
 }
+
+func TestCLIBadConnectionSettingsFailClearly(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name string
+		env  []string
+		want string
+	}{
+		{"namespace that does not exist", []string{"TEMPORAL_NAMESPACE=no-such-namespace"}, "no-such-namespace"},
+		{"unreachable cluster", []string{"TEMPORAL_ADDRESS=127.0.0.1:1"}, "127.0.0.1:1"},
+		{"malformed encryption key", []string{"TACP_CODEC_KEYS=k1:short"}, "TACP_CODEC_KEYS"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cmd := starterCmd(ctxFor(t, 60*time.Second), "status", "--session", "s1")
+			cmd.Env = append(cmd.Env, tc.env...)
+			var errb bytes.Buffer
+			cmd.Stderr = &errb
+			err := cmd.Run()
+			require.Error(t, err)
+			require.Contains(t, errb.String(), tc.want)
+			require.NotContains(t, errb.String(), "short", "no key material in errors")
+		})
+	}
+}
