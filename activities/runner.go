@@ -130,10 +130,15 @@ func (r *Runner) runTurn(ctx context.Context, in signals.RunTurnInput) (signals.
 	// Signals outlive the activity's context: the last batches go out after a cancel too.
 	sendCtx, cancelSend := context.WithCancel(context.WithoutCancel(ctx))
 	defer cancelSend()
+	metrics := activity.GetMetricsHandler(ctx)
 	b := newBatcher(r.FlushInterval, r.FlushBytes, func(ctx context.Context, batch int64, events []json.RawMessage) error {
-		return r.signal(ctx, in.SessionWorkflowID, signals.SignalTurnEvents, signals.TurnEventsSignal{
+		err := r.signal(ctx, in.SessionWorkflowID, signals.SignalTurnEvents, signals.TurnEventsSignal{
 			TurnID: in.TurnID, Attempt: attempt, Batch: batch, Events: events,
 		})
+		if err == nil {
+			countBatch(metrics, events)
+		}
+		return err
 	})
 	go b.run(sendCtx)
 	finish := func(res signals.RunTurnResult, err error) (signals.RunTurnResult, error) {
@@ -302,6 +307,26 @@ func (r *Runner) runTurn(ctx context.Context, in signals.RunTurnInput) (signals.
 			return finish(res, fail(fmt.Errorf("%w during the turn", proc.exitErr())))
 		}
 	}
+}
+
+// Metric names of the turn runner, as recorded (the Prometheus exporter adds _total).
+// Sizes are counters, not histograms: the SDK's metrics handler offers counters, gauges and
+// timers only, and a gauge would keep the last batch alone. events/batches is the mean batch.
+const (
+	MetricEventBatches     = "tacp_event_batches"
+	MetricEventBatchEvents = "tacp_event_batch_events"
+	MetricEventBatchBytes  = "tacp_event_batch_bytes"
+)
+
+// countBatch counts one turn_events batch sent to the session: its events and their bytes.
+func countBatch(h client.MetricsHandler, events []json.RawMessage) {
+	n := 0
+	for _, ev := range events {
+		n += len(ev)
+	}
+	h.Counter(MetricEventBatches).Inc(1)
+	h.Counter(MetricEventBatchEvents).Inc(int64(len(events)))
+	h.Counter(MetricEventBatchBytes).Inc(int64(n))
 }
 
 // turnHeartbeat is what a turn attempt records with its heartbeats, for the next attempt.

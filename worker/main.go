@@ -12,12 +12,14 @@ import (
 	"os/signal"
 	"path/filepath"
 	"syscall"
+	"time"
 
 	"go.temporal.io/sdk/client"
 
 	"github.com/tacp-dev/tacp/activities"
 	"github.com/tacp-dev/tacp/devserver"
 	"github.com/tacp-dev/tacp/internal/app"
+	"github.com/tacp-dev/tacp/internal/telemetry"
 	"github.com/tacp-dev/tacp/signals"
 )
 
@@ -32,7 +34,7 @@ func main() {
 func run() error {
 	fs := flag.NewFlagSet("worker", flag.ExitOnError)
 	fs.Usage = func() {
-		fmt.Fprintf(fs.Output(), "Usage: worker [flags]\n\nRuns tacp sessions. Every flag falls back to the TACP_<NAME> environment variable\n(dots and dashes as underscores, e.g. TACP_DEV_DB).\n\n")
+		fmt.Fprintf(fs.Output(), "Usage: worker [flags]\n\nRuns tacp sessions. Every flag falls back to the TACP_<NAME> environment variable\n(dots and dashes as underscores, e.g. TACP_DEV_DB). Traces go to an OTLP/gRPC collector when\nOTEL_EXPORTER_OTLP_ENDPOINT or OTEL_EXPORTER_OTLP_TRACES_ENDPOINT is set.\n\n")
 		fs.PrintDefaults()
 	}
 	dataDir := app.DefaultDataDir()
@@ -50,6 +52,7 @@ func run() error {
 		idleTTL   = fs.Duration("agent.idle-ttl", activities.DefaultIdleTTL, "stop an agent process idle this long between turns")
 		maxAgents = fs.Int("agent.max", activities.DefaultMaxAgents, "live agent processes on this worker; past it the least recently used idle one is stopped")
 		grace     = fs.Duration("agent.cancel-grace", activities.DefaultCancelGrace, "kill an agent that has not stopped this long after session/cancel")
+		metrics   = fs.String("metrics.listen", "", "serve Prometheus metrics at http://ADDR/metrics, e.g. 127.0.0.1:9464 (empty: off)")
 	)
 	if err := app.ParseFlags(fs, os.Args[1:]); err != nil {
 		return err
@@ -63,6 +66,26 @@ func run() error {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 
+	tel, err := telemetry.Start(ctx, telemetry.Options{MetricsListen: *metrics, Logger: logger})
+	if err != nil {
+		return err
+	}
+	// Deferred first, so it runs last: after the worker and the client have stopped, the
+	// last spans are flushed.
+	defer func() {
+		sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		if err := tel.Shutdown(sctx); err != nil {
+			logger.Warn("telemetry shutdown", "error", err)
+		}
+	}()
+	if addr := tel.MetricsAddr(); addr != "" {
+		logger.Info("serving metrics", "url", "http://"+addr+"/metrics")
+	}
+	if len(tel.Interceptors) > 0 {
+		logger.Info("exporting traces over OTLP")
+	}
+
 	var c client.Client
 	if *dev {
 		srv, err := devserver.Start(ctx, devserver.Options{DBPath: *devDB, Port: *devPort, UIPort: *devUIPort})
@@ -75,10 +98,13 @@ func run() error {
 		if err != nil {
 			return err
 		}
-		if c, err = srv.NewClient(ctx, client.Options{DataConverter: dc}); err != nil {
+		if c, err = srv.NewClient(ctx, client.Options{DataConverter: dc, MetricsHandler: tel.MetricsHandler, Interceptors: tel.Interceptors}); err != nil {
 			return err
 		}
-	} else if c, err = app.Dial(ctx, *address, *namespace, logger); err != nil {
+	} else if c, err = app.DialWith(ctx, app.DialOptions{
+		Address: *address, Namespace: *namespace, Logger: logger,
+		MetricsHandler: tel.MetricsHandler, Interceptors: tel.Interceptors,
+	}); err != nil {
 		return err
 	}
 	defer c.Close()

@@ -241,6 +241,7 @@ func (s *session) resolve(ctx workflow.Context, i int, res signals.PermissionRes
 		s.Policy.Remember(ToolKey(p.ToolCall))
 	}
 	s.journal(ctx, signals.EventPermissionResolved, p.TurnID, res)
+	s.timePermissionWait(ctx, p, res)
 	s.pauseClockIfAsked(ctx)
 	if deliver && s.Turn != nil && s.Turn.TurnID == p.TurnID {
 		s.queueDelivery(signals.Delivery{Kind: signals.DeliverPermission, RequestID: p.RequestID, Outcome: res.Outcome, OptionID: res.OptionID})

@@ -61,17 +61,17 @@ type propOp struct {
 	r1, r2  uint32
 }
 
+// String shows the kind, the variant and r1, r2 mod 100 (the seed replays them exactly).
 func (o propOp) String() string {
 	return fmt.Sprintf("%s/%d(%d,%d)", propKindNames[o.kind], o.variant, o.r1%100, o.r2%100)
 }
 
-// Variants per kind.
+// Variants of prompt, steer and permission_respond (genPropOps weighs them in this order).
 const (
 	promptFresh = iota
 	promptRepeat
 	promptEmpty
 	promptAsViewer
-	promptVariants
 )
 
 const (
@@ -80,7 +80,6 @@ const (
 	steerRepeatSame
 	steerRepeatOther
 	steerAsViewer
-	steerVariants
 )
 
 const (
@@ -88,7 +87,6 @@ const (
 	respondUnknown
 	respondAgain
 	respondAsViewer
-	respondVariants
 )
 
 func genPropOps(rng *rand.Rand) []propOp {
@@ -123,20 +121,21 @@ func genPropOps(rng *rand.Rand) []propOp {
 		}
 		panic("unreachable")
 	}
-	kinds := make([]int, len(table))
+	kindWeights := make([]int, len(table))
 	for i, e := range table {
-		kinds[i] = e.weight
+		kindWeights[i] = e.weight
 	}
 	ops := make([]propOp, 0, propOps+8)
 	for range propOps {
-		e := table[weighted(kinds)]
+		e := table[weighted(kindWeights)]
 		ops = append(ops, propOp{kind: e.kind, variant: weighted(e.variants), r1: rng.Uint32(), r2: rng.Uint32()})
 	}
 	return append(ops, propTail(rng)...)
 }
 
-// propTail ends a sequence: finish the live turn, close, try a prompt on the closed session,
-// and finish the turn that closing cancelled (a queued one may have started meanwhile).
+// propTail ends a sequence: finish the live turn (which may start a queued one), close (which
+// cancels it and drops the rest of the queue), try a prompt on the closed session, and finish
+// the cancelled turn so that the run ends.
 func propTail(rng *rand.Rand) []propOp {
 	return []propOp{
 		{kind: opFinish, r1: rng.Uint32()},

@@ -206,6 +206,7 @@ func (s *session) signalReceivers() []signalReceiver {
 			if err := s.validateSteer(ctx, req); err != nil {
 				rej, _ := signals.AsRejection(err)
 				s.journal(ctx, signals.EventSteerRejected, s.Steer.TurnID, signals.RejectedData{ClientMsgID: req.ClientMsgID, Type: rej.Type, Message: rej.Message, Details: rej.Details})
+				countSteer(ctx, rej.Type)
 				return
 			}
 			_, _ = s.steer(ctx, req)
@@ -317,6 +318,7 @@ func (s *session) steer(ctx workflow.Context, req signals.SteerRequest) (signals
 	if rej != nil {
 		return res, rej.ApplicationError()
 	}
+	countSteer(ctx, res.Outcome)
 	if res.Outcome == signals.SteerAccepted {
 		text, cut := journalText(req.Text)
 		s.journal(ctx, signals.EventSteerAccepted, res.Ref.TurnID, signals.SteerAcceptedData{
@@ -513,6 +515,7 @@ func (s *session) maybeFinish(ctx workflow.Context) {
 	} else {
 		s.journal(ctx, signals.EventTurnEnded, t.TurnID, signals.TurnEndedData{StopReason: fin.StopReason})
 	}
+	countTurnFinished(ctx, fin)
 	s.Turn = nil
 	s.Steer.Halt()
 }
@@ -621,7 +624,7 @@ func (s *session) loop(ctx workflow.Context) error {
 			s.track(ctx, workflow.RequestCancelExternalWorkflow(ctx, signals.TurnWorkflowID(s.cfg.SessionID, s.Turn.TurnID), ""), nil)
 		case s.wantsDelivery():
 			s.deliverNext(ctx)
-		case s.Turn == nil && len(s.Queue.Items) > 0:
+		case s.Turn == nil && len(s.Queue.Items) > 0 && !s.Closing:
 			s.startTurn(ctx)
 		}
 	}
@@ -648,6 +651,7 @@ func (s *session) startTurn(ctx workflow.Context) {
 	s.Turn = t
 	s.Steer.Begin(t.TurnID)
 	s.journal(ctx, signals.EventTurnStarted, t.TurnID, signals.TurnStartedData{Attempt: 1, PromptClientMessageID: p.ClientMessageID})
+	countTurnStarted(ctx)
 
 	cctx := workflow.WithChildOptions(ctx, workflow.ChildWorkflowOptions{
 		WorkflowID:            signals.TurnWorkflowID(s.cfg.SessionID, t.TurnID),
@@ -738,8 +742,12 @@ func (s *session) canContinueAsNew(ctx workflow.Context) bool {
 		return false // a command in flight must resolve in this run
 	}
 	info := workflow.GetInfo(ctx)
+	idle := s.Turn == nil && len(s.Queue.Items) == 0 && !s.Closing
 	return info.GetContinueAsNewSuggested() ||
 		info.GetCurrentHistoryLength() >= s.cfg.MaxRunEvents ||
+		// At idle a much shorter run is enough: sessions shed old history (and the
+		// old-version branches it needs) soon after a deploy.
+		(idle && info.GetCurrentHistoryLength() >= s.cfg.MaxRunEvents/8) ||
 		s.updates >= maxRunUpdates || s.signalsSeen >= maxRunSignals
 }
 

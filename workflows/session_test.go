@@ -1,12 +1,14 @@
 package workflows
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
+	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/converter"
 	"go.temporal.io/sdk/testsuite"
 	"go.temporal.io/sdk/workflow"
@@ -381,3 +383,29 @@ func (quiet) Debug(string, ...any) {}
 func (quiet) Info(string, ...any)  {}
 func (quiet) Warn(string, ...any)  {}
 func (quiet) Error(string, ...any) {}
+
+func TestSession_CloseDropsTheQueueEvenWhileADeliveryIsInFlight(t *testing.T) {
+	h := newHarness(t)
+	// The cancel that close delivers is still in flight when the turn ends.
+	h.env.RegisterActivityWithOptions(func(ctx context.Context, d signals.Delivery) (signals.DeliveryResult, error) {
+		time.Sleep(1500 * time.Millisecond)
+		return signals.DeliveryResult{}, nil
+	}, activity.RegisterOptions{Name: signals.ActivityDeliver})
+	h.step(func() {
+		h.prompt("one", "m1", func(signals.PromptResult, error) {})
+		h.prompt("two", "m2", func(signals.PromptResult, error) {})
+	})
+	h.step(func() {
+		h.env.SignalWorkflow(signals.SignalTurnStarted, signals.TurnStartedSignal{TurnID: 1, Attempt: 1, HostQueue: "host1"})
+	})
+	h.closeSession()
+	h.step(func() { h.finishTurn(1, "cancelled") })
+	require.NoError(t, h.run(signals.SessionConfig{SessionID: "s1"}))
+	evs := h.events()
+	for _, ev := range evs {
+		require.False(t, ev.Kind == signals.EventTurnStarted && ev.TurnID == 2, "no turn starts after close")
+	}
+	last := evs[len(evs)-1]
+	require.Equal(t, signals.EventSessionClosed, last.Kind)
+	require.JSONEq(t, `{"reason":"test","dropped":["m2"]}`, string(last.Data))
+}

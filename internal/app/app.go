@@ -19,6 +19,7 @@ import (
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/contrib/envconfig"
 	"go.temporal.io/sdk/converter"
+	"go.temporal.io/sdk/interceptor"
 	sdklog "go.temporal.io/sdk/log"
 	"go.temporal.io/sdk/worker"
 	"go.temporal.io/sdk/workflow"
@@ -166,19 +167,39 @@ func MaybeRunTestAgent() {
 // Dial connects to the cluster the standard TEMPORAL_* variables and temporal.toml profile
 // name (through the SDK's envconfig); address and namespace, when set, override them.
 func Dial(ctx context.Context, address, namespace string, logger *slog.Logger) (client.Client, error) {
+	return DialWith(ctx, DialOptions{Address: address, Namespace: namespace, Logger: logger})
+}
+
+// DialOptions configure DialWith.
+type DialOptions struct {
+	// Address and Namespace, when set, override the envconfig ones.
+	Address, Namespace string
+	Logger             *slog.Logger
+	// MetricsHandler and Interceptors carry the worker's telemetry (internal/telemetry);
+	// nil: none.
+	MetricsHandler client.MetricsHandler
+	Interceptors   []interceptor.ClientInterceptor
+}
+
+// DialWith connects as Dial does, with the client options of o.
+func DialWith(ctx context.Context, o DialOptions) (client.Client, error) {
 	opts, err := envconfig.LoadDefaultClientOptions()
 	if err != nil {
 		return nil, fmt.Errorf("load Temporal client config: %w", err)
 	}
-	if address != "" {
-		opts.HostPort = address
+	if o.Address != "" {
+		opts.HostPort = o.Address
 	}
-	if namespace != "" {
-		opts.Namespace = namespace
+	if o.Namespace != "" {
+		opts.Namespace = o.Namespace
 	}
-	if logger != nil {
-		opts.Logger = sdklog.NewStructuredLogger(logger)
+	if o.Logger != nil {
+		opts.Logger = sdklog.NewStructuredLogger(o.Logger)
 	}
+	if o.MetricsHandler != nil {
+		opts.MetricsHandler = o.MetricsHandler
+	}
+	opts.Interceptors = append(opts.Interceptors, o.Interceptors...)
 	if opts.DataConverter, err = DataConverter(); err != nil {
 		return nil, err
 	}

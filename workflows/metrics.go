@@ -1,0 +1,73 @@
+package workflows
+
+// The session's own metrics (README "Telemetry"). They go through the SDK's workflow
+// metrics handler, which drops every record while a workflow task replays: a metric counts
+// what happened once, adds no command to the history, and reads only workflow state and
+// workflow.Now, so the workflow stays deterministic. Tags take small fixed sets of values (an
+// outcome, a rejection type, who decided) and never an id, a prompt or a tool call.
+//
+// Steer rejections are counted only for the signal twin, whose handler journals them. An
+// update is rejected by its validator, which must have no side effects, and never reaches
+// its handler: the caller gets the rejection, and with tracing on the ValidateUpdate span
+// carries it as its error (the SDK has no per-update metric).
+
+import (
+	"slices"
+	"time"
+
+	"go.temporal.io/sdk/workflow"
+
+	"github.com/tacp-dev/tacp/signals"
+)
+
+// Metric names, as recorded (the Prometheus exporter adds _total to counters and _seconds
+// to timers).
+const (
+	MetricTurnsStarted    = "tacp_turns_started"
+	MetricTurnsFinished   = "tacp_turns_finished"
+	MetricSteers          = "tacp_steers"
+	MetricPermissionWaits = "tacp_permission_waits"
+)
+
+// Turn outcomes beyond the agent's stop reasons.
+const (
+	outcomeFailed = "failed"
+	outcomeOther  = "other"
+)
+
+// stopReasons are ACP's stop reasons: any other text an agent answers counts as "other",
+// so that an agent cannot grow the set of series.
+var stopReasons = []string{"end_turn", "max_tokens", "max_turn_requests", "refusal", "cancelled"}
+
+func countTurnStarted(ctx workflow.Context) {
+	workflow.GetMetricsHandler(ctx).Counter(MetricTurnsStarted).Inc(1)
+}
+
+// countTurnFinished counts a turn's end by outcome: its stop reason, or failed.
+func countTurnFinished(ctx workflow.Context, fin *signals.TurnFinishedSignal) {
+	outcome := fin.StopReason
+	switch {
+	case fin.Error != "":
+		outcome = outcomeFailed
+	case !slices.Contains(stopReasons, outcome):
+		outcome = outcomeOther
+	}
+	workflow.GetMetricsHandler(ctx).WithTags(map[string]string{"outcome": outcome}).Counter(MetricTurnsFinished).Inc(1)
+}
+
+// countSteer counts a steer by outcome: accepted, duplicate, or its rejection type.
+func countSteer(ctx workflow.Context, outcome string) {
+	workflow.GetMetricsHandler(ctx).WithTags(map[string]string{"outcome": outcome}).Counter(MetricSteers).Inc(1)
+}
+
+// timePermissionWait records how long an asked permission request waited, at its
+// resolution. A request the policy or a rule decided was never asked and is not timed. The
+// request's deadline is permission_timeout after it arrived, so its arrival needs no state
+// of its own.
+func (s *session) timePermissionWait(ctx workflow.Context, p openPermission, res signals.PermissionResolution) {
+	if res.DecidedBy == signals.DecidedByPolicy || res.DecidedBy == signals.DecidedByRule {
+		return
+	}
+	waited := max(workflow.Now(ctx).Sub(p.Deadline.Add(-s.cfg.PermissionTimeout)), time.Duration(0))
+	workflow.GetMetricsHandler(ctx).WithTags(map[string]string{"decided_by": res.DecidedBy}).Timer(MetricPermissionWaits).Record(waited)
+}
