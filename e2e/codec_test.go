@@ -74,6 +74,13 @@ func TestEncryptedPayloadsHideTranscriptsFromTheRawHistory(t *testing.T) {
 	_, err = ec.Prompt(ctx, cfg, signals.PromptRequest{Text: "/echo\nXYZZY-PROMPT"})
 	require.NoError(t, err)
 	waitEncrypted(t, ec, id, 1)
+	_, err = ec.Prompt(ctx, cfg, signals.PromptRequest{Text: "/sleep 1s"})
+	require.NoError(t, err)
+	require.Eventually(t, func() bool {
+		_, err := ec.Steer(ctx, id, signals.SteerRequest{Text: "XYZZY-STEER", ExpectedTurnID: "2"})
+		return err == nil
+	}, 30*time.Second, 50*time.Millisecond)
+	waitEncrypted(t, ec, id, 2)
 	_, err = ec.Prompt(ctx, cfg, signals.PromptRequest{Text: "/permission edit"})
 	require.NoError(t, err)
 	var req signals.PermissionRequestedData
@@ -88,7 +95,7 @@ func TestEncryptedPayloadsHideTranscriptsFromTheRawHistory(t *testing.T) {
 	}, 30*time.Second, 50*time.Millisecond)
 	_, err = ec.PermissionRespond(ctx, id, signals.PermissionRespondRequest{RequestID: req.RequestID, OptionID: "allow"})
 	require.NoError(t, err)
-	waitEncrypted(t, ec, id, 2)
+	waitEncrypted(t, ec, id, 3)
 
 	raw, updates := rawHistory(t, id)
 	for _, secret := range []string{"XYZZY", "README.md", "permission: selected"} {
