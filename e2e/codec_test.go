@@ -4,11 +4,9 @@ import (
 	"bytes"
 	"crypto/rand"
 	"encoding/base64"
-	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -59,14 +57,7 @@ func TestEncryptedPayloadsHideTranscriptsFromTheRawHistory(t *testing.T) {
 	cc, err := srv.NewClient(ctxFor(t, 10*time.Second), client.Options{DataConverter: codec.DataConverter(keys)})
 	require.NoError(t, err)
 	t.Cleanup(cc.Close)
-	queue := "tacp-codec-" + signals.NewID()[:8]
-	w, err := app.StartWorker(cc, app.WorkerOptions{
-		TaskQueue: queue, DataDir: dataDir,
-		Agent: fmt.Sprintf("%s -steering -transcripts %s", testagent, filepath.Join(dataDir, "transcripts")),
-	})
-	require.NoError(t, err)
-	t.Cleanup(w.Stop)
-	ec := signals.NewClient(cc, queue)
+	_, ec := extraWorker(t, cc, app.WorkerOptions{Agent: testAgentCmd("-steering")})
 	ctx := ctxFor(t, 60*time.Second)
 
 	id := session(t)
@@ -108,7 +99,7 @@ func TestEncryptedPayloadsHideTranscriptsFromTheRawHistory(t *testing.T) {
 	wrong, err := srv.NewClient(ctx, client.Options{DataConverter: codec.DataConverter(newKeys(t, "k1"))})
 	require.NoError(t, err)
 	defer wrong.Close()
-	_, err = signals.NewClient(wrong, queue).Status(ctx, id)
+	_, err = signals.NewClient(wrong, ec.TaskQueue).Status(ctx, id)
 	require.ErrorContains(t, err, "failed to decrypt")
 
 	// Through the codec server (as the Temporal UI uses it) the prompt decodes.

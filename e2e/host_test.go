@@ -1,8 +1,6 @@
 package e2e
 
 import (
-	"fmt"
-	"path/filepath"
 	"testing"
 	"time"
 
@@ -16,18 +14,7 @@ import (
 // room for two live agents, and a short setup bound.
 func auxWorker(t *testing.T) (*app.Worker, *signals.Client) {
 	t.Helper()
-	queue := "tacp-aux-" + signals.NewID()[:8]
-	w, err := app.StartWorker(tc, app.WorkerOptions{
-		TaskQueue:    queue,
-		Agent:        fmt.Sprintf("%s -transcripts %s", testagent, filepath.Join(dataDir, "transcripts")),
-		DataDir:      dataDir,
-		AgentIdleTTL: time.Second,
-		MaxAgents:    2,
-		InitTimeout:  2 * time.Second,
-	})
-	require.NoError(t, err)
-	t.Cleanup(w.Stop)
-	return w, signals.NewClient(tc, queue)
+	return extraWorker(t, tc, app.WorkerOptions{AgentIdleTTL: time.Second, MaxAgents: 2, InitTimeout: 2 * time.Second})
 }
 
 func TestIdleAgentIsStoppedAfterItsTTL(t *testing.T) {

@@ -2,9 +2,7 @@ package e2e
 
 import (
 	"bytes"
-	"fmt"
 	"log/slog"
-	"path/filepath"
 	"sync"
 	"testing"
 	"time"
@@ -37,18 +35,11 @@ func TestWorkerLogsNeverContainPromptTextOrToolArguments(t *testing.T) {
 	t.Parallel()
 	var logs lockedBuffer
 	logger := slog.New(slog.NewJSONHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
-	queue := "tacp-logs-" + signals.NewID()[:8]
-	w, err := app.StartWorker(tc, app.WorkerOptions{
-		TaskQueue: queue, DataDir: dataDir, Logger: logger,
-		Agent: fmt.Sprintf("%s -steering -transcripts %s", testagent, filepath.Join(dataDir, "transcripts")),
-	})
-	require.NoError(t, err)
-	t.Cleanup(w.Stop)
-	qc := signals.NewClient(tc, queue)
+	_, qc := extraWorker(t, tc, app.WorkerOptions{Logger: logger, Agent: testAgentCmd("-steering")})
 	ctx := ctxFor(t, 60*time.Second)
 	id := session(t)
 	cfg := signals.SessionConfig{SessionID: id, Policy: "ask_always"}
-	_, err = qc.Prompt(ctx, cfg, signals.PromptRequest{Text: "/echo\nSECRET-PROMPT-TEXT"})
+	_, err := qc.Prompt(ctx, cfg, signals.PromptRequest{Text: "/echo\nSECRET-PROMPT-TEXT"})
 	require.NoError(t, err)
 	turnEnd(t, id, 1)
 	_, err = qc.Prompt(ctx, cfg, signals.PromptRequest{Text: "/permission edit"})

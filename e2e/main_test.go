@@ -237,3 +237,33 @@ func updatesInHistory(t *testing.T, id, text string) int {
 	}
 	return n
 }
+
+// testAgentCmd is the testagent command line sharing the suite's transcripts, with extra
+// flags (e.g. "-steering").
+func testAgentCmd(flags ...string) string {
+	cmd := testagent
+	for _, f := range flags {
+		cmd += " " + f
+	}
+	return fmt.Sprintf("%s -transcripts %s", cmd, filepath.Join(dataDir, "transcripts"))
+}
+
+// extraWorker starts an in-process worker on a task queue of its own, polling with c, and
+// returns it with a session client on that queue. opts.TaskQueue, DataDir and Agent default
+// to a fresh queue, the suite's data dir and the testagent.
+func extraWorker(t *testing.T, c client.Client, opts app.WorkerOptions) (*app.Worker, *signals.Client) {
+	t.Helper()
+	if opts.TaskQueue == "" {
+		opts.TaskQueue = "tacp-extra-" + signals.NewID()[:8]
+	}
+	if opts.DataDir == "" {
+		opts.DataDir = dataDir
+	}
+	if opts.Agent == "" {
+		opts.Agent = testAgentCmd()
+	}
+	w, err := app.StartWorker(c, opts)
+	require.NoError(t, err)
+	t.Cleanup(w.Stop)
+	return w, signals.NewClient(c, opts.TaskQueue)
+}

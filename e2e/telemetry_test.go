@@ -2,10 +2,8 @@ package e2e
 
 import (
 	"context"
-	"fmt"
 	"io"
 	"net/http"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -30,15 +28,8 @@ func telemetryWorker(t *testing.T) (string, *signals.Client) {
 	c, err := srv.NewClient(ctx, client.Options{MetricsHandler: tel.MetricsHandler, Interceptors: tel.Interceptors})
 	require.NoError(t, err)
 	t.Cleanup(c.Close)
-	queue := "tacp-telemetry-" + signals.NewID()[:8]
-	w, err := app.StartWorker(c, app.WorkerOptions{
-		TaskQueue: queue,
-		Agent:     fmt.Sprintf("%s -transcripts %s", testagent, filepath.Join(dataDir, "transcripts")),
-		DataDir:   dataDir,
-	})
-	require.NoError(t, err)
-	t.Cleanup(w.Stop)
-	return "http://" + tel.MetricsAddr() + "/metrics", signals.NewClient(tc, queue)
+	_, qc := extraWorker(t, c, app.WorkerOptions{})
+	return "http://" + tel.MetricsAddr() + "/metrics", signals.NewClient(tc, qc.TaskQueue)
 }
 
 func scrapeMetrics(t *testing.T, url string) string {
