@@ -325,7 +325,10 @@ func (a *testAgent) Prompt(ctx context.Context, p acp.PromptRequest) (acp.Prompt
 		}
 		s.mu.Lock()
 	}
-	turn, cancel := context.WithCancel(ctx)
+	// The turn ends on session/cancel (Cancel) or a newer prompt (above), not when the SDK
+	// cancels the request's context: the SDK may apply a session/cancel that it read late to
+	// whichever prompt is current, which would cancel the turn after the one meant.
+	turn, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	defer cancel()
 	s.turn, s.cancel, s.done = turn, cancel, make(chan struct{})
 	a.recordLocked(s, acp.SessionNotification{SessionId: s.id, Update: acp.UpdateUserMessageText(text)})
