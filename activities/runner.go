@@ -13,6 +13,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"time"
 
 	acp "github.com/coder/acp-go-sdk"
@@ -51,9 +52,14 @@ type Runner struct {
 	// answers initialize fails the attempt instead of hanging the turn.
 	InitTimeout time.Duration
 	Logger      *slog.Logger
+
+	once sync.Once
 }
 
-func (r *Runner) defaults() {
+// defaults fills in the zero fields once: activities run concurrently on one Runner.
+func (r *Runner) defaults() { r.once.Do(r.setDefaults) }
+
+func (r *Runner) setDefaults() {
 	if r.FlushInterval <= 0 {
 		r.FlushInterval = DefaultFlushInterval
 	}

@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	commonpb "go.temporal.io/api/common/v1"
@@ -218,7 +219,7 @@ func (c *Client) ListWhere(ctx context.Context, where string, limit int) ([]Sess
 		}
 		for _, e := range resp.GetExecutions() {
 			info := SessionInfo{
-				SessionID: trimPrefix(e.GetExecution().GetWorkflowId(), "tacp-session-"),
+				SessionID: strings.TrimPrefix(e.GetExecution().GetWorkflowId(), "tacp-session-"),
 				Running:   e.GetStatus() == enumspb.WORKFLOW_EXECUTION_STATUS_RUNNING,
 				StartedAt: e.GetStartTime().AsTime(),
 			}
@@ -290,13 +291,6 @@ func (c *Client) mapErr(ctx context.Context, sessionID string, err error) error 
 func orDefault(s, def string) string {
 	if s == "" {
 		return def
-	}
-	return s
-}
-
-func trimPrefix(s, prefix string) string {
-	if len(s) >= len(prefix) && s[:len(prefix)] == prefix {
-		return s[len(prefix):]
 	}
 	return s
 }
