@@ -49,15 +49,7 @@ func (c *Client) Prompt(ctx context.Context, cfg SessionConfig, req PromptReques
 	if req.ClientMessageID == "" {
 		req.ClientMessageID = NewID()
 	}
-	start := c.Temporal.NewWithStartWorkflowOperation(client.StartWorkflowOptions{
-		ID:                       SessionWorkflowID(cfg.SessionID),
-		TaskQueue:                c.TaskQueue,
-		WorkflowIDConflictPolicy: enumspb.WORKFLOW_ID_CONFLICT_POLICY_USE_EXISTING,
-		// A closed session stays closed: its id is not reused for a new one.
-		WorkflowIDReusePolicy: enumspb.WORKFLOW_ID_REUSE_POLICY_REJECT_DUPLICATE,
-		StaticSummary:         "tacp session " + cfg.SessionID,
-		StaticDetails:         fmt.Sprintf("agent: %s\nworkspace: %s", orDefault(cfg.Agent, "worker default"), orDefault(cfg.Workspace, "worker default")),
-	}, SessionWorkflowType, cfg)
+	start := c.Temporal.NewWithStartWorkflowOperation(c.startOptions(cfg), SessionWorkflowType, cfg)
 	h, err := c.Temporal.UpdateWithStartWorkflow(ctx, client.UpdateWithStartWorkflowOptions{
 		StartWorkflowOperation: start,
 		UpdateOptions: client.UpdateWorkflowOptions{
@@ -78,6 +70,32 @@ func (c *Client) Prompt(ctx context.Context, cfg SessionConfig, req PromptReques
 		return res, c.mapErr(ctx, cfg.SessionID, err)
 	}
 	return res, nil
+}
+
+// Start starts session cfg.SessionID with cfg unless it already runs (conflict policy
+// USE_EXISTING: starting a running session changes nothing). A closed session stays closed.
+func (c *Client) Start(ctx context.Context, cfg SessionConfig) error {
+	if err := ValidateSessionID(cfg.SessionID); err != nil {
+		return Reject(RejectInvalidRequest, "%v", err)
+	}
+	_, err := c.Temporal.ExecuteWorkflow(ctx, c.startOptions(cfg), SessionWorkflowType, cfg)
+	var started *serviceerror.WorkflowExecutionAlreadyStarted
+	if errors.As(err, &started) {
+		return Reject(RejectSessionClosed, "session %s is closed", cfg.SessionID)
+	}
+	return err
+}
+
+func (c *Client) startOptions(cfg SessionConfig) client.StartWorkflowOptions {
+	return client.StartWorkflowOptions{
+		ID:                       SessionWorkflowID(cfg.SessionID),
+		TaskQueue:                c.TaskQueue,
+		WorkflowIDConflictPolicy: enumspb.WORKFLOW_ID_CONFLICT_POLICY_USE_EXISTING,
+		// A closed session stays closed: its id is not reused for a new one.
+		WorkflowIDReusePolicy: enumspb.WORKFLOW_ID_REUSE_POLICY_REJECT_DUPLICATE,
+		StaticSummary:         "tacp session " + cfg.SessionID,
+		StaticDetails:         fmt.Sprintf("agent: %s\nworkspace: %s", orDefault(cfg.Agent, "worker default"), orDefault(cfg.Workspace, "worker default")),
+	}
 }
 
 // Steer steers the running turn of a session (compare-and-swap on ExpectedTurnID).

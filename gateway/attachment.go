@@ -1,0 +1,347 @@
+package gateway
+
+// An attachment is one connection's view of one session: it reads the journal in seq order
+// (first the replay or catch-up, then live from the hub) and turns each event into what the
+// client sees — session/update notifications, relayed permission requests, and the answers
+// of the session/prompt calls waiting for their turns.
+
+import (
+	"context"
+	"encoding/json"
+	"sync"
+	"time"
+
+	acp "github.com/coder/acp-go-sdk"
+
+	"github.com/tacp-dev/tacp/signals"
+)
+
+// endedKept bounds the turn endings an attachment remembers for prompts that wait late.
+const endedKept = 256
+
+type attachment struct {
+	c      *conn
+	id     string
+	sub    *subscription
+	ctx    context.Context
+	cancel context.CancelFunc
+
+	// Read and written by the goroutine that handles events (catchUp, then pump) only.
+	sent      int64                                      // the last seq handled
+	texts     map[string]string                          // client_message_id → prompt text
+	openPerms map[string]signals.PermissionRequestedData // requested and not yet resolved
+	toolCalls map[string]string                          // request_id → toolCallId
+
+	mu        sync.Mutex
+	live      bool // past the catch-up: permission requests are relayed as they come
+	mine      map[string]bool
+	waiters   map[int64][]chan turnOutcome
+	ended     map[int64]turnOutcome
+	endOrder  []int64
+	lastEnded int64 // the highest turn id seen ending
+	relaying  map[string]context.CancelFunc
+}
+
+func newAttachment(c *conn, id string) *attachment {
+	ctx, cancel := context.WithCancel(c.ctx)
+	return &attachment{
+		c: c, id: id, ctx: ctx, cancel: cancel,
+		texts: map[string]string{}, openPerms: map[string]signals.PermissionRequestedData{},
+		toolCalls: map[string]string{}, mine: map[string]bool{}, waiters: map[int64][]chan turnOutcome{},
+		ended: map[int64]turnOutcome{}, relaying: map[string]context.CancelFunc{},
+	}
+}
+
+// catchUp reads the whole retained journal, writing it to the client when replay is set
+// (session/load) and only building the attachment's state otherwise (session/resume).
+func (a *attachment) catchUp(ctx context.Context, replay bool) error {
+	for {
+		res, err := a.c.client().Events(ctx, a.id, a.sent, eventsPage)
+		if err != nil {
+			return err
+		}
+		for _, ev := range res.Events {
+			a.handle(ev, replay)
+		}
+		if len(res.Events) < eventsPage {
+			return nil
+		}
+	}
+}
+
+// goLive starts following the session: permission requests still open are relayed now,
+// new events as the hub finds them.
+func (a *attachment) goLive() {
+	a.mu.Lock()
+	a.live = true
+	a.mu.Unlock()
+	for _, d := range a.openPerms {
+		a.relay(d)
+	}
+	a.sub = a.c.g.hub.subscribe(a.id, a.sent)
+	go a.pump()
+	go a.renew()
+}
+
+func (a *attachment) stop() {
+	a.cancel()
+	if a.sub != nil {
+		a.sub.unsubscribe()
+	}
+}
+
+// pump hands the events after a.sent to handle, in order, as the hub announces them.
+func (a *attachment) pump() {
+	for {
+		select {
+		case <-a.ctx.Done():
+			return
+		case <-a.sub.notify:
+		}
+		for a.ctx.Err() == nil {
+			evs, ok := a.sub.after(a.sent)
+			if !ok {
+				// Fallen behind the hub's cache (a client that reads slowly): read the
+				// journal itself.
+				ctx, cancel := context.WithTimeout(a.ctx, 10*time.Second)
+				res, err := a.c.client().Events(ctx, a.id, a.sent, eventsPage)
+				cancel()
+				if err != nil {
+					a.c.g.o.Logger.Debug("events query failed", "session", a.id, "err", err)
+					a.sub.wake()
+					time.Sleep(a.c.g.o.PollFast)
+					break
+				}
+				evs = res.Events
+			}
+			if len(evs) == 0 {
+				break
+			}
+			for _, ev := range evs {
+				if a.ctx.Err() != nil {
+					return
+				}
+				a.handle(ev, true)
+			}
+		}
+	}
+}
+
+// renew renews the viewer lease while the client is connected.
+func (a *attachment) renew() {
+	t := time.NewTicker(a.c.g.o.Lease / 3)
+	defer t.Stop()
+	for {
+		select {
+		case <-a.ctx.Done():
+			return
+		case <-t.C:
+		}
+		ctx, cancel := context.WithTimeout(a.ctx, 10*time.Second)
+		_, err := a.c.client().Attach(ctx, a.id, signals.AttachRequest{ViewerID: a.c.viewer, Role: a.c.role, LeaseSeconds: int(a.c.g.o.Lease / time.Second)})
+		cancel()
+		if err != nil && a.ctx.Err() == nil {
+			a.c.g.o.Logger.Warn("viewer lease renewal failed", "session", a.id, "err", err)
+		}
+	}
+}
+
+// handle turns one event into what the client sees; write is false while a resume reads
+// the journal only to know where things stand.
+func (a *attachment) handle(ev signals.Event, write bool) {
+	if ev.Seq <= a.sent {
+		return
+	}
+	a.sent = ev.Seq
+	log := a.c.g.o.Logger
+	switch ev.Kind {
+	case signals.EventPromptAccepted:
+		var d signals.PromptAcceptedData
+		if json.Unmarshal(ev.Data, &d) == nil {
+			a.texts[d.ClientMessageID] = d.Text
+		}
+	case signals.EventTurnStarted:
+		var d signals.TurnStartedData
+		_ = json.Unmarshal(ev.Data, &d)
+		text, known := a.texts[d.PromptClientMessageID]
+		delete(a.texts, d.PromptClientMessageID)
+		a.mu.Lock()
+		mine := a.mine[d.PromptClientMessageID]
+		a.mu.Unlock()
+		// The user's own prompts, so that a replay reads as a conversation and other
+		// clients see who asked what; the client that sent it has it already.
+		if write && known && !mine {
+			a.write(userMessage(a.id, text))
+		}
+	case signals.EventAgentUpdate:
+		if !write {
+			return
+		}
+		u, err := agentUpdate(a.id, ev.Data)
+		if err != nil {
+			log.Warn("journal event not relayed", "session", a.id, "seq", ev.Seq, "err", err)
+			return
+		}
+		a.write(u)
+	case signals.EventPermissionRequested:
+		var d signals.PermissionRequestedData
+		if json.Unmarshal(ev.Data, &d) != nil {
+			return
+		}
+		a.openPerms[d.RequestID] = d
+		a.toolCalls[d.RequestID] = toolCallID(d.ToolCall)
+		a.mu.Lock()
+		live := a.live
+		a.mu.Unlock()
+		if live {
+			a.relay(d)
+		}
+	case signals.EventPermissionResolved:
+		var r signals.PermissionResolution
+		if json.Unmarshal(ev.Data, &r) != nil {
+			return
+		}
+		delete(a.openPerms, r.RequestID)
+		a.mu.Lock()
+		if cancel := a.relaying[r.RequestID]; cancel != nil {
+			cancel() // another client (or the policy, or the deadline) answered first
+			delete(a.relaying, r.RequestID)
+		}
+		a.mu.Unlock()
+		if write {
+			a.write(permissionResolved(a.id, a.toolCalls[r.RequestID], r))
+		}
+		delete(a.toolCalls, r.RequestID)
+	case signals.EventTurnEnded, signals.EventTurnFailed:
+		a.finish(ev.TurnID, outcomeOf(ev))
+	case signals.EventSessionClosed:
+		a.closeAll(outcomeOf(ev))
+	}
+}
+
+func (a *attachment) write(u sessionUpdate) {
+	if err := a.c.w.notify(acp.ClientMethodSessionUpdate, u); err != nil {
+		a.c.g.o.Logger.Debug("session/update not written", "session", a.id, "err", err)
+	}
+}
+
+func (a *attachment) markMine(clientMessageID string) {
+	a.mu.Lock()
+	a.mine[clientMessageID] = true
+	a.mu.Unlock()
+}
+
+// wait returns a channel that gets the outcome of turn once its terminal event is handled
+// (at once if it was).
+func (a *attachment) wait(turn int64) <-chan turnOutcome {
+	ch := make(chan turnOutcome, 1)
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if o, ok := a.ended[turn]; ok {
+		ch <- o
+		return ch
+	}
+	if turn <= a.lastEnded {
+		// Turns end in order: this one ended before the attachment remembers. Its journal
+		// says how.
+		go func() { ch <- a.lookupEnd(turn) }()
+		return ch
+	}
+	a.waiters[turn] = append(a.waiters[turn], ch)
+	return ch
+}
+
+func (a *attachment) finish(turn int64, o turnOutcome) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	for _, ch := range a.waiters[turn] {
+		ch <- o
+	}
+	delete(a.waiters, turn)
+	a.ended[turn] = o
+	a.endOrder = append(a.endOrder, turn)
+	if len(a.endOrder) > endedKept {
+		delete(a.ended, a.endOrder[0])
+		a.endOrder = a.endOrder[1:]
+	}
+	a.lastEnded = max(a.lastEnded, turn)
+}
+
+// closeAll answers every waiting prompt when the session closes.
+func (a *attachment) closeAll(o turnOutcome) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	for turn, chs := range a.waiters {
+		for _, ch := range chs {
+			ch <- o
+		}
+		delete(a.waiters, turn)
+	}
+	a.lastEnded = 1<<62 - 1 // nothing more will run
+}
+
+// lookupEnd finds how turn ended in the journal.
+func (a *attachment) lookupEnd(turn int64) turnOutcome {
+	ctx, cancel := context.WithTimeout(a.ctx, 30*time.Second)
+	defer cancel()
+	var after int64
+	for {
+		res, err := a.c.client().Events(ctx, a.id, after, eventsPage)
+		if err != nil {
+			return turnOutcome{err: rpcErr(err)}
+		}
+		for _, ev := range res.Events {
+			if ev.TurnID == turn && (signals.IsTerminal(ev.Kind) || ev.Kind == signals.EventSessionClosed) {
+				return outcomeOf(ev)
+			}
+		}
+		if len(res.Events) == 0 {
+			// Trimmed by retention: it ended, how is no longer known.
+			return turnOutcome{stop: acp.StopReasonEndTurn}
+		}
+		after = res.Events[len(res.Events)-1].Seq
+	}
+}
+
+// relay asks the client to answer a permission request and sends its answer to the
+// session. The request is withdrawn when the session resolves it otherwise first.
+func (a *attachment) relay(d signals.PermissionRequestedData) {
+	if a.c.observer() {
+		return
+	}
+	a.mu.Lock()
+	if _, ok := a.relaying[d.RequestID]; ok {
+		a.mu.Unlock()
+		return
+	}
+	ctx, cancel := context.WithCancel(a.ctx)
+	a.relaying[d.RequestID] = cancel
+	a.mu.Unlock()
+	var tc acp.ToolCallUpdate
+	_ = json.Unmarshal(d.ToolCall, &tc)
+	opts := make([]acp.PermissionOption, 0, len(d.Options))
+	for _, o := range d.Options {
+		opts = append(opts, acp.PermissionOption{OptionId: acp.PermissionOptionId(o.OptionID), Name: o.Name, Kind: acp.PermissionOptionKind(o.Kind)})
+	}
+	req := acp.RequestPermissionRequest{SessionId: acp.SessionId(a.id), ToolCall: tc, Options: opts,
+		Meta: map[string]any{"tacp": map[string]any{"request_id": d.RequestID, "deadline": d.Deadline}}}
+	go func() {
+		defer cancel()
+		resp, err := a.c.asc.RequestPermission(ctx, req)
+		if err != nil || ctx.Err() != nil {
+			return // withdrawn, or the client is gone
+		}
+		ans := signals.PermissionRespondRequest{RequestID: d.RequestID, ClientMsgID: signals.NewID(), ViewerID: a.c.viewer}
+		switch {
+		case resp.Outcome.Selected != nil:
+			ans.Outcome, ans.OptionID = "selected", string(resp.Outcome.Selected.OptionId)
+		default:
+			ans.Outcome = "cancelled"
+		}
+		cctx, ccancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+		defer ccancel()
+		if _, err := a.c.client().PermissionRespond(cctx, a.id, ans); err != nil {
+			a.c.g.o.Logger.Warn("permission answer refused", "session", a.id, "request", d.RequestID, "err", err)
+		}
+	}()
+}

@@ -1,0 +1,404 @@
+package gateway
+
+// conn is one ACP connection: the acp.Agent the SDK calls, and for every session the client
+// attached, an attachment that turns the journal into what this client sees.
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	acp "github.com/coder/acp-go-sdk"
+
+	"github.com/tacp-dev/tacp/signals"
+)
+
+type conn struct {
+	ctx    context.Context // the connection's life
+	g      *Gateway
+	w      *lineWriter
+	asc    *acp.AgentSideConnection
+	viewer string
+	role   string
+
+	mu       sync.Mutex
+	sessions map[string]*attachment
+	closed   bool
+}
+
+func newConn(ctx context.Context, g *Gateway, w *lineWriter) *conn {
+	role := signals.RoleController
+	if g.o.Observe {
+		role = signals.RoleObserver
+	}
+	return &conn{ctx: ctx, g: g, w: w, viewer: "acp-" + signals.NewID()[:12], role: role, sessions: map[string]*attachment{}}
+}
+
+func (c *conn) observer() bool { return c.role == signals.RoleObserver }
+
+func (c *conn) client() *signals.Client { return c.g.o.Client }
+
+// callCtx bounds one call to the session on behalf of a request. It does not end with the
+// request: the SDK cancels a prompt's context when a second prompt or a session/cancel
+// arrives, and neither must abandon an update half sent.
+func (c *conn) callCtx(ctx context.Context) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+}
+
+// --- acp.Agent ---
+
+func (c *conn) Initialize(_ context.Context, _ acp.InitializeRequest) (acp.InitializeResponse, error) {
+	steering := map[string]any{"steering": map[string]any{"supported": true}}
+	return acp.InitializeResponse{
+		ProtocolVersion: acp.ProtocolVersionNumber,
+		AgentCapabilities: acp.AgentCapabilities{
+			LoadSession:        true,
+			PromptCapabilities: c.g.o.PromptCapabilities,
+			SessionCapabilities: acp.SessionCapabilities{
+				List:   &acp.SessionListCapabilities{},
+				Resume: &acp.SessionResumeCapabilities{},
+			},
+			Meta: steering,
+		},
+		AgentInfo:   &acp.Implementation{Name: "tacp", Title: ptr("tacp (durable sessions on Temporal)"), Version: "1"},
+		AuthMethods: []acp.AuthMethod{},
+		Meta:        steering,
+	}, nil
+}
+
+func (c *conn) Authenticate(context.Context, acp.AuthenticateRequest) (acp.AuthenticateResponse, error) {
+	return acp.AuthenticateResponse{}, nil
+}
+
+func (c *conn) NewSession(ctx context.Context, p acp.NewSessionRequest) (acp.NewSessionResponse, error) {
+	if c.observer() {
+		return acp.NewSessionResponse{}, forbidden("create sessions")
+	}
+	id := c.g.o.Session
+	if id == "" {
+		id = "acp-" + signals.NewID()
+	}
+	cfg := signals.SessionConfig{SessionID: id, Agent: c.g.o.Agent, Workspace: c.g.o.Workspace}
+	if cfg.Workspace == "" {
+		cfg.Workspace = p.Cwd
+	}
+	cctx, cancel := c.callCtx(ctx)
+	defer cancel()
+	if err := c.client().Start(cctx, cfg); err != nil {
+		return acp.NewSessionResponse{}, rpcErr(err)
+	}
+	// A fixed --session may already have a journal: the client starts from its end.
+	if _, err := c.attach(cctx, id, false); err != nil {
+		return acp.NewSessionResponse{}, err
+	}
+	return acp.NewSessionResponse{SessionId: acp.SessionId(id)}, nil
+}
+
+func (c *conn) LoadSession(ctx context.Context, p acp.LoadSessionRequest) (acp.LoadSessionResponse, error) {
+	cctx, cancel := c.callCtx(ctx)
+	defer cancel()
+	_, err := c.attach(cctx, string(p.SessionId), true)
+	return acp.LoadSessionResponse{}, err
+}
+
+func (c *conn) ResumeSession(ctx context.Context, p acp.ResumeSessionRequest) (acp.ResumeSessionResponse, error) {
+	cctx, cancel := c.callCtx(ctx)
+	defer cancel()
+	_, err := c.attach(cctx, string(p.SessionId), false)
+	return acp.ResumeSessionResponse{}, err
+}
+
+func (c *conn) ListSessions(ctx context.Context, p acp.ListSessionsRequest) (acp.ListSessionsResponse, error) {
+	cctx, cancel := c.callCtx(ctx)
+	defer cancel()
+	infos, err := c.client().List(cctx, 100)
+	if err != nil {
+		return acp.ListSessionsResponse{}, rpcErr(err)
+	}
+	cwd := c.g.o.Workspace
+	if p.Cwd != nil && cwd == "" {
+		cwd = *p.Cwd
+	}
+	out := acp.ListSessionsResponse{Sessions: []acp.SessionInfo{}}
+	for _, s := range infos {
+		title := fmt.Sprintf("%s (%s, turn %d)", s.SessionID, s.State, s.Turn)
+		at := s.StartedAt.UTC().Format(time.RFC3339)
+		out.Sessions = append(out.Sessions, acp.SessionInfo{
+			SessionId: acp.SessionId(s.SessionID),
+			Cwd:       cwd,
+			Title:     &title,
+			UpdatedAt: &at,
+			Meta:      map[string]any{"tacp": s},
+		})
+	}
+	return out, nil
+}
+
+func (c *conn) Prompt(ctx context.Context, p acp.PromptRequest) (acp.PromptResponse, error) {
+	if c.observer() {
+		return acp.PromptResponse{}, forbidden("prompt")
+	}
+	text, content, err := promptText(p.Prompt, c.g.o.PromptCapabilities)
+	if err != nil {
+		return acp.PromptResponse{}, invalidParams("%v", err)
+	}
+	id := string(p.SessionId)
+	cctx, cancel := c.callCtx(ctx)
+	defer cancel()
+	a, err := c.attached(cctx, id)
+	if err != nil {
+		return acp.PromptResponse{}, err
+	}
+	msgID := signals.NewID()
+	if p.MessageId != nil && *p.MessageId != "" {
+		msgID = *p.MessageId // the client's id makes a retried prompt idempotent
+	}
+	a.markMine(msgID)
+	done := a.sub.hurry()
+	defer done()
+	res, err := c.client().Prompt(cctx, signals.SessionConfig{SessionID: id}, signals.PromptRequest{
+		Text: text, Content: content, ClientMessageID: msgID, ViewerID: c.viewer,
+	})
+	if err != nil {
+		return acp.PromptResponse{}, rpcErr(err)
+	}
+	select {
+	case o := <-a.wait(res.TurnID):
+		if o.err != nil {
+			return acp.PromptResponse{}, o.err
+		}
+		return acp.PromptResponse{StopReason: o.stop, UserMessageId: &msgID}, nil
+	case <-c.ctx.Done():
+		return acp.PromptResponse{}, errors.New("connection closed")
+	}
+}
+
+func (c *conn) Cancel(ctx context.Context, p acp.CancelNotification) error {
+	if c.observer() {
+		c.g.o.Logger.Info("session/cancel from an observer ignored", "session", p.SessionId)
+		return nil
+	}
+	cctx, cancel := c.callCtx(ctx)
+	defer cancel()
+	_, err := c.client().Cancel(cctx, string(p.SessionId), signals.CancelRequest{ViewerID: c.viewer})
+	if rej, ok := signals.AsRejection(err); ok && rej.Type == signals.RejectNoLiveTurn {
+		return nil // nothing runs: the cancel has nothing to do
+	}
+	return rpcErr(err)
+}
+
+func (c *conn) CloseSession(context.Context, acp.CloseSessionRequest) (acp.CloseSessionResponse, error) {
+	return acp.CloseSessionResponse{}, acp.NewMethodNotFound(acp.AgentMethodSessionClose)
+}
+
+func (c *conn) SetSessionConfigOption(context.Context, acp.SetSessionConfigOptionRequest) (acp.SetSessionConfigOptionResponse, error) {
+	return acp.SetSessionConfigOptionResponse{}, acp.NewMethodNotFound(acp.AgentMethodSessionSetConfigOption)
+}
+
+func (c *conn) SetSessionMode(context.Context, acp.SetSessionModeRequest) (acp.SetSessionModeResponse, error) {
+	return acp.SetSessionModeResponse{}, acp.NewMethodNotFound(acp.AgentMethodSessionSetMode)
+}
+
+// Extension methods.
+const (
+	methodSteering  = "_session/steering"
+	methodTacpSteer = "_tacp/session.steer"
+)
+
+// HandleExtensionMethod serves the steering extensions.
+func (c *conn) HandleExtensionMethod(ctx context.Context, method string, params json.RawMessage) (any, error) {
+	switch method {
+	case methodSteering:
+		return c.steering(ctx, params)
+	case methodTacpSteer:
+		return c.tacpSteer(ctx, params)
+	}
+	return nil, acp.NewMethodNotFound(method)
+}
+
+// steering serves _session/steering {sessionId, prompt}: the text steers the running turn
+// ("injected"), or, when no turn runs, is sent as a prompt ("startedNewTurn").
+func (c *conn) steering(ctx context.Context, params json.RawMessage) (any, error) {
+	var p struct {
+		SessionID string          `json:"sessionId"`
+		Prompt    json.RawMessage `json:"prompt"`
+	}
+	if err := json.Unmarshal(params, &p); err != nil {
+		return nil, invalidParams("%v", err)
+	}
+	text, err := steeringText(p.Prompt)
+	if err != nil {
+		return nil, invalidParams("%v", err)
+	}
+	if c.observer() {
+		return nil, forbidden("steer")
+	}
+	cctx, cancel := c.callCtx(ctx)
+	defer cancel()
+	a, err := c.attached(cctx, p.SessionID)
+	if err != nil {
+		return nil, err
+	}
+	st, err := c.client().Status(cctx, p.SessionID)
+	if err != nil {
+		return nil, rpcErr(err)
+	}
+	req := signals.SteerRequest{Text: text, ExpectedTurnID: st.SteerToken, ClientMsgID: signals.NewID(), ViewerID: c.viewer}
+	if st.SteerToken == "" {
+		err = signals.Reject(signals.RejectNoLiveTurn, "no turn runs")
+	} else {
+		_, err = c.client().Steer(cctx, p.SessionID, req)
+	}
+	var stale signals.StaleTurnDetails
+	if rej, ok := signals.AsRejection(err); ok && rej.Type == signals.RejectStaleTurn {
+		// Another steer won the race: this client does not hold a token, so it steers the
+		// turn as it is now.
+		if d, ok := rej.Details.(signals.StaleTurnDetails); ok {
+			stale = d
+			req.ExpectedTurnID = stale.Actual
+			_, err = c.client().Steer(cctx, p.SessionID, req)
+		}
+	}
+	rej, _ := signals.AsRejection(err)
+	switch {
+	case err == nil:
+		return map[string]string{"outcome": "injected"}, nil
+	case rej != nil && rej.Type == signals.RejectNoLiveTurn:
+		msgID := signals.NewID()
+		a.markMine(msgID)
+		if _, err := c.client().Prompt(cctx, signals.SessionConfig{SessionID: p.SessionID}, signals.PromptRequest{Text: text, ClientMessageID: msgID, ViewerID: c.viewer}); err != nil {
+			return map[string]string{"outcome": "failed", "error": err.Error()}, nil
+		}
+		return map[string]string{"outcome": "startedNewTurn"}, nil
+	default:
+		return map[string]string{"outcome": "failed", "error": err.Error()}, nil
+	}
+}
+
+// steeringText accepts the prompt of _session/steering as a string or as content blocks.
+func steeringText(raw json.RawMessage) (string, error) {
+	var s string
+	if err := json.Unmarshal(raw, &s); err == nil {
+		return s, nil
+	}
+	var blocks []acp.ContentBlock
+	if err := json.Unmarshal(raw, &blocks); err != nil {
+		return "", fmt.Errorf("prompt: want a string or text content blocks")
+	}
+	text, content, err := promptText(blocks, acp.PromptCapabilities{})
+	if err != nil || content != nil {
+		return "", fmt.Errorf("prompt: only text steers a turn")
+	}
+	return text, nil
+}
+
+// tacpSteerResult answers _tacp/session.steer with DESIGN §3's vocabulary: outcome is
+// "accepted" or "duplicate" (with ref and nextExpectedTurnId), or the rejection type
+// (stale_turn, no_live_turn, client_msg_id_reuse, no_steer_channel, invalid_request, ...)
+// with message and details.
+type tacpSteerResult struct {
+	Outcome            string            `json:"outcome"`
+	Ref                *signals.SteerRef `json:"ref,omitempty"`
+	NextExpectedTurnID string            `json:"nextExpectedTurnId,omitempty"`
+	Message            string            `json:"message,omitempty"`
+	Details            any               `json:"details,omitempty"`
+}
+
+func (c *conn) tacpSteer(ctx context.Context, params json.RawMessage) (any, error) {
+	var p struct {
+		SessionID      string `json:"sessionId"`
+		Text           string `json:"text"`
+		ExpectedTurnID string `json:"expectedTurnId"`
+		ClientMsgID    string `json:"clientMsgId"`
+	}
+	if err := json.Unmarshal(params, &p); err != nil {
+		return nil, invalidParams("%v", err)
+	}
+	if c.observer() {
+		return nil, forbidden("steer")
+	}
+	cctx, cancel := c.callCtx(ctx)
+	defer cancel()
+	res, err := c.client().Steer(cctx, p.SessionID, signals.SteerRequest{Text: p.Text, ExpectedTurnID: p.ExpectedTurnID, ClientMsgID: p.ClientMsgID, ViewerID: c.viewer})
+	if err == nil {
+		return tacpSteerResult{Outcome: res.Outcome, Ref: &res.Ref, NextExpectedTurnID: res.NextExpectedTurnID}, nil
+	}
+	rej, ok := signals.AsRejection(err)
+	if !ok || rej.Type == signals.RejectUnknownSession {
+		return nil, rpcErr(err)
+	}
+	return tacpSteerResult{Outcome: rej.Type, Message: rej.Message, Details: rej.Details}, nil
+}
+
+// --- attachments ---
+
+// attached returns the attachment of session id, attaching without replay if the client
+// prompts a session it did not load (it knows the id from elsewhere).
+func (c *conn) attached(ctx context.Context, id string) (*attachment, error) {
+	c.mu.Lock()
+	a := c.sessions[id]
+	c.mu.Unlock()
+	if a != nil {
+		return a, nil
+	}
+	return c.attach(ctx, id, false)
+}
+
+// attach attaches the connection to session id as a viewer, reads the journal (writing it
+// to the client as session/update notifications when replay is set), and goes live.
+func (c *conn) attach(ctx context.Context, id string, replay bool) (*attachment, error) {
+	lease := int(c.g.o.Lease / time.Second)
+	if _, err := c.client().Attach(ctx, id, signals.AttachRequest{ViewerID: c.viewer, Role: c.role, LeaseSeconds: lease}); err != nil {
+		return nil, rpcErr(err)
+	}
+	c.mu.Lock()
+	if a := c.sessions[id]; a != nil || c.closed {
+		c.mu.Unlock()
+		if a == nil {
+			return nil, errors.New("connection closed")
+		}
+		return a, nil // attached already; a second load does not replay twice
+	}
+	a := newAttachment(c, id)
+	c.sessions[id] = a
+	c.mu.Unlock()
+
+	if err := a.catchUp(ctx, replay); err != nil {
+		c.mu.Lock()
+		delete(c.sessions, id)
+		c.mu.Unlock()
+		return nil, rpcErr(err)
+	}
+	a.goLive()
+	return a, nil
+}
+
+// close detaches every session of the connection: their grace windows start.
+func (c *conn) close() {
+	c.mu.Lock()
+	c.closed = true
+	all := make([]*attachment, 0, len(c.sessions))
+	for _, a := range c.sessions {
+		all = append(all, a)
+	}
+	c.mu.Unlock()
+	var wg sync.WaitGroup
+	for _, a := range all {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			a.stop()
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			defer cancel()
+			if err := c.client().Detach(ctx, a.id, signals.DetachRequest{ViewerID: c.viewer}); err != nil {
+				c.g.o.Logger.Warn("detach failed; the viewer lease will lapse", "session", a.id, "err", err)
+			}
+		}()
+	}
+	wg.Wait()
+}
+
+func ptr[T any](v T) *T { return &v }

@@ -1,0 +1,182 @@
+package gateway
+
+// The one place where ACP's types and tacp's wire meet: content blocks to a prompt request,
+// journal events to session/update notifications, turn endings to stop reasons. Pure
+// functions, tested as tables.
+
+import (
+	"encoding/json"
+	"fmt"
+	"strings"
+
+	acp "github.com/coder/acp-go-sdk"
+
+	"github.com/tacp-dev/tacp/signals"
+)
+
+// promptText turns an ACP prompt into the text and content of a tacp prompt. Text blocks
+// are joined into text; any other block makes the whole prompt go to the agent as content
+// (text still carries the text parts, for the journal and the status). Blocks the gateway
+// did not advertise are refused.
+func promptText(blocks []acp.ContentBlock, caps acp.PromptCapabilities) (string, json.RawMessage, error) {
+	if len(blocks) == 0 {
+		return "", nil, fmt.Errorf("prompt has no content blocks")
+	}
+	var texts []string
+	plain := true
+	for i, b := range blocks {
+		switch {
+		case b.Text != nil:
+			texts = append(texts, b.Text.Text)
+		case b.ResourceLink != nil:
+			plain = false
+			texts = append(texts, b.ResourceLink.Uri)
+		case b.Image != nil && caps.Image, b.Audio != nil && caps.Audio, b.Resource != nil && caps.EmbeddedContext:
+			plain = false
+		case b.Image != nil, b.Audio != nil, b.Resource != nil:
+			return "", nil, fmt.Errorf("prompt block %d: %s content is not supported (see promptCapabilities)", i, blockType(b))
+		default:
+			return "", nil, fmt.Errorf("prompt block %d: unknown content block", i)
+		}
+	}
+	text := strings.Join(texts, "\n")
+	if plain {
+		return text, nil, nil
+	}
+	raw, err := json.Marshal(blocks)
+	return text, raw, err
+}
+
+func blockType(b acp.ContentBlock) string {
+	switch {
+	case b.Image != nil:
+		return "image"
+	case b.Audio != nil:
+		return "audio"
+	case b.Resource != nil:
+		return "embedded resource"
+	}
+	return "this"
+}
+
+// sessionUpdate is the params of a session/update notification, with the update kept raw.
+type sessionUpdate struct {
+	SessionID string          `json:"sessionId"`
+	Update    json.RawMessage `json:"update"`
+}
+
+// agentUpdate returns the session/update params of an agent.update event, addressed to the
+// tacp session (the agent's own session id is the worker's business).
+func agentUpdate(sessionID string, data json.RawMessage) (sessionUpdate, error) {
+	var n struct {
+		Update json.RawMessage `json:"update"`
+	}
+	if err := json.Unmarshal(data, &n); err != nil || len(n.Update) == 0 {
+		return sessionUpdate{}, fmt.Errorf("agent.update without an update: %s", truncate(string(data), 80))
+	}
+	return sessionUpdate{SessionID: sessionID, Update: n.Update}, nil
+}
+
+// userMessage returns the session/update params that show a prompt as the user's message.
+func userMessage(sessionID, text string) sessionUpdate {
+	u, _ := json.Marshal(map[string]any{
+		"sessionUpdate": "user_message_chunk",
+		"content":       map[string]string{"type": "text", "text": text},
+	})
+	return sessionUpdate{SessionID: sessionID, Update: u}
+}
+
+// permissionResolved returns the session/update params that show how a permission request
+// was decided: an update of its tool call, carrying the resolution in _meta.tacp.
+func permissionResolved(sessionID, toolCallID string, r signals.PermissionResolution) sessionUpdate {
+	u, _ := json.Marshal(map[string]any{
+		"sessionUpdate": "tool_call_update",
+		"toolCallId":    toolCallID,
+		"_meta":         map[string]any{"tacp": map[string]any{"permission_resolved": r}},
+	})
+	return sessionUpdate{SessionID: sessionID, Update: u}
+}
+
+// toolCallID returns the toolCallId of a permission request's tool call.
+func toolCallID(toolCall json.RawMessage) string {
+	var tc struct {
+		ID string `json:"toolCallId"`
+	}
+	_ = json.Unmarshal(toolCall, &tc)
+	return tc.ID
+}
+
+// turnOutcome is how a turn ended, as a session/prompt answer.
+type turnOutcome struct {
+	stop acp.StopReason
+	err  error
+}
+
+// outcomeOf maps a terminal event (turn.ended, turn.failed) or session.closed to the answer
+// of the session/prompt that waits for it.
+func outcomeOf(ev signals.Event) turnOutcome {
+	switch ev.Kind {
+	case signals.EventTurnEnded:
+		var d signals.TurnEndedData
+		_ = json.Unmarshal(ev.Data, &d)
+		if d.StopReason == "" {
+			d.StopReason = string(acp.StopReasonEndTurn)
+		}
+		return turnOutcome{stop: acp.StopReason(d.StopReason)}
+	case signals.EventTurnFailed:
+		var d signals.TurnFailedData
+		_ = json.Unmarshal(ev.Data, &d)
+		return turnOutcome{err: &acp.RequestError{Code: codeTurnFailed, Message: "turn failed", Data: map[string]any{"error": d.Error, "turn_id": ev.TurnID}}}
+	default:
+		return turnOutcome{err: &acp.RequestError{Code: codeTurnFailed, Message: "session closed", Data: map[string]any{"turn_id": ev.TurnID}}}
+	}
+}
+
+// Error codes of the gateway's own JSON-RPC errors (the implementation-defined range).
+const (
+	codeTurnFailed    = -32000
+	codeNotFound      = -32002 // ACP's "resource not found"
+	codeForbidden     = -32003
+	codeRejected      = -32004 // a tacp rejection; data.type names it
+	codeInvalidParams = -32602
+	codeInternalError = -32603
+)
+
+// rpcErr turns an error from signals.Client into a JSON-RPC error: rejections keep their
+// type and details in data, unknown sessions are "resource not found".
+func rpcErr(err error) error {
+	if err == nil {
+		return nil
+	}
+	if rej, ok := signals.AsRejection(err); ok {
+		data := map[string]any{"type": rej.Type, "error": rej.Message}
+		if rej.Details != nil {
+			data["details"] = rej.Details
+		}
+		switch rej.Type {
+		case signals.RejectUnknownSession:
+			return &acp.RequestError{Code: codeNotFound, Message: "Resource not found", Data: data}
+		case signals.RejectInvalidRequest:
+			return &acp.RequestError{Code: codeInvalidParams, Message: "Invalid params", Data: data}
+		case signals.RejectForbidden:
+			return &acp.RequestError{Code: codeForbidden, Message: "Forbidden", Data: data}
+		}
+		return &acp.RequestError{Code: codeRejected, Message: rej.Type + ": " + rej.Message, Data: data}
+	}
+	return &acp.RequestError{Code: codeInternalError, Message: "Internal error", Data: map[string]any{"error": err.Error()}}
+}
+
+func invalidParams(format string, args ...any) error {
+	return &acp.RequestError{Code: codeInvalidParams, Message: "Invalid params", Data: map[string]any{"error": fmt.Sprintf(format, args...)}}
+}
+
+func forbidden(what string) error {
+	return &acp.RequestError{Code: codeForbidden, Message: "Forbidden", Data: map[string]any{"type": signals.RejectForbidden, "error": "this connection observes (--observe): it cannot " + what}}
+}
+
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n] + "..."
+}
