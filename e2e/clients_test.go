@@ -1,0 +1,107 @@
+package e2e
+
+// ACP clients nobody on this team wrote, driving `starter acp`: acpx 0.19.1 and the official
+// TypeScript ACP SDK's example client (@agentclientprotocol/sdk@1.9.0), both installed by
+// .ci/run with npm into .ci/npm. Each test skips where they are missing.
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/tacp-dev/tacp/signals"
+)
+
+// npmFile returns a file under .ci/npm/node_modules, skipping the test when it is missing.
+func npmFile(t *testing.T, rel string) string {
+	t.Helper()
+	path, err := filepath.Abs(filepath.Join("..", ".ci", "npm", "node_modules", rel))
+	require.NoError(t, err)
+	if _, err := os.Stat(path); err != nil {
+		t.Skipf("%s is not installed: run `npm install --prefix .ci/npm acpx@0.19.1 @agentclientprotocol/sdk@1.9.0` (.ci/run does)", rel)
+	}
+	if _, err := exec.LookPath("node"); err != nil {
+		t.Skip("node is not installed")
+	}
+	return path
+}
+
+// acpx runs acpx in dir with a HOME of its own (where it keeps its session records),
+// pointed at the test server, and returns its combined output.
+func acpx(t *testing.T, dir string, args ...string) string {
+	t.Helper()
+	bin := npmFile(t, ".bin/acpx")
+	cmd := exec.CommandContext(ctxFor(t, 90*time.Second), bin, args...)
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), "HOME="+filepath.Join(dir, ".home"), "TEMPORAL_ADDRESS="+srv.HostPort(), "TEMPORAL_NAMESPACE="+srv.Namespace())
+	out, err := cmd.CombinedOutput()
+	require.NoError(t, err, "acpx %v:\n%s", args, out)
+	return string(out)
+}
+
+var acpSessionID = regexp.MustCompile(`acp-[0-9a-f]{24}`)
+
+func TestAcpxExecThroughTheGateway(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	agent := starterBin + " acp --agent '" + gatewayAgent() + "'"
+	out := acpx(t, dir, "--approve-all", "--format", "json", "--agent", agent, "exec", "/permission edit")
+	require.Contains(t, out, `"stopReason":"end_turn"`)
+	require.Contains(t, out, "permission: selected", "acpx approved the relayed permission request")
+	id := acpSessionID.FindString(out)
+	require.NotEmpty(t, id, "acpx output names the session:\n%s", out)
+	evs := allEvents(t, id)
+	checkInvariants(t, evs)
+	var resolved bool
+	for _, ev := range evs {
+		resolved = resolved || ev.Kind == signals.EventPermissionResolved
+	}
+	require.True(t, resolved, "the journal has acpx's answer")
+}
+
+func TestAcpxPersistentSessionSurvivesTheClientQuitting(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	agent := starterBin + " acp --agent '" + gatewayAgent() + "'"
+	out := acpx(t, dir, "--format", "json", "--agent", agent, "sessions", "new")
+	id := acpSessionID.FindString(out)
+	require.NotEmpty(t, id, "acpx sessions new:\n%s", out)
+	// Each prompt runs acpx anew (its queue owner lives one second past the turn), so the
+	// second finds the session by id and re-attaches to the same durable session.
+	out = acpx(t, dir, "--approve-all", "--format", "json", "--ttl", "1", "--agent", agent, "first prompt")
+	require.Contains(t, out, `"stopReason":"end_turn"`)
+	time.Sleep(2 * time.Second) // the queue owner quits
+	out = acpx(t, dir, "--approve-all", "--format", "json", "--ttl", "1", "--agent", agent, "second prompt")
+	require.Contains(t, out, `"stopReason":"end_turn"`)
+	require.Regexp(t, `"method":"session/(load|resume)","params":\{"sessionId":"`+id, out, "the second run re-attaches the session")
+	evs := allEvents(t, id)
+	checkInvariants(t, evs)
+	require.Equal(t, "first prompt", strings.Join(agentTexts(t, evs, 1), ""))
+	require.Equal(t, "second prompt", strings.Join(agentTexts(t, evs, 2), ""))
+}
+
+func TestTypeScriptSDKExampleClientThroughTheGateway(t *testing.T) {
+	t.Parallel()
+	script := npmFile(t, "@agentclientprotocol/sdk/dist/examples/client.js")
+	// The example client starts its agent as `npx tsx agent.ts`: an npx first on PATH
+	// starts the gateway instead.
+	bin := t.TempDir()
+	shim := "#!/bin/sh\nexec " + starterBin + " acp --agent '" + gatewayAgent() + "'\n"
+	require.NoError(t, os.WriteFile(filepath.Join(bin, "npx"), []byte(shim), 0o755))
+	cmd := exec.CommandContext(ctxFor(t, 90*time.Second), "node", script)
+	cmd.Dir = t.TempDir()
+	cmd.Env = append(os.Environ(), "PATH="+bin+string(os.PathListSeparator)+os.Getenv("PATH"),
+		"TEMPORAL_ADDRESS="+srv.HostPort(), "TEMPORAL_NAMESPACE="+srv.Namespace())
+	out, err := cmd.CombinedOutput()
+	require.NoError(t, err, "%s", out)
+	require.Contains(t, string(out), "Agent completed with: end_turn", "%s", out)
+	id := acpSessionID.FindString(string(out))
+	require.NotEmpty(t, id, "%s", out)
+	require.Equal(t, "Hello, agent!", strings.Join(agentTexts(t, allEvents(t, id), 1), ""))
+}
