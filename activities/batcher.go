@@ -2,9 +2,14 @@ package activities
 
 // The event batcher: the ACP callback side enqueues raw session/update params without ever
 // blocking; one goroutine flushes them to the session workflow as numbered turn_events
-// signals every FlushInterval or FlushBytes, whichever comes first, in order, one signal at
+// signals every flush interval or FlushBytes, whichever comes first, in order, one signal at
 // a time (the session drops a batch number it has already journaled, so a retried send is
 // harmless).
+//
+// The interval stretches as a turn streams on (see stretch): every flush costs the session
+// about four history events (the signal and a workflow task) whatever it carries, so a
+// person watching an answer appear gets FlushInterval, and a turn that streams for an hour
+// fits in one run's history.
 
 import (
 	"context"
@@ -21,7 +26,8 @@ const maxEventBytes = 256 << 10
 type sendFunc func(ctx context.Context, batch int64, events []json.RawMessage) error
 
 type batcher struct {
-	interval time.Duration
+	interval time.Duration // the first interval; stretch gives the later ones
+	longest  time.Duration // the interval stretch reaches
 	maxBytes int
 	send     sendFunc
 
@@ -37,9 +43,9 @@ type batcher struct {
 	batch    int64 // last batch sent (owned by run)
 }
 
-func newBatcher(interval time.Duration, maxBytes int, send sendFunc) *batcher {
+func newBatcher(interval, longest time.Duration, maxBytes int, send sendFunc) *batcher {
 	return &batcher{
-		interval: interval, maxBytes: maxBytes, send: send,
+		interval: interval, longest: max(interval, longest), maxBytes: maxBytes, send: send,
 		kick: make(chan struct{}, 1), flushReq: make(chan chan struct{}), stopped: make(chan struct{}), done: make(chan struct{}),
 	}
 }
@@ -66,11 +72,13 @@ func (b *batcher) add(raw json.RawMessage) {
 // run flushes until stop is called, then flushes what is left and returns.
 func (b *batcher) run(ctx context.Context) {
 	defer close(b.done)
-	t := time.NewTicker(b.interval)
+	start := time.Now()
+	t := time.NewTimer(b.interval)
 	defer t.Stop()
 	for {
 		select {
 		case <-t.C:
+			t.Reset(stretch(b.interval, b.longest, time.Since(start)))
 		case <-b.kick:
 		case done := <-b.flushReq:
 			b.flush(ctx)
@@ -81,6 +89,27 @@ func (b *batcher) run(ctx context.Context) {
 			return
 		}
 		b.flush(ctx)
+	}
+}
+
+// Stretch points: a turn streams at its first interval for stretchAfter, then at 1 s (or
+// longest, if shorter) until longestAfter, then at longest.
+const (
+	stretchAfter = 30 * time.Second
+	longestAfter = 5 * time.Minute
+)
+
+// stretch returns the flush interval of a turn that has streamed for age. With the defaults
+// (100 ms, 2 s) a 60-minute turn flushes about 2,200 times, ~9,000 history events, where a
+// fixed 100 ms would write ~144,000.
+func stretch(first, longest time.Duration, age time.Duration) time.Duration {
+	switch {
+	case age < stretchAfter:
+		return first
+	case age < longestAfter:
+		return max(first, min(longest, time.Second))
+	default:
+		return max(first, longest)
 	}
 }
 

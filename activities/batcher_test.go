@@ -70,7 +70,7 @@ func requireNumbered(t *testing.T, batches []sentBatch) {
 
 func startBatcher(t *testing.T, interval time.Duration, maxBytes int, send sendFunc) *batcher {
 	t.Helper()
-	b := newBatcher(interval, maxBytes, send)
+	b := newBatcher(interval, interval, maxBytes, send)
 	go b.run(context.Background())
 	return b
 }
@@ -402,5 +402,39 @@ func TestBatcherAddNeverBlocksWhileSendIsBlocked(t *testing.T) {
 	require.Len(t, got, adds, "every event enqueued while send was blocked is sent")
 	for i, e := range got {
 		require.Equal(t, fmt.Sprintf(`{"i":%d}`, i), e)
+	}
+}
+
+func TestFlushIntervalStretchesAsATurnStreamsOn(t *testing.T) {
+	const first, longest = 100 * time.Millisecond, 2 * time.Second
+	for _, tc := range []struct {
+		age, want time.Duration
+	}{
+		{0, first},
+		{29 * time.Second, first},
+		{30 * time.Second, time.Second},
+		{4 * time.Minute, time.Second},
+		{5 * time.Minute, longest},
+		{time.Hour, longest},
+	} {
+		if got := stretch(first, longest, tc.age); got != tc.want {
+			t.Errorf("stretch at %s = %s, want %s", tc.age, got, tc.want)
+		}
+	}
+	// A fixed interval stays fixed; a first interval above 1 s is never shortened.
+	if got := stretch(first, first, time.Hour); got != first {
+		t.Errorf("fixed: %s", got)
+	}
+	if got := stretch(3*time.Second, 3*time.Second, time.Minute); got != 3*time.Second {
+		t.Errorf("slow first: %s", got)
+	}
+	// The hour of a 50 chunks/s turn with the defaults: flushes, and history events at
+	// four per flush (a signal and a workflow task), under 10,240.
+	var flushes int
+	for age := time.Duration(0); age < time.Hour; age += stretch(first, longest, age) {
+		flushes++
+	}
+	if events := 4 * flushes; events >= 10240 {
+		t.Errorf("an hour of streaming flushes %d times, ~%d history events", flushes, events)
 	}
 }

@@ -207,7 +207,7 @@ func (h *Host) acquire(ctx context.Context, sessionID string, argv []string, dir
 	}
 	// What the agent says between turns goes to the session as turn_events of turn 0.
 	wfID := signals.SessionWorkflowID(sessionID)
-	a.between = newBatcher(h.FlushInterval, h.FlushBytes, func(ctx context.Context, batch int64, events []json.RawMessage) error {
+	a.between = newBatcher(h.FlushInterval, h.FlushInterval, h.FlushBytes, func(ctx context.Context, batch int64, events []json.RawMessage) error {
 		return signalWithRetry(ctx, h.Client, h.Logger, wfID, signals.SignalTurnEvents, signals.TurnEventsSignal{
 			Host: id, Batch: batch, Events: events,
 		})

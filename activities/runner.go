@@ -27,10 +27,12 @@ import (
 // Runner defaults.
 const (
 	DefaultFlushInterval = 100 * time.Millisecond
-	DefaultFlushBytes    = 64 << 10
-	DefaultCancelGrace   = 30 * time.Second
-	DefaultInitTimeout   = 30 * time.Second
-	heartbeatEvery       = time.Second
+	// DefaultFlushLongest is the interval a long streaming turn's flushes stretch to.
+	DefaultFlushLongest = 2 * time.Second
+	DefaultFlushBytes   = 64 << 10
+	DefaultCancelGrace  = 30 * time.Second
+	DefaultInitTimeout  = 30 * time.Second
+	heartbeatEvery      = time.Second
 )
 
 // Runner runs turns. Its fields are the worker's configuration.
@@ -42,8 +44,11 @@ type Runner struct {
 	// Agent is the default agent command line, used when a session names none.
 	Agent string
 	// DataDir holds per-session workspaces when a session names none.
-	DataDir       string
+	DataDir string
+	// FlushInterval is how often a turn's events are flushed to the session at first;
+	// FlushLongest the interval a long streaming turn stretches to (see stretch).
 	FlushInterval time.Duration
+	FlushLongest  time.Duration
 	FlushBytes    int
 	// CancelGrace bounds the wait for the agent to answer `cancelled` after session/cancel;
 	// past it the agent process is killed and the turn ends cancelled all the same.
@@ -62,6 +67,9 @@ func (r *Runner) defaults() { r.once.Do(r.setDefaults) }
 func (r *Runner) setDefaults() {
 	if r.FlushInterval <= 0 {
 		r.FlushInterval = DefaultFlushInterval
+	}
+	if r.FlushLongest <= 0 {
+		r.FlushLongest = max(DefaultFlushLongest, r.FlushInterval)
 	}
 	if r.FlushBytes <= 0 {
 		r.FlushBytes = DefaultFlushBytes
@@ -137,7 +145,7 @@ func (r *Runner) runTurn(ctx context.Context, in signals.RunTurnInput) (signals.
 	sendCtx, cancelSend := context.WithCancel(context.WithoutCancel(ctx))
 	defer cancelSend()
 	metrics := activity.GetMetricsHandler(ctx)
-	b := newBatcher(r.FlushInterval, r.FlushBytes, func(ctx context.Context, batch int64, events []json.RawMessage) error {
+	b := newBatcher(r.FlushInterval, r.FlushLongest, r.FlushBytes, func(ctx context.Context, batch int64, events []json.RawMessage) error {
 		err := r.signal(ctx, in.SessionWorkflowID, signals.SignalTurnEvents, signals.TurnEventsSignal{
 			TurnID: in.TurnID, Attempt: attempt, Batch: batch, Events: events,
 		})

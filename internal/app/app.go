@@ -38,8 +38,11 @@ type WorkerOptions struct {
 	Agent   string
 	DataDir string
 	Logger  *slog.Logger
-	// FlushInterval and FlushBytes tune event batching (0: the defaults).
+	// FlushInterval and FlushBytes tune event batching (0: the defaults); FlushLongest is
+	// the interval a long streaming turn's flushes stretch to (0: the default; set it to
+	// FlushInterval to keep one interval).
 	FlushInterval time.Duration
+	FlushLongest  time.Duration
 	FlushBytes    int
 	CancelGrace   time.Duration
 	InitTimeout   time.Duration
@@ -123,6 +126,7 @@ func StartWorker(c client.Client, opts WorkerOptions) (*Worker, error) {
 		Agent:         opts.Agent,
 		DataDir:       opts.DataDir,
 		FlushInterval: opts.FlushInterval,
+		FlushLongest:  opts.FlushLongest,
 		FlushBytes:    opts.FlushBytes,
 		CancelGrace:   opts.CancelGrace,
 		InitTimeout:   opts.InitTimeout,
