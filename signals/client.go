@@ -43,7 +43,9 @@ func NewID() string {
 // not exist (Update-with-Start, conflict policy USE_EXISTING). An empty ClientMessageID is
 // filled with a new id, which the returned result's turn is then known by.
 func (c *Client) Prompt(ctx context.Context, cfg SessionConfig, req PromptRequest) (PromptResult, error) {
-	if err := ValidateSessionID(cfg.SessionID); err != nil {
+	// A config the workflow would refuse is refused here, before it starts (and so uses up)
+	// a session id.
+	if err := ValidateSessionConfig(cfg); err != nil {
 		return PromptResult{}, Reject(RejectInvalidRequest, "%v", err)
 	}
 	if req.ClientMessageID == "" {

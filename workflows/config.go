@@ -1,7 +1,6 @@
 package workflows
 
 import (
-	"fmt"
 	"time"
 
 	"github.com/tacp-dev/tacp/signals"
@@ -37,9 +36,10 @@ type Config struct {
 	SteeringOn        bool
 }
 
-// ResolveConfig validates cfg and applies the defaults.
+// ResolveConfig validates cfg (signals.ValidateSessionConfig, the check the client runs
+// before it starts a session) and applies the defaults.
 func ResolveConfig(cfg signals.SessionConfig) (Config, error) {
-	if err := signals.ValidateSessionID(cfg.SessionID); err != nil {
+	if err := signals.ValidateSessionConfig(cfg); err != nil {
 		return Config{}, err
 	}
 	c := Config{SessionConfig: cfg, SteeringOn: true}
@@ -58,29 +58,16 @@ func ResolveConfig(cfg signals.SessionConfig) (Config, error) {
 	if c.Policy == "" {
 		c.Policy = DefaultPolicy
 	}
-	if !policies[c.Policy] {
-		return Config{}, fmt.Errorf("invalid policy %q: want allow_all, ask_for_risky or ask_always", c.Policy)
-	}
-	var err error
-	if c.Grace, err = duration("grace_window", cfg.GraceWindow, DefaultGraceWindow); err != nil {
-		return Config{}, err
-	}
-	if c.Deadline, err = duration("turn_deadline", cfg.TurnDeadline, DefaultTurnDeadline); err != nil {
-		return Config{}, err
-	}
-	if c.PermissionTimeout, err = duration("permission_timeout", cfg.PermissionTimeout, DefaultPermissionTimeout); err != nil {
-		return Config{}, err
-	}
+	c.Grace = duration("grace_window", cfg.GraceWindow, DefaultGraceWindow)
+	c.Deadline = duration("turn_deadline", cfg.TurnDeadline, DefaultTurnDeadline)
+	c.PermissionTimeout = duration("permission_timeout", cfg.PermissionTimeout, DefaultPermissionTimeout)
 	return c, nil
 }
 
-func duration(name, s string, def time.Duration) (time.Duration, error) {
-	if s == "" {
-		return def, nil
+// duration is a validated duration field, or def when it is empty.
+func duration(name, s string, def time.Duration) time.Duration {
+	if d, _ := signals.ParseConfigDuration(name, s); d > 0 {
+		return d
 	}
-	d, err := time.ParseDuration(s)
-	if err != nil || d <= 0 {
-		return 0, fmt.Errorf("invalid %s %q: want a positive Go duration such as \"15m\"", name, s)
-	}
-	return d, nil
+	return def
 }

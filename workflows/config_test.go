@@ -5,6 +5,8 @@ package workflows
 
 import (
 	"encoding/json"
+	"reflect"
+	"strings"
 	"testing"
 	"time"
 
@@ -93,6 +95,8 @@ func TestConfig_InvalidValuesRejectedWithClearErrors(t *testing.T) {
 		{"turn_deadline garbage", base(func(c *signals.SessionConfig) { c.TurnDeadline = "1 hour" }), []string{"turn_deadline"}},
 		{"permission_timeout zero", base(func(c *signals.SessionConfig) { c.PermissionTimeout = "0" }), []string{"permission_timeout"}},
 		{"permission_timeout garbage", base(func(c *signals.SessionConfig) { c.PermissionTimeout = "10 min" }), []string{"permission_timeout", `"10 min"`}},
+		{"turn_deadline past time.Duration with the activity slack", base(func(c *signals.SessionConfig) { c.TurnDeadline = "2562047h47m" }), []string{"turn_deadline", "100 years"}},
+		{"grace_window over 100 years", base(func(c *signals.SessionConfig) { c.GraceWindow = "876001h" }), []string{"grace_window", "100 years"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -104,4 +108,47 @@ func TestConfig_InvalidValuesRejectedWithClearErrors(t *testing.T) {
 			require.Equal(t, Config{}, c, "a rejected config resolves to nothing")
 		})
 	}
+}
+
+// FuzzResolveConfig resolves arbitrary configs (the SessionConfig a client in any language
+// may send): it never panics, a refusal names the field at fault, and a config it accepts
+// has a valid session id, a policy level of the three, positive durations, positive counts,
+// and a turn activity bound (deadline + slack) that does not overflow.
+func FuzzResolveConfig(f *testing.F) {
+	f.Add("s1", "", "", "", "", 0, 0, 0)
+	f.Add("s1", "ask_always", "15m", "1h", "10m", 3, 100, 80)
+	f.Add("a/b", "yolo", "soon", "-5m", "0", -1, -1, -1)
+	f.Add("s1", "allow_all", "1ns", "2562047h47m", "9223372036854775807ns", 1, 1, 1)
+	f.Add("s1", "", "1e3s", ".5h", "1h1m1s1ms1us1ns", 0, 0, 0)
+	f.Fuzz(func(t *testing.T, id, policy, grace, deadline, perm string, queue, journal, maxEvents int) {
+		in := signals.SessionConfig{SessionID: id, Policy: policy, GraceWindow: grace, TurnDeadline: deadline,
+			PermissionTimeout: perm, QueueLimit: queue, JournalSize: journal, MaxRunEvents: maxEvents}
+		c, err := ResolveConfig(in)
+		if err != nil {
+			msg := err.Error()
+			named := false
+			for _, field := range []string{"session id", "policy", "grace_window", "turn_deadline", "permission_timeout"} {
+				named = named || strings.Contains(msg, field)
+			}
+			if !named {
+				t.Fatalf("refusal %q names no field", msg)
+			}
+			if !reflect.DeepEqual(c, Config{}) {
+				t.Fatalf("a refused config resolved to %+v", c)
+			}
+			return
+		}
+		if signals.ValidateSessionID(c.SessionID) != nil || !ValidPolicyLevel(c.Policy) {
+			t.Fatalf("accepted id %q policy %q", c.SessionID, c.Policy)
+		}
+		if c.Grace <= 0 || c.Deadline <= 0 || c.PermissionTimeout <= 0 {
+			t.Fatalf("durations %v %v %v", c.Grace, c.Deadline, c.PermissionTimeout)
+		}
+		if c.QueueLimit <= 0 || c.JournalSize <= 0 || c.MaxRunEvents <= 0 {
+			t.Fatalf("counts %d %d %d", c.QueueLimit, c.JournalSize, c.MaxRunEvents)
+		}
+		if c.Deadline+turnStartToCloseSlack <= c.Deadline {
+			t.Fatalf("turn_deadline %v overflows the activity's StartToClose", c.Deadline)
+		}
+	})
 }

@@ -126,3 +126,58 @@ func TestDedup_JSONRoundTrip(t *testing.T) {
 	_, ok := next.Get("id2")
 	require.False(t, ok)
 }
+
+// FuzzDedupIndex puts an arbitrary sequence of ids (from a small alphabet, so ids repeat)
+// into an index of arbitrary limit, the zero limit included: entries and eviction order
+// always agree, the index holds at most its limit, the newest ids are kept with their latest
+// value, and it survives a JSON round trip (continue-as-new) unchanged.
+func FuzzDedupIndex(f *testing.F) {
+	f.Add(uint8(3), []byte("abcabcdefa"))
+	f.Add(uint8(0), []byte("aaaa"))
+	f.Add(uint8(1), []byte("abababab"))
+	f.Fuzz(func(t *testing.T, limit uint8, ids []byte) {
+		d := DedupIndex[int]{Entries: map[string]int{}, Limit: int(limit % 16)}
+		effective := d.Limit
+		if effective <= 0 {
+			effective = DedupLimit
+		}
+		latest := map[string]int{}
+		var order []string // distinct ids, oldest first by first insertion
+		for i, b := range ids {
+			id := string(rune('a' + b%26))
+			d.Put(id, i)
+			if _, ok := latest[id]; !ok {
+				order = append(order, id)
+			}
+			latest[id] = i
+			if len(order) > effective {
+				for _, old := range order[:len(order)-effective] {
+					delete(latest, old)
+				}
+				order = order[len(order)-effective:]
+			}
+			if len(d.Entries) != len(d.Order) || len(d.Order) > effective {
+				t.Fatalf("%d entries, order %v, limit %d", len(d.Entries), d.Order, effective)
+			}
+			if !reflect.DeepEqual(d.Order, order) {
+				t.Fatalf("order %v, want %v", d.Order, order)
+			}
+			for id, v := range latest {
+				if got, ok := d.Get(id); !ok || got != v {
+					t.Fatalf("Get(%q) = %d %v, want %d", id, got, ok, v)
+				}
+			}
+		}
+		b, err := json.Marshal(d)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var back DedupIndex[int]
+		if err := json.Unmarshal(b, &back); err != nil {
+			t.Fatal(err)
+		}
+		if len(d.Order) > 0 && !reflect.DeepEqual(d, back) {
+			t.Fatalf("round trip: %+v, was %+v", back, d)
+		}
+	})
+}

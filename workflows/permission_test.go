@@ -9,6 +9,7 @@ import (
 	"encoding/json"
 	"reflect"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -458,4 +459,87 @@ func TestPolicy_AnonymousToolCallIsNotRememberedForOthers(t *testing.T) {
 	p.Remember(ToolKey(json.RawMessage(`{"toolCallId":"c1"}`)))
 	res, ask := p.Decide("r2", json.RawMessage(`{"toolCallId":"c2","rawInput":{"command":"rm -rf ~"}}`), allOptions)
 	requireAsked(t, res, ask)
+}
+
+// FuzzPolicyDecide decides arbitrary requests (any level, any tool call bytes, options of any
+// kinds, rules learned from earlier tool calls) and checks the rules of DESIGN §6 as
+// properties: Decide changes nothing; what it resolves at once is an allow option the request
+// offered, decided by policy or rule as the level and rules allow, and never under
+// ask_always without a rule; Expire always fails closed with a reject option or none.
+func FuzzPolicyDecide(f *testing.F) {
+	f.Add("ask_for_risky", []byte(`{"kind":"read","title":"cat"}`), []byte{0, 1, 2, 3}, []byte(`{"kind":"edit","title":"x"}`))
+	f.Add("allow_all", []byte(`{"kind":"execute"}`), []byte{2, 3}, []byte(``))
+	f.Add("ask_always", []byte(`{"_meta":{"toolName":"Bash"}}`), []byte{1, 0}, []byte(`{"_meta":{"toolName":"Bash"}}`))
+	f.Add("yolo", []byte(`{"kind":`), []byte{7, 7, 7}, []byte(`null`))
+	f.Add("", []byte(`[]`), []byte{}, []byte(`{"kind":"fetch","title":""}`))
+	kinds := []string{"allow_once", "allow_always", "reject_once", "reject_always", "", "maybe", "ALLOW_ONCE", "allow_once "}
+	f.Fuzz(func(t *testing.T, level string, tc []byte, optKinds []byte, learned []byte) {
+		var options []signals.PermissionOption
+		for i, k := range optKinds {
+			if i == 8 {
+				break
+			}
+			options = append(options, opt("o"+strconv.Itoa(i), kinds[int(k)%len(kinds)]))
+		}
+		p := &Policy{Level: level}
+		p.Remember(ToolKey(learned))
+		before := *p
+		before.Rules = slices.Clone(p.Rules)
+
+		res, ask := p.Decide("r1", tc, options)
+		if !reflect.DeepEqual(before, *p) {
+			t.Fatalf("Decide changed the policy")
+		}
+		if ask {
+			if res != (signals.PermissionResolution{}) {
+				t.Fatalf("an asked request carries %+v", res)
+			}
+		} else {
+			if res.RequestID != "r1" || res.Outcome != signals.OutcomeSelected {
+				t.Fatalf("resolution %+v", res)
+			}
+			var picked *signals.PermissionOption
+			for i := range options {
+				if options[i].OptionID == res.OptionID {
+					picked = &options[i]
+					break
+				}
+			}
+			if picked == nil || (picked.Kind != "allow_once" && picked.Kind != "allow_always") {
+				t.Fatalf("resolved with option %q, not an allow option offered (%v)", res.OptionID, options)
+			}
+			switch res.DecidedBy {
+			case signals.DecidedByPolicy:
+				if level != PolicyAllowAll && (level != PolicyAskForRisky || !slices.Contains(harmlessKinds, toolKind(tc))) {
+					t.Fatalf("decided by policy under %q for kind %q", level, toolKind(tc))
+				}
+			case signals.DecidedByRule:
+				if level == PolicyAllowAll || !p.Remembers(ToolKey(tc)) || ToolKey(tc) == "" {
+					t.Fatalf("decided by rule under %q for key %q (rules %v)", level, ToolKey(tc), p.Rules)
+				}
+			default:
+				t.Fatalf("decided by %q", res.DecidedBy)
+			}
+			if level == PolicyAskAlways && res.DecidedBy != signals.DecidedByRule {
+				t.Fatalf("ask_always resolved without a rule: %+v", res)
+			}
+		}
+		if ValidPolicyLevel(level) != (level == PolicyAllowAll || level == PolicyAskForRisky || level == PolicyAskAlways) {
+			t.Fatalf("ValidPolicyLevel(%q) = %v", level, ValidPolicyLevel(level))
+		}
+
+		exp := Expire("r1", options)
+		if exp.Outcome != signals.OutcomeExpired || exp.DecidedBy != signals.DecidedByDeadline || exp.Remember {
+			t.Fatalf("expiry %+v", exp)
+		}
+		if exp.OptionID != "" {
+			ok := false
+			for _, o := range options {
+				ok = ok || (o.OptionID == exp.OptionID && (o.Kind == "reject_once" || o.Kind == "reject_always"))
+			}
+			if !ok {
+				t.Fatalf("expired with option %q, not a reject option offered (%v)", exp.OptionID, options)
+			}
+		}
+	})
 }

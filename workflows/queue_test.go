@@ -357,6 +357,12 @@ func TestQueue_InvalidRequests(t *testing.T) {
 		{"text and content over MaxTextBytes", signals.PromptRequest{Text: strings.Repeat("a", signals.MaxTextBytes), Content: json.RawMessage(`[]`), ClientMessageID: "c1"}, "limit"},
 		{"missing client_message_id", promptReq("hello", ""), "client_message_id"},
 		{"client_message_id too long", promptReq("hello", strings.Repeat("c", signals.MaxClientIDBytes+1)), "client_message_id"},
+		// Content the turn runner could only fail later is refused now.
+		{"content an object, not blocks", signals.PromptRequest{Text: "x", Content: json.RawMessage(`{"type":"text"}`), ClientMessageID: "c1"}, "JSON array"},
+		{"content a string", signals.PromptRequest{Text: "x", Content: json.RawMessage(`"hi"`), ClientMessageID: "c1"}, "JSON array"},
+		{"content not JSON", signals.PromptRequest{Text: "x", Content: json.RawMessage(`[{`), ClientMessageID: "c1"}, "JSON array"},
+		{"null content and no text", signals.PromptRequest{Content: json.RawMessage(`null`), ClientMessageID: "c1"}, "empty"},
+		{"no blocks and blank text", signals.PromptRequest{Text: " ", Content: json.RawMessage(` [ ] `), ClientMessageID: "c1"}, "empty"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -413,4 +419,136 @@ func TestQueue_BytesStayExactAcrossJSONRoundTrip(t *testing.T) {
 			require.Zero(t, next.Bytes(), "an empty queue holds 0 bytes")
 		})
 	}
+}
+
+// --- Fuzz ---
+
+// FuzzQueueOffer drives a queue of arbitrary limit and byte budget with an arbitrary
+// sequence of offers (ids from a small set, so duplicates happen; text and content of any
+// size, garbage included), pops and drains. At every step Check changes nothing and Offer
+// answers as Check did; a rejection changes nothing; a duplicate returns the original result;
+// turn ids are handed out one apart; the queue never holds more than its limit, nor more than
+// its byte budget unless a single prompt; and the validation rejects empty text, text over
+// MaxTextBytes and missing or oversized ids before anything else.
+func FuzzQueueOffer(f *testing.F) {
+	f.Add(uint8(2), uint32(100), []byte{0, 1, 2, 3, 0x40, 0x80, 4, 0xc0})
+	f.Add(uint8(0), uint32(0), []byte{1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1})
+	f.Add(uint8(1), uint32(5), []byte{0x11, 0x22, 0x33, 0xff, 0xfe, 0x80, 0x81})
+	f.Fuzz(func(t *testing.T, limit uint8, maxBytes uint32, ops []byte) {
+		q := NewQueue(int(limit % 20))
+		q.MaxBytes = int(maxBytes % (2 << 20))
+		if len(ops) > 300 {
+			ops = ops[:300]
+		}
+		seen := map[string]signals.PromptResult{}
+		var last int64
+		for i, op := range ops {
+			switch {
+			case op >= 0xf0: // drain
+				n := len(q.Items)
+				if ids := q.Drain(); len(ids) != n || len(q.Items) != 0 {
+					t.Fatalf("drain returned %d ids of %d", len(ids), n)
+				}
+				continue
+			case op >= 0xc0: // pop
+				n := len(q.Items)
+				var head signals.QueuedPrompt
+				if n > 0 {
+					head = q.Items[0]
+				}
+				p, ok := q.Pop()
+				if ok != (n > 0) || (ok && !reflect.DeepEqual(p, head)) || len(q.Items) != max(n-1, 0) {
+					t.Fatalf("pop of %d items: %v %+v", n, ok, p)
+				}
+				continue
+			}
+			req := fuzzPrompt(op, i)
+			busy := op&1 == 1
+			before := cloneQueue(q)
+			res, rej := q.Check(req, busy)
+			if !reflect.DeepEqual(before, cloneQueue(q)) {
+				t.Fatalf("Check changed the queue")
+			}
+			res2, rej2 := q.Offer(req, busy)
+			if !reflect.DeepEqual(res, res2) || !reflect.DeepEqual(rej, rej2) {
+				t.Fatalf("Offer answered %+v %v, Check %+v %v", res2, rej2, res, rej)
+			}
+			if vrej := ValidatePrompt(req); vrej != nil {
+				if rej == nil || rej.Type != signals.RejectInvalidRequest || rej.Message == "" {
+					t.Fatalf("invalid prompt (%v) answered %+v %v", vrej, res, rej)
+				}
+			}
+			if strings.TrimSpace(req.Text) == "" && len(req.Content) == 0 || len(req.Text)+len(req.Content) > signals.MaxTextBytes ||
+				req.ClientMessageID == "" || len(req.ClientMessageID) > signals.MaxClientIDBytes {
+				if ValidatePrompt(req) == nil {
+					t.Fatalf("garbage prompt passed validation: text %d bytes, id %q", len(req.Text), req.ClientMessageID)
+				}
+			}
+			switch {
+			case rej != nil:
+				if !reflect.DeepEqual(before, cloneQueue(q)) {
+					t.Fatalf("a rejected prompt (%v) changed the queue", rej)
+				}
+				if rej.Type != signals.RejectInvalidRequest && rej.Type != signals.RejectQueueFull {
+					t.Fatalf("rejection type %q", rej.Type)
+				}
+			case res.Duplicate:
+				orig, ok := seen[req.ClientMessageID]
+				if !ok || orig.TurnID != res.TurnID || orig.Position != res.Position {
+					t.Fatalf("duplicate %+v of %+v (known %v)", res, orig, ok)
+				}
+				if !reflect.DeepEqual(before, cloneQueue(q)) {
+					t.Fatalf("a duplicate changed the queue")
+				}
+			default:
+				if _, dup := seen[req.ClientMessageID]; dup {
+					t.Fatalf("id %q accepted twice", req.ClientMessageID)
+				}
+				seen[req.ClientMessageID] = res
+				if res.TurnID != last+1 {
+					t.Fatalf("turn id %d after %d", res.TurnID, last)
+				}
+				last = res.TurnID
+				want := len(q.Items) - 1
+				if busy {
+					want++
+				}
+				if res.Position != want {
+					t.Fatalf("position %d, want %d", res.Position, want)
+				}
+			}
+			if len(q.Items) > q.Limit {
+				t.Fatalf("%d items past the limit %d", len(q.Items), q.Limit)
+			}
+			if len(q.Items) > 1 && q.MaxBytes > 0 && q.Bytes() > q.MaxBytes {
+				t.Fatalf("%d bytes queued past the budget %d", q.Bytes(), q.MaxBytes)
+			}
+		}
+	})
+}
+
+// fuzzPrompt makes a prompt request from one op byte: the id from a set of eight (or empty,
+// or oversized), the text empty, blank, short, or over the limit, sometimes with content.
+func fuzzPrompt(op byte, i int) signals.PromptRequest {
+	req := signals.PromptRequest{ClientMessageID: "m" + strconv.Itoa(int(op>>3&7))}
+	switch op >> 3 & 7 {
+	case 6:
+		req.ClientMessageID = ""
+	case 7:
+		req.ClientMessageID = strings.Repeat("i", signals.MaxClientIDBytes+int(op&1))
+	}
+	switch op & 6 {
+	case 0:
+		req.Text = "prompt " + strconv.Itoa(i)
+	case 2:
+		req.Text = strings.Repeat("t", 1000*int(op>>4)+1)
+	case 4:
+		req.Text = " \n\t"
+	case 6:
+		req.Text = strings.Repeat("x", signals.MaxTextBytes-1+int(op>>6))
+	}
+	if op&0x40 != 0 && op&6 != 6 {
+		req.Content = json.RawMessage(`[{"type":"text","text":"c"}]`)
+	}
+	return req
 }

@@ -105,6 +105,14 @@ type session struct {
 func SessionWorkflow(ctx workflow.Context, in signals.SessionConfig) error {
 	cfg, err := ResolveConfig(in)
 	if err != nil {
+		// signals.Client refuses such a config before it starts anything; a client that did
+		// not check gets the reason for its first prompt instead of "unknown update".
+		rej := signals.Reject(signals.RejectInvalidRequest, "invalid session config: %v", err)
+		_ = workflow.SetUpdateHandlerWithOptions(ctx, signals.UpdatePrompt,
+			func(workflow.Context, signals.PromptRequest) (signals.PromptResult, error) {
+				return signals.PromptResult{}, rej.ApplicationError()
+			},
+			workflow.UpdateHandlerOptions{Validator: func(workflow.Context, signals.PromptRequest) error { return rej.ApplicationError() }})
 		return temporal.NewNonRetryableApplicationError(err.Error(), signals.RejectInvalidRequest, nil)
 	}
 	s := &session{cfg: cfg}
