@@ -733,9 +733,11 @@ func printEventTable(t testing.TB, streams []streamFigures) {
 	tw := tabwriter.NewWriter(os.Stdout, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "path\tn\tp50 ms\tp99 ms\tmax ms\tp50 − baseline ms")
 	fmt.Fprintf(tw, "direct ACP pipe (baseline, alongside each stream)\t%d\t%.2f\t%.2f\t%.2f\t\n", base.n, base.p50, base.p99, base.max)
+	recordFigure(t, "event/direct", base.n, base.p50, base.p99)
 	for _, f := range streams {
 		total, _, _, _ := f.latencies()
 		s := statsOf(total)
+		recordFigure(t, "event/flush_"+f.flush.String(), s.n, s.p50, s.p99)
 		fmt.Fprintf(tw, "tacp events poller (%s, flush %s)\t%d\t%.2f\t%.2f\t%.2f\t%.2f\n",
 			pollEvery, f.flush, s.n, s.p50, s.p99, s.max, s.p50-base.p50)
 	}
@@ -779,6 +781,8 @@ func printWarmTable(t testing.TB, warm []warmRound) {
 		turnEvents = append(turnEvents, r.tacp.turn.events)
 	}
 	b, s := statsOf(direct), statsOf(tacp)
+	recordFigure(t, "warm/direct", b.n, b.p50, b.p99)
+	recordFigure(t, "warm/tacp", s.n, s.p50, s.p99)
 	fmt.Println("Warm zero-work turn (`/chunks 0`, agent already running; target: tacp − direct ≤ 50 ms)")
 	tw := tabwriter.NewWriter(os.Stdout, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "path\tn\tp50 ms\tp99 ms\tmax ms")

@@ -1,0 +1,155 @@
+// Command cluster runs tacp against a real multi-service Temporal cluster on loopback, the
+// shape production runs: PostgreSQL 15, and the Temporal server at the version go.mod pins
+// (v1.32.0, built from the module cache) as four separate processes — frontend, history,
+// matching and worker — so each can be killed on its own.
+//
+//	go run ./bench/cluster up      build the server and its SQL tool, start PostgreSQL, set up the
+//	                               schema, start the four services, register namespace and search
+//	                               attributes
+//	go run ./bench/cluster chaos   a tacp worker and a streaming session; kill -9 history, then
+//	                               matching, then frontend mid-turn and start each again; check the
+//	                               journal; print recovery times
+//	go run ./bench/cluster bench   the control round-trip and turn-path benchmarks (bench/), on the
+//	                               in-process server and on the cluster, side by side
+//	go run ./bench/cluster down    stop everything and remove the state directory
+//
+// Everything lives in one state directory (-dir, default $TMPDIR/tacp-cluster): the
+// PostgreSQL data, the server config, logs, and state.json with the ports and process ids
+// that `down` needs. Every step is bounded in time, and a failed or interrupted `up` tears
+// down what it started.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"syscall"
+	"time"
+)
+
+func usage(fs *flag.FlagSet) func() {
+	return func() {
+		fmt.Fprint(fs.Output(), `usage: go run ./bench/cluster [flags] up|chaos|bench|down
+
+  up      build temporal-server and temporal-sql-tool (v1.32.0), start PostgreSQL 15 and the
+          frontend, history, matching and worker services on loopback
+  chaos   kill -9 history, matching and frontend mid-turn of a streaming session; verify the
+          journal and print the recovery time of each kill
+  bench   run bench/'s control and turn tables in-process and against the cluster; print both
+  down    stop every process and remove the state directory
+
+flags (each falls back to the environment variable named in brackets):
+`)
+		fs.PrintDefaults()
+	}
+}
+
+func envOr(name, def string) string {
+	if v, ok := os.LookupEnv(name); ok {
+		return v
+	}
+	return def
+}
+
+func envDuration(name string, def time.Duration) time.Duration {
+	if v, ok := os.LookupEnv(name); ok {
+		if d, err := time.ParseDuration(v); err == nil {
+			return d
+		}
+	}
+	return def
+}
+
+func envInt(name string, def int) int {
+	if v, ok := os.LookupEnv(name); ok {
+		var n int
+		if _, err := fmt.Sscan(v, &n); err == nil {
+			return n
+		}
+	}
+	return def
+}
+
+func main() {
+	fs := flag.NewFlagSet("cluster", flag.ExitOnError)
+	fs.Usage = usage(fs)
+	var o options
+	fs.StringVar(&o.dir, "dir", envOr("TACP_CLUSTER_DIR", filepath.Join(os.TempDir(), "tacp-cluster")), "state directory [TACP_CLUSTER_DIR]")
+	fs.StringVar(&o.pgBin, "pg-bin", envOr("TACP_CLUSTER_PG_BIN", "/usr/lib/postgresql/15/bin"), "PostgreSQL binaries (initdb, pg_ctl, psql) [TACP_CLUSTER_PG_BIN]")
+	fs.StringVar(&o.logLevel, "log-level", envOr("TACP_CLUSTER_LOG_LEVEL", "warn"), "log level of the Temporal services [TACP_CLUSTER_LOG_LEVEL]")
+	fs.IntVar(&o.shards, "shards", envInt("TACP_CLUSTER_SHARDS", 4), "history shards (fixed once the schema is set up) [TACP_CLUSTER_SHARDS]")
+	fs.DurationVar(&o.timeout, "timeout", envDuration("TACP_CLUSTER_TIMEOUT", 30*time.Minute), "bound on the whole command [TACP_CLUSTER_TIMEOUT]")
+	fs.IntVar(&o.chunks, "chunks", envInt("TACP_CLUSTER_CHUNKS", 250), "chaos: chunks of each streaming turn [TACP_CLUSTER_CHUNKS]")
+	fs.DurationVar(&o.every, "every", envDuration("TACP_CLUSTER_EVERY", 20*time.Millisecond), "chaos: interval between chunks [TACP_CLUSTER_EVERY]")
+	fs.IntVar(&o.rounds, "rounds", envInt("TACP_CLUSTER_ROUNDS", 1), "chaos: rounds of kills (history, matching, frontend each round) [TACP_CLUSTER_ROUNDS]")
+	fs.DurationVar(&o.killAfter, "kill-after", envDuration("TACP_CLUSTER_KILL_AFTER", time.Second), "chaos: how long into the streaming turn the kill comes [TACP_CLUSTER_KILL_AFTER]")
+	fs.IntVar(&o.benchN, "bench-n", envInt("TACP_BENCH_N", 300), "bench: control round trips of each kind [TACP_BENCH_N]")
+	fs.IntVar(&o.benchTurns, "bench-turns", envInt("TACP_BENCH_TURNS", 100), "bench: warm zero-work turns [TACP_BENCH_TURNS]")
+	fs.IntVar(&o.benchChunks, "bench-chunks", envInt("TACP_BENCH_CHUNKS", 1000), "bench: chunks of each streaming turn [TACP_BENCH_CHUNKS]")
+	_ = fs.Parse(os.Args[1:])
+	if fs.NArg() != 1 {
+		fs.Usage()
+		os.Exit(2)
+	}
+	var err error
+	if o.dir, err = filepath.Abs(o.dir); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	ctx, cancel := context.WithTimeout(ctx, o.timeout)
+	defer cancel()
+
+	switch cmd := fs.Arg(0); cmd {
+	case "up":
+		_, err = up(ctx, o)
+	case "down":
+		err = down(o.dir)
+	case "chaos":
+		err = withState(o.dir, func(st *State) error {
+			_, err := chaos(ctx, st, o)
+			return err
+		})
+	case "bench":
+		err = withState(o.dir, func(st *State) error { return bench(ctx, st, o) })
+	default:
+		fs.Usage()
+		os.Exit(2)
+	}
+	if err != nil {
+		if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+			err = fmt.Errorf("%w (bounded by -timeout %s)", err, o.timeout)
+		}
+		fmt.Fprintln(os.Stderr, "cluster:", err)
+		os.Exit(1)
+	}
+}
+
+// options are the command's flags.
+type options struct {
+	dir, pgBin, logLevel string
+	shards               int
+	timeout              time.Duration
+
+	chunks    int
+	rounds    int
+	every     time.Duration
+	killAfter time.Duration
+
+	benchN, benchTurns, benchChunks int
+}
+
+// withState loads the state `up` left and runs fn with it.
+func withState(dir string, fn func(*State) error) error {
+	st, err := loadState(dir)
+	if err != nil {
+		return fmt.Errorf("%w (run `go run ./bench/cluster up` first)", err)
+	}
+	return fn(st)
+}
