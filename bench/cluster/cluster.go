@@ -284,9 +284,13 @@ func (st *State) asPostgres(ctx context.Context, bin string, args ...string) *ex
 	return cmd
 }
 
+// run runs cmd; a failure carries the end of its output.
 func run(cmd *exec.Cmd) error {
 	out, err := cmd.CombinedOutput()
 	if err != nil {
+		if len(out) > 4000 {
+			out = append([]byte("..."), out[len(out)-4000:]...)
+		}
 		return fmt.Errorf("%s: %w\n%s", strings.Join(cmd.Args, " "), err, out)
 	}
 	return nil
