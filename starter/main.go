@@ -54,6 +54,7 @@ var commands = []command{
 	{"setup", "", "register tacp's search attributes on the cluster's namespace", cmdSetup},
 	{"acp", "[--session ID] [--observe]", "speak ACP on stdio as the agent of an editor: durable, shared tacp sessions", cmdACP},
 	{"codec-server", "[--listen ADDR] [--token T]", "serve /encode and /decode of the payload codec for the Temporal UI", cmdCodecServer},
+	{"web", "[--listen ADDR] [--token T] [--observer-token T]", "serve the deck: watch, approve, steer and cancel sessions from a browser", cmdWeb},
 }
 
 func main() {

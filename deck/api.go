@@ -1,0 +1,346 @@
+package deck
+
+// The JSON half of the API: reads (sessions list, status, events) and the writes that map
+// one to one onto the session updates, with rejections turned into HTTP statuses.
+
+import (
+	"cmp"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"mime"
+	"net/http"
+	"slices"
+	"strconv"
+	"time"
+
+	"github.com/tacp-dev/tacp/signals"
+)
+
+// callTimeout bounds one call into Temporal: an update answers in well under it, and a
+// browser should see an error rather than hang when the cluster is away.
+const callTimeout = 30 * time.Second
+
+// apiError is the body of every refusal.
+type apiError struct {
+	Type    string `json:"type"`
+	Message string `json:"message"`
+	Details any    `json:"details,omitempty"`
+}
+
+func writeJSON(w http.ResponseWriter, code int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(code)
+	_ = json.NewEncoder(w).Encode(v)
+}
+
+func writeError(w http.ResponseWriter, code int, typ, msg string, details any) {
+	writeJSON(w, code, apiError{Type: typ, Message: msg, Details: details})
+}
+
+// RejectionStatus is the HTTP status of a rejection type: 404 for what does not exist, 409
+// for what the session's state refuses now, 400 for a request that is wrong in itself.
+func RejectionStatus(typ string) int {
+	switch typ {
+	case signals.RejectUnknownSession, signals.RejectUnknownRequest:
+		return http.StatusNotFound
+	case signals.RejectQueueFull, signals.RejectStaleTurn, signals.RejectNoLiveTurn,
+		signals.RejectClientMsgIDReuse, signals.RejectNoSteerChannel, signals.RejectSessionClosed:
+		return http.StatusConflict
+	case signals.RejectForbidden:
+		return http.StatusForbidden
+	case signals.RejectInvalidRequest, signals.RejectInvalidOption:
+		return http.StatusBadRequest
+	default:
+		return http.StatusConflict
+	}
+}
+
+// fail answers err: a rejection with its status and type, anything else as the cluster
+// being unreachable (logged here, not shown: it may name internal addresses).
+func (s *Server) fail(w http.ResponseWriter, r *http.Request, err error) {
+	if rej, ok := signals.AsRejection(err); ok {
+		writeError(w, RejectionStatus(rej.Type), rej.Type, rej.Message, rej.Details)
+		return
+	}
+	if errors.Is(err, context.DeadlineExceeded) {
+		s.log.Warn("deck call timed out", "path", r.URL.Path, "err", err)
+		writeError(w, http.StatusGatewayTimeout, "timeout", "Temporal did not answer in time", nil)
+		return
+	}
+	if r.Context().Err() != nil {
+		return // the caller went away
+	}
+	s.log.Warn("deck call failed", "path", r.URL.Path, "err", err)
+	writeError(w, http.StatusBadGateway, "unavailable", "Temporal call failed; see the deck's log", nil)
+}
+
+// decode reads r's JSON body into v; on any fault it answers and returns false.
+func decode(w http.ResponseWriter, r *http.Request, v any) bool {
+	mt, _, err := mime.ParseMediaType(r.Header.Get("Content-Type"))
+	if err != nil || mt != "application/json" {
+		writeError(w, http.StatusUnsupportedMediaType, "unsupported_media_type", "the body must be JSON (Content-Type: application/json)", nil)
+		return false
+	}
+	dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, MaxBodyBytes))
+	dec.DisallowUnknownFields()
+	err = dec.Decode(v)
+	if err == nil {
+		if _, extra := dec.Token(); extra != io.EOF {
+			err = errors.New("trailing data after the JSON value")
+		}
+	}
+	if err == nil {
+		return true
+	}
+	var tooBig *http.MaxBytesError
+	if errors.As(err, &tooBig) {
+		writeError(w, http.StatusRequestEntityTooLarge, "too_large", fmt.Sprintf("the body is over %d bytes", MaxBodyBytes), nil)
+		return false
+	}
+	if errors.Is(err, io.EOF) {
+		err = errors.New("empty body")
+	}
+	writeError(w, http.StatusBadRequest, signals.RejectInvalidRequest, "malformed JSON: "+err.Error(), nil)
+	return false
+}
+
+func callCtx(r *http.Request) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(r.Context(), callTimeout)
+}
+
+// intParam reads the integer query parameter name (def when absent) within [lo, hi].
+func intParam(w http.ResponseWriter, r *http.Request, name string, def, lo, hi int64) (int64, bool) {
+	v := r.URL.Query().Get(name)
+	if v == "" {
+		return def, true
+	}
+	n, err := strconv.ParseInt(v, 10, 64)
+	if err != nil || n < lo || n > hi {
+		writeError(w, http.StatusBadRequest, signals.RejectInvalidRequest, fmt.Sprintf("%s must be an integer in [%d, %d]", name, lo, hi), nil)
+		return 0, false
+	}
+	return n, true
+}
+
+type sessionsResult struct {
+	Sessions []signals.SessionInfo `json:"sessions"`
+}
+
+// listSessions lists sessions from visibility: those awaiting approval first (asked for on
+// their own, so that none falls past the limit), then running ones, newest first.
+func (s *Server) listSessions(w http.ResponseWriter, r *http.Request, _ string) {
+	limit, ok := intParam(w, r, "limit", 100, 1, 1000)
+	if !ok {
+		return
+	}
+	ctx, cancel := callCtx(r)
+	defer cancel()
+	awaiting, err := s.c.ListAwaitingApproval(ctx, int(limit))
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	all, err := s.c.List(ctx, int(limit))
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	seen := map[string]bool{}
+	out := []signals.SessionInfo{}
+	for _, l := range [][]signals.SessionInfo{awaiting, all} {
+		for _, si := range l {
+			if !seen[si.SessionID] {
+				seen[si.SessionID] = true
+				out = append(out, si)
+			}
+		}
+	}
+	rank := func(si signals.SessionInfo) int {
+		switch {
+		case si.AwaitingApproval && si.Running:
+			return 0
+		case si.Running:
+			return 1
+		default:
+			return 2
+		}
+	}
+	slices.SortStableFunc(out, func(a, b signals.SessionInfo) int {
+		return cmp.Or(cmp.Compare(rank(a), rank(b)), b.StartedAt.Compare(a.StartedAt))
+	})
+	writeJSON(w, http.StatusOK, sessionsResult{Sessions: out})
+}
+
+// statusResult is the status snapshot with the server's clock, so that a phone whose clock
+// is off still counts a permission's deadline down right.
+type statusResult struct {
+	signals.Status
+	ServerTime time.Time `json:"server_time"`
+}
+
+func (s *Server) status(w http.ResponseWriter, r *http.Request, _ string) {
+	ctx, cancel := callCtx(r)
+	defer cancel()
+	st, err := s.c.Status(ctx, r.PathValue("id"))
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, statusResult{Status: st, ServerTime: time.Now().UTC()})
+}
+
+func (s *Server) events(w http.ResponseWriter, r *http.Request, _ string) {
+	after, ok := intParam(w, r, "after", 0, 0, 1<<62)
+	if !ok {
+		return
+	}
+	limit, ok := intParam(w, r, "limit", 0, 0, 1000)
+	if !ok {
+		return
+	}
+	ctx, cancel := callCtx(r)
+	defer cancel()
+	res, err := s.c.Events(ctx, r.PathValue("id"), after, int(limit))
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	if res.Events == nil {
+		res.Events = []signals.Event{}
+	}
+	writeJSON(w, http.StatusOK, res)
+}
+
+// promptRequest is what the deck takes for a prompt: text only. The session, when it is
+// new, gets the worker's default agent and workspace: a deck token does not choose what
+// program a worker runs.
+type promptRequest struct {
+	Text            string `json:"text"`
+	ClientMessageID string `json:"client_message_id,omitempty"`
+}
+
+func (s *Server) prompt(w http.ResponseWriter, r *http.Request, _ string) {
+	var req promptRequest
+	if !decode(w, r, &req) {
+		return
+	}
+	ctx, cancel := callCtx(r)
+	defer cancel()
+	res, err := s.c.Prompt(ctx, signals.SessionConfig{SessionID: r.PathValue("id")},
+		signals.PromptRequest{Text: req.Text, ClientMessageID: req.ClientMessageID})
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	s.log.Info("deck prompt", "session", r.PathValue("id"), "turn", res.TurnID, "duplicate", res.Duplicate)
+	writeJSON(w, http.StatusOK, res)
+}
+
+type steerRequest struct {
+	Text           string `json:"text"`
+	ExpectedTurnID string `json:"expected_turn_id"`
+	ClientMsgID    string `json:"client_msg_id,omitempty"`
+}
+
+func (s *Server) steer(w http.ResponseWriter, r *http.Request, _ string) {
+	var req steerRequest
+	if !decode(w, r, &req) {
+		return
+	}
+	if req.ExpectedTurnID == "" {
+		writeError(w, http.StatusBadRequest, signals.RejectInvalidRequest, "expected_turn_id is required: the steer token the page shows", nil)
+		return
+	}
+	if req.ClientMsgID == "" {
+		req.ClientMsgID = signals.NewID()
+	}
+	ctx, cancel := callCtx(r)
+	defer cancel()
+	res, err := s.c.Steer(ctx, r.PathValue("id"), signals.SteerRequest{Text: req.Text, ExpectedTurnID: req.ExpectedTurnID, ClientMsgID: req.ClientMsgID})
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	s.log.Info("deck steer", "session", r.PathValue("id"), "outcome", res.Outcome, "next", res.NextExpectedTurnID)
+	writeJSON(w, http.StatusOK, res)
+}
+
+type cancelRequest struct {
+	TurnID int64 `json:"turn_id,omitempty"`
+}
+
+func (s *Server) cancel(w http.ResponseWriter, r *http.Request, _ string) {
+	var req cancelRequest
+	if !decode(w, r, &req) {
+		return
+	}
+	ctx, cancel := callCtx(r)
+	defer cancel()
+	res, err := s.c.Cancel(ctx, r.PathValue("id"), signals.CancelRequest{TurnID: req.TurnID})
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	s.log.Info("deck cancel", "session", r.PathValue("id"), "outcome", res.Outcome)
+	writeJSON(w, http.StatusOK, res)
+}
+
+type respondRequest struct {
+	OptionID    string `json:"option_id,omitempty"`
+	Outcome     string `json:"outcome,omitempty"`
+	ClientMsgID string `json:"client_msg_id,omitempty"`
+}
+
+func (s *Server) permissionRespond(w http.ResponseWriter, r *http.Request, _ string) {
+	var req respondRequest
+	if !decode(w, r, &req) {
+		return
+	}
+	ctx, cancel := callCtx(r)
+	defer cancel()
+	res, err := s.c.PermissionRespond(ctx, r.PathValue("id"), signals.PermissionRespondRequest{
+		RequestID: r.PathValue("request"), OptionID: req.OptionID, Outcome: req.Outcome, ClientMsgID: req.ClientMsgID,
+	})
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	s.log.Info("deck permission answer", "session", r.PathValue("id"), "request", res.RequestID,
+		"outcome", res.Resolution.Outcome, "option", res.Resolution.OptionID, "decided_by", res.Resolution.DecidedBy)
+	writeJSON(w, http.StatusOK, res)
+}
+
+func (s *Server) setPolicy(w http.ResponseWriter, r *http.Request, _ string) {
+	var req signals.SetPolicyRequest
+	if !decode(w, r, &req) {
+		return
+	}
+	ctx, cancel := callCtx(r)
+	defer cancel()
+	res, err := s.c.SetPolicy(ctx, r.PathValue("id"), req)
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	s.log.Info("deck policy", "session", r.PathValue("id"), "level", res.Level)
+	writeJSON(w, http.StatusOK, res)
+}
+
+func (s *Server) forget(w http.ResponseWriter, r *http.Request, _ string) {
+	var req signals.PermissionForgetRequest
+	if !decode(w, r, &req) {
+		return
+	}
+	ctx, cancel := callCtx(r)
+	defer cancel()
+	res, err := s.c.PermissionForget(ctx, r.PathValue("id"), req)
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	s.log.Info("deck forget", "session", r.PathValue("id"), "forgotten", res.Forgotten)
+	writeJSON(w, http.StatusOK, res)
+}

@@ -1,0 +1,174 @@
+// Package deck is tacp's web deck: an HTTP server that lets a person follow sessions and act
+// on them from a browser, phone first. It owns the JSON + Server-Sent Events API over
+// signals.Client and the small web app (plain HTML, CSS and JavaScript embedded with embed;
+// no build step). Every state change goes through the same updates as the CLI, so the deck
+// is refused exactly what the CLI is refused.
+//
+// # API
+//
+// Every /api/ call but login needs a token (see Auth). Bodies are JSON (Content-Type
+// application/json, at most MaxBodyBytes, unknown fields refused).
+//
+//	POST /api/login                            {token} → {role}; sets the session cookie
+//	POST /api/logout                           clears the cookie
+//	GET  /api/whoami                           {role}
+//	GET  /api/sessions[?limit=N]               {sessions: [...]}, awaiting approval first
+//	GET  /api/sessions/{id}                    the status snapshot + server_time
+//	GET  /api/sessions/{id}/events?after=&limit=   the events query, as is
+//	GET  /api/sessions/{id}/stream[?after=N]   SSE: the journal after N, then live
+//	POST /api/sessions/{id}/prompt             {text, client_message_id?}
+//	POST /api/sessions/{id}/steer              {text, expected_turn_id, client_msg_id?}
+//	POST /api/sessions/{id}/cancel             {turn_id?}
+//	POST /api/sessions/{id}/permissions/{req}  {option_id?, outcome?, client_msg_id?}
+//	POST /api/sessions/{id}/policy             {level}
+//	POST /api/sessions/{id}/forget             {tool}
+//
+// A refusal is a JSON body {type, message, details?} with a status that says what kind it
+// is: 401 no or wrong token, 403 an observer token on a write (type "forbidden"), 400
+// invalid_request / invalid_option / malformed JSON, 404 unknown_session / unknown_request,
+// 409 queue_full / stale_turn / no_live_turn / client_msg_id_reuse / no_steer_channel /
+// session_closed, 413 too large, 415 not JSON, 502 Temporal unreachable. A refused request
+// changed nothing.
+//
+// # The stream
+//
+// The stream is the session's journal as Server-Sent Events: each journal event is an SSE
+// event "journal" whose id is its seq and whose data is the event's JSON, so a browser that
+// reconnects (a phone waking up) sends Last-Event-ID and resumes exactly after the last
+// event it saw. Last-Event-ID wins over ?after=. When retention dropped events the client
+// never saw, an event "gap" (id: the seq before the first retained one) comes first and
+// the page shows "older events trimmed". After session.closed an event "end" tells the
+// client to stop reconnecting. The deck polls the events query for each open stream
+// (Options.PollInterval) and sends a comment line every Options.KeepAlive while idle.
+//
+// # Auth
+//
+// Tokens are bearer tokens: operator tokens may do everything, observer tokens may only
+// read (every write answers 403 forbidden). A call presents one as "Authorization: Bearer
+// T" or as the cookie tacp_deck that POST /api/login sets (HttpOnly, SameSite=Strict) — a
+// browser's EventSource cannot set headers, so the page logs in once and then rides the
+// cookie. The URL `starter web` prints carries the token in the fragment (/#token=T): the
+// fragment never reaches the server or its logs, the page posts it to /api/login and drops
+// it from the address bar. Writes authorised by the cookie must come from the deck's own
+// origin (Origin header, when sent, must match Host) and be JSON, which a cross-site form
+// cannot send. The static files of the page are public: they hold no session data.
+//
+// The deck does not attach as a viewer: a phone that sleeps while watching must not start
+// a session's grace window and so cancel a turn it merely looked at.
+package deck
+
+import (
+	"embed"
+	"errors"
+	"io/fs"
+	"log/slog"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/tacp-dev/tacp/signals"
+)
+
+//go:embed web
+var webFiles embed.FS
+
+// Roles a token grants.
+const (
+	RoleOperator = "operator"
+	RoleObserver = "observer"
+)
+
+// MaxBodyBytes bounds a request body: a prompt or steer of signals.MaxTextBytes with room
+// for JSON escaping; Temporal would refuse a larger payload anyway.
+const MaxBodyBytes = 2 << 20
+
+// Options configure a Server.
+type Options struct {
+	Client *signals.Client
+	// OperatorTokens may read and act; at least one is required.
+	OperatorTokens []string
+	// ObserverTokens may only read.
+	ObserverTokens []string
+	Logger         *slog.Logger
+	// PollInterval is how often an open stream asks for new events while it has none
+	// (default 250ms).
+	PollInterval time.Duration
+	// KeepAlive is how long an idle stream waits before it sends a comment line, so that
+	// proxies and phones keep the connection (default 15s).
+	KeepAlive time.Duration
+}
+
+// Server is the deck: an http.Handler serving the API and the web app.
+type Server struct {
+	c      *signals.Client
+	tokens tokens
+	log    *slog.Logger
+	poll   time.Duration
+	alive  time.Duration
+	mux    *http.ServeMux
+}
+
+// New returns a deck serving o.Client's sessions.
+func New(o Options) (*Server, error) {
+	if o.Client == nil {
+		return nil, errors.New("deck: a signals.Client is required")
+	}
+	toks, err := newTokens(o.OperatorTokens, o.ObserverTokens)
+	if err != nil {
+		return nil, err
+	}
+	s := &Server{c: o.Client, tokens: toks, log: o.Logger, poll: o.PollInterval, alive: o.KeepAlive}
+	if s.log == nil {
+		s.log = slog.New(slog.DiscardHandler)
+	}
+	if s.poll <= 0 {
+		s.poll = 250 * time.Millisecond
+	}
+	if s.alive <= 0 {
+		s.alive = 15 * time.Second
+	}
+	static, err := fs.Sub(webFiles, "web")
+	if err != nil {
+		return nil, err
+	}
+	m := http.NewServeMux()
+	m.HandleFunc("POST /api/login", s.login)
+	m.HandleFunc("POST /api/logout", s.logout)
+	m.HandleFunc("GET /api/whoami", s.read(s.whoami))
+	m.HandleFunc("GET /api/sessions", s.read(s.listSessions))
+	m.HandleFunc("GET /api/sessions/{id}", s.read(s.status))
+	m.HandleFunc("GET /api/sessions/{id}/events", s.read(s.events))
+	m.HandleFunc("GET /api/sessions/{id}/stream", s.read(s.stream))
+	m.HandleFunc("POST /api/sessions/{id}/prompt", s.write(s.prompt))
+	m.HandleFunc("POST /api/sessions/{id}/steer", s.write(s.steer))
+	m.HandleFunc("POST /api/sessions/{id}/cancel", s.write(s.cancel))
+	m.HandleFunc("POST /api/sessions/{id}/permissions/{request}", s.write(s.permissionRespond))
+	m.HandleFunc("POST /api/sessions/{id}/policy", s.write(s.setPolicy))
+	m.HandleFunc("POST /api/sessions/{id}/forget", s.write(s.forget))
+	files := http.FileServerFS(static)
+	m.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
+		switch {
+		case strings.HasPrefix(r.URL.Path, "/api/"):
+			writeError(w, http.StatusNotFound, "not_found", "no such API call: "+r.Method+" "+r.URL.Path, nil)
+		case r.Method != http.MethodGet && r.Method != http.MethodHead:
+			w.Header().Set("Allow", "GET, HEAD")
+			writeError(w, http.StatusMethodNotAllowed, "method_not_allowed", r.Method+" is not served here", nil)
+		default:
+			files.ServeHTTP(w, r)
+		}
+	})
+	s.mux = m
+	return s, nil
+}
+
+// ServeHTTP serves the API and the web app.
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	h := w.Header()
+	// The page loads only its own files and talks only to its own origin; agent output is
+	// rendered as text, and this keeps any mistake there from running script.
+	h.Set("Content-Security-Policy", "default-src 'self'; img-src 'self' data:; object-src 'none'; base-uri 'none'; frame-ancestors 'none'; form-action 'self'")
+	h.Set("X-Content-Type-Options", "nosniff")
+	h.Set("Referrer-Policy", "no-referrer")
+	h.Set("X-Frame-Options", "DENY")
+	s.mux.ServeHTTP(w, r)
+}

@@ -1,0 +1,104 @@
+package deck
+
+// What the deck decides without a session: tokens and roles, the status of each rejection
+// type, and request decoding. The API against real sessions is tested in e2e/deck_test.go.
+
+import (
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/tacp-dev/tacp/signals"
+)
+
+func TestTokensGiveTheirRole(t *testing.T) {
+	ts, err := newTokens([]string{"op1", "", "op2"}, []string{"obs"})
+	require.NoError(t, err)
+	for tok, want := range map[string]string{"op1": RoleOperator, "op2": RoleOperator, "obs": RoleObserver, "": "", "op": "", "op1 ": ""} {
+		require.Equal(t, want, ts.role(tok), "token %q", tok)
+	}
+	_, err = newTokens(nil, []string{"obs"})
+	require.Error(t, err, "an operator token is required")
+	_, err = newTokens([]string{"a"}, []string{"a"})
+	require.Error(t, err, "a token has one role")
+}
+
+func TestRejectionStatus(t *testing.T) {
+	for typ, want := range map[string]int{
+		signals.RejectUnknownSession: 404, signals.RejectUnknownRequest: 404,
+		signals.RejectQueueFull: 409, signals.RejectStaleTurn: 409, signals.RejectNoLiveTurn: 409,
+		signals.RejectClientMsgIDReuse: 409, signals.RejectNoSteerChannel: 409, signals.RejectSessionClosed: 409,
+		signals.RejectForbidden: 403, signals.RejectInvalidRequest: 400, signals.RejectInvalidOption: 400,
+	} {
+		require.Equal(t, want, RejectionStatus(typ), typ)
+	}
+}
+
+func TestDecodeRefusesWhatIsNotOneJSONObjectOfKnownFields(t *testing.T) {
+	for _, c := range []struct {
+		body, ctype string
+		code        int
+	}{
+		{`{"text":"hi","expected_turn_id":"1"}`, "application/json", 0},
+		{`{"text":"hi","expected_turn_id":"1"}`, "application/json; charset=utf-8", 0},
+		{`{"text":"hi"`, "application/json", 400},
+		{`{"text":"hi","extra":1}`, "application/json", 400},
+		{`{"text":"hi"} {}`, "application/json", 400},
+		{``, "application/json", 400},
+		{`{"text":"hi"}`, "text/plain", 415},
+		{`{"text":"` + strings.Repeat("x", MaxBodyBytes) + `"}`, "application/json", 413},
+	} {
+		r := httptest.NewRequest("POST", "/", strings.NewReader(c.body))
+		r.Header.Set("Content-Type", c.ctype)
+		w := httptest.NewRecorder()
+		var v steerRequest
+		ok := decode(w, r, &v)
+		if c.code == 0 {
+			require.True(t, ok, w.Body.String())
+			require.Equal(t, steerRequest{Text: "hi", ExpectedTurnID: "1"}, v)
+			continue
+		}
+		require.False(t, ok)
+		require.Equal(t, c.code, w.Code, c.body[:min(len(c.body), 40)])
+	}
+}
+
+func TestNewServesThePageAndGuardsTheAPI(t *testing.T) {
+	s, err := New(Options{Client: &signals.Client{}, OperatorTokens: []string{"op"}, ObserverTokens: []string{"obs"}})
+	require.NoError(t, err)
+	for _, c := range []struct {
+		method, path, token string
+		code                int
+	}{
+		{"GET", "/", "", 200},
+		{"GET", "/app.js", "", 200},
+		{"GET", "/style.css", "", 200},
+		{"POST", "/", "", 405},
+		{"GET", "/api/whoami", "", 401},
+		{"GET", "/api/whoami", "obs", 200},
+		{"GET", "/api/nope", "op", 404},
+		{"POST", "/api/sessions/s1/cancel", "obs", 403},
+		{"POST", "/api/sessions/s1/cancel", "", 401},
+	} {
+		r := httptest.NewRequest(c.method, c.path, nil)
+		if c.token != "" {
+			r.Header.Set("Authorization", "Bearer "+c.token)
+		}
+		w := httptest.NewRecorder()
+		s.ServeHTTP(w, r)
+		require.Equal(t, c.code, w.Code, "%s %s", c.method, c.path)
+		if strings.HasPrefix(c.path, "/api/") {
+			require.Equal(t, "application/json", w.Header().Get("Content-Type"))
+		}
+		require.NotEmpty(t, w.Header().Get("Content-Security-Policy"))
+	}
+	r := httptest.NewRequest("POST", "/api/login", strings.NewReader(`{"token":"op"}`))
+	r.Header.Set("Content-Type", "application/json")
+	r.Header.Set("Origin", "http://elsewhere.invalid")
+	w := httptest.NewRecorder()
+	s.ServeHTTP(w, r)
+	require.Equal(t, http.StatusForbidden, w.Code, "no login from another origin")
+}

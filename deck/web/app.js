@@ -1,0 +1,657 @@
+// The deck's web app: sign-in, the sessions list and one session's view (the transcript
+// replayed from the journal and then live over Server-Sent Events, permission cards,
+// the steer/prompt box, cancel, policy and rules). Plain JavaScript, no build step.
+// Everything the agent or a person wrote is put in the page as text, never as HTML.
+'use strict';
+
+(() => {
+  const app = document.getElementById('app');
+  const enc = encodeURIComponent;
+  let role = null; // "operator" | "observer" once signed in
+  let view = null; // the current view: {stop()}
+
+  // ---- small helpers -------------------------------------------------------------------
+
+  function h(tag, props, ...kids) {
+    const el = document.createElement(tag);
+    for (const [k, v] of Object.entries(props || {})) {
+      if (v == null || v === false) continue;
+      if (k === 'class') el.className = v;
+      else if (k === 'text') el.textContent = v;
+      else if (k === 'data') Object.assign(el.dataset, v);
+      else if (k.startsWith('on')) el.addEventListener(k.slice(2), v);
+      else el.setAttribute(k, v === true ? '' : String(v));
+    }
+    for (const c of kids.flat()) {
+      if (c != null && c !== false) el.append(c instanceof Node ? c : String(c));
+    }
+    return el;
+  }
+
+  class APIError extends Error {
+    constructor(status, body) {
+      super((body && body.message) || `HTTP ${status}`);
+      this.status = status;
+      this.type = (body && body.type) || 'http_' + status;
+      this.details = body && body.details;
+    }
+  }
+
+  async function api(method, path, body) {
+    const init = { method, credentials: 'same-origin', headers: {} };
+    if (body !== undefined) {
+      init.headers['Content-Type'] = 'application/json';
+      init.body = JSON.stringify(body);
+    }
+    let res;
+    try {
+      res = await fetch(path, init);
+    } catch (e) {
+      throw new APIError(0, { type: 'network', message: 'The deck is not reachable: ' + e.message });
+    }
+    let data = null;
+    try { data = await res.json(); } catch (e) { /* an empty or non-JSON body */ }
+    if (!res.ok) {
+      const err = new APIError(res.status, data);
+      if (res.status === 401 && role) signedOut('Your sign-in ended: enter the token again.');
+      throw err;
+    }
+    return data;
+  }
+
+  // newId makes client_message_id / client_msg_id values; getRandomValues works on plain
+  // http too (a phone on the LAN), where crypto.randomUUID does not.
+  function newId() {
+    const b = new Uint8Array(12);
+    crypto.getRandomValues(b);
+    return Array.from(b, (x) => x.toString(16).padStart(2, '0')).join('');
+  }
+
+  let toastTimer = 0;
+  function toast(msg, bad) {
+    const t = document.getElementById('toast');
+    t.textContent = msg;
+    t.className = bad ? 'bad' : '';
+    t.hidden = false;
+    clearTimeout(toastTimer);
+    toastTimer = setTimeout(() => { t.hidden = true; }, bad ? 6000 : 3500);
+  }
+
+  function setLive(state) {
+    const l = document.getElementById('live');
+    if (!state) { l.hidden = true; return; }
+    l.hidden = false;
+    l.className = 'live ' + (state === 'live' ? 'on' : 'off');
+    l.textContent = state === 'live' ? 'live' : state;
+  }
+
+  function badge(text, cls) { return h('span', { class: 'badge ' + (cls || '') }, text); }
+
+  function agentName(agent) {
+    if (!agent) return '';
+    const first = agent.trim().split(/\s+/)[0];
+    return first.slice(first.lastIndexOf('/') + 1);
+  }
+
+  function isLive(state) { return ['running', 'grace', 'suspended', 'cancelling'].includes(state); }
+
+  // ---- sign-in ---------------------------------------------------------------------------
+
+  function signedOut(msg) {
+    role = null;
+    document.getElementById('who').textContent = '';
+    document.getElementById('logout').hidden = true;
+    route(msg);
+  }
+
+  function signedIn(r) {
+    role = r;
+    document.getElementById('who').textContent = r;
+    document.getElementById('logout').hidden = false;
+  }
+
+  function loginView(msg) {
+    const input = h('input', { type: 'password', id: 'token', name: 'token', autocomplete: 'current-password', required: true, placeholder: 'token' });
+    const err = h('p', { class: 'error', id: 'login-error', text: msg || '' });
+    const form = h('form', { class: 'card', id: 'login' },
+      h('label', { for: 'token', text: 'Deck token (from `starter web`)' }), input,
+      h('button', { class: 'btn primary', type: 'submit', text: 'Sign in' }), err);
+    form.addEventListener('submit', async (e) => {
+      e.preventDefault();
+      try {
+        const r = await api('POST', '/api/login', { token: input.value.trim() });
+        signedIn(r.role);
+        location.hash = '#/';
+        route();
+      } catch (x) {
+        err.textContent = x.status === 401 ? 'That token is not valid here.' : x.message;
+      }
+    });
+    app.replaceChildren(h('h1', { text: 'Sign in' }), form);
+    input.focus();
+    return { stop() {} };
+  }
+
+  // ---- sessions list ---------------------------------------------------------------------
+
+  function listView() {
+    const list = h('ul', { class: 'sessions', id: 'sessions' });
+    const status = h('p', { class: 'muted pad', text: 'Loading sessions…' });
+    const parts = [h('h1', { text: 'Sessions' })];
+    if (role === 'operator') parts.push(newSessionForm());
+    parts.push(list, status);
+    app.replaceChildren(...parts);
+    let timer = 0;
+    let stopped = false;
+
+    async function refresh() {
+      clearTimeout(timer);
+      try {
+        const r = await api('GET', '/api/sessions');
+        if (stopped) return;
+        list.replaceChildren(...r.sessions.map(row));
+        status.textContent = r.sessions.length ? `Updated ${new Date().toLocaleTimeString()}` : 'No sessions yet.';
+      } catch (e) {
+        if (!stopped) status.textContent = 'Could not list sessions: ' + e.message;
+      }
+      if (!stopped) timer = setTimeout(refresh, 4000);
+    }
+
+    function row(s) {
+      const badges = [];
+      if (s.awaiting_approval && s.running) badges.push(badge('needs approval', 'ask'));
+      badges.push(badge(s.state || (s.running ? 'running' : 'closed'), s.state));
+      if (s.turn) badges.push(badge('turn ' + s.turn));
+      if (s.agent) badges.push(badge(agentName(s.agent)));
+      return h('li', {},
+        h('a', { href: '#/s/' + enc(s.session_id), data: { session: s.session_id } },
+          h('div', { class: 'card' },
+            h('div', { class: 'id', text: s.session_id }),
+            h('div', { class: 'badges' }, badges),
+            h('div', { class: 'muted', text: 'started ' + new Date(s.started_at).toLocaleString() }))));
+    }
+
+    const onVisible = () => { if (!document.hidden) refresh(); };
+    document.addEventListener('visibilitychange', onVisible);
+    refresh();
+    return { stop() { stopped = true; clearTimeout(timer); document.removeEventListener('visibilitychange', onVisible); } };
+  }
+
+  function newSessionForm() {
+    const id = h('input', { type: 'text', id: 'new-id', required: true, pattern: '[A-Za-z0-9._\\-]{1,128}', placeholder: 'session id (letters, digits, . _ -)', autocapitalize: 'off', spellcheck: 'false' });
+    const text = h('textarea', { id: 'new-text', required: true, rows: 2, placeholder: 'first prompt' });
+    const err = h('p', { class: 'error' });
+    const form = h('form', {}, id, text, h('button', { class: 'btn primary', type: 'submit', text: 'Start' }), err);
+    form.addEventListener('submit', async (e) => {
+      e.preventDefault();
+      try {
+        await api('POST', `/api/sessions/${enc(id.value)}/prompt`, { text: text.value, client_message_id: newId() });
+        location.hash = '#/s/' + enc(id.value);
+      } catch (x) {
+        err.textContent = x.message;
+      }
+    });
+    return h('details', { class: 'card' }, h('summary', { text: 'New session' }), form);
+  }
+
+  // ---- one session -----------------------------------------------------------------------
+
+  const refreshKinds = new Set(['prompt.accepted', 'turn.started', 'turn.restarted', 'turn.cancelling', 'turn.ended',
+    'turn.failed', 'steer.accepted', 'permission.requested', 'permission.resolved', 'permission.forgotten',
+    'policy.changed', 'viewer.grace_started', 'viewer.grace_cancelled', 'session.closed']);
+  const quietKinds = new Set(['user_message_chunk', 'available_commands_update', 'current_mode_update',
+    'usage_update', 'config_option_update', 'session_info_update']);
+
+  function sessionView(id) {
+    const operator = role === 'operator';
+    const stateBadges = h('span', { class: 'badges', id: 'state' });
+    const pending = h('section', { class: 'pending', id: 'pending', 'aria-label': 'permission requests' });
+    const transcript = h('div', { class: 'transcript', id: 'transcript', role: 'log' });
+    const policy = h('select', { id: 'policy', disabled: !operator },
+      ['ask_for_risky', 'ask_always', 'allow_all'].map((l) => h('option', { value: l, text: l })));
+    const rules = h('ul', { class: 'rules', id: 'rules' });
+    const settings = h('details', { class: 'card settings' },
+      h('summary', { text: 'Permissions: policy and remembered rules' }),
+      h('label', { for: 'policy', text: 'Policy' }), policy, rules);
+    const note = h('div', { class: 'note', id: 'composer-note' });
+    const text = h('textarea', { id: 'composer-text', rows: 2, placeholder: 'Steer the running turn, or send a prompt', 'aria-label': 'message' });
+    const steerBtn = h('button', { class: 'btn primary', id: 'steer-btn', type: 'button', text: 'Steer' });
+    const promptBtn = h('button', { class: 'btn', id: 'prompt-btn', type: 'button', text: 'Prompt' });
+    const cancelBtn = h('button', { class: 'btn danger', id: 'cancel-btn', type: 'button', text: 'Cancel turn', title: 'Cancel the running turn' });
+    const composer = h('div', { class: 'composer', id: 'composer', hidden: !operator, data: { token: '' } },
+      note, text, h('div', { class: 'row' }, steerBtn, promptBtn, cancelBtn));
+
+    // The dock keeps what asks for a person (open permissions, the composer) at the bottom of
+    // the screen, where a phone's reader is while the transcript grows.
+    app.replaceChildren(
+      h('div', { class: 'head' }, h('h1', { text: id }), stateBadges),
+      settings, transcript, h('div', { class: 'dock' }, pending, composer));
+
+    let stopped = false;
+    let es = null;
+    let lastSeq = 0;
+    let skew = 0; // server clock minus ours, for deadlines
+    let status = null;
+    let refreshTimer = 0;
+    let pollTimer = 0;
+    let pendingKey = null;
+
+    // -- the transcript --
+    let block = null; // the agent text or thought block chunks go on appending to
+    const tools = new Map();
+    const plans = new Map();
+
+    function nearBottom() {
+      return window.innerHeight + window.scrollY >= document.documentElement.scrollHeight - 160;
+    }
+    let scrollQueued = false;
+    // follow keeps the newest text in view while the reader is at the bottom; a reader who
+    // scrolled up to read stays where they are.
+    function follow(stick) {
+      if (stick && !scrollQueued) {
+        scrollQueued = true;
+        requestAnimationFrame(() => { scrollQueued = false; window.scrollTo(0, document.documentElement.scrollHeight); });
+      }
+    }
+    function add(el) {
+      const stick = nearBottom();
+      transcript.append(el);
+      follow(stick);
+      return el;
+    }
+    function meta(msg, cls, turn) {
+      block = null;
+      return add(h('div', { class: 'ev meta ' + (cls || ''), data: turn ? { turn: String(turn) } : undefined, text: msg }));
+    }
+    function chunk(kind, turn, txt) {
+      if (!block || block.kind !== kind || block.turn !== turn) {
+        block = { kind, turn, el: add(h('div', { class: 'ev agent-out ' + kind, data: { turn: String(turn) } })) };
+      }
+      const stick = nearBottom();
+      block.el.append(txt);
+      follow(stick);
+    }
+    function contentText(c) {
+      if (!c) return '';
+      if (typeof c.text === 'string') return c.text;
+      return '[' + (c.type || 'content') + ']';
+    }
+
+    function toolCard(u, turn) {
+      let t = tools.get(u.toolCallId);
+      if (!t) {
+        const title = h('span', { class: 'title' });
+        const st = h('span', { class: 'st' });
+        const el = add(h('div', { class: 'ev tool agent-out', data: { turn: String(turn), tool: u.toolCallId || '' } }, st, 'tool: ', title));
+        t = { el, title, st };
+        tools.set(u.toolCallId, t);
+      }
+      if (u.title) t.title.textContent = u.title + (u.kind ? ` (${u.kind})` : '');
+      if (u.status) {
+        t.st.textContent = u.status.replace('_', ' ');
+        t.el.classList.remove('pending', 'in_progress', 'completed', 'failed');
+        t.el.classList.add(u.status);
+      }
+      block = null;
+    }
+
+    function plan(u, turn) {
+      let el = plans.get(turn);
+      if (!el) {
+        el = add(h('div', { class: 'ev plan agent-out', data: { turn: String(turn) } }));
+        plans.set(turn, el);
+      }
+      el.replaceChildren(h('strong', { text: 'Plan' }),
+        h('ol', {}, (u.entries || []).map((e) => h('li', { class: e.status || '', text: e.content || '' }))));
+      block = null;
+    }
+
+    function agentUpdate(ev) {
+      const u = (ev.data && ev.data.update) || {};
+      const k = u.sessionUpdate;
+      switch (k) {
+        case 'agent_message_chunk': chunk('agent', ev.turn_id, contentText(u.content)); break;
+        case 'agent_thought_chunk': chunk('thought', ev.turn_id, contentText(u.content)); break;
+        case 'tool_call': case 'tool_call_update': toolCard(u, ev.turn_id); break;
+        case 'plan': plan(u, ev.turn_id); break;
+        default:
+          if (!quietKinds.has(k)) meta(`[${k || 'update'}]`);
+      }
+    }
+
+    function render(ev) {
+      const d = ev.data || {};
+      const t = ev.turn_id;
+      switch (ev.kind) {
+        case 'session.started': meta(`session started${d.run > 1 ? ` (run ${d.run})` : ''}`); break;
+        case 'prompt.accepted':
+          block = null;
+          add(h('div', { class: 'ev user', data: { turn: String(t) }, text: d.text + (d.text_truncated ? ' …' : '') }));
+          break;
+        case 'prompt.rejected': meta(`prompt refused: ${d.type} ${d.message || ''}`, 'bad'); break;
+        case 'turn.started': meta(`turn ${t} started${d.attempt > 1 ? ` (attempt ${d.attempt})` : ''}`, '', t); break;
+        case 'turn.restarted':
+          // A retry after a lost worker: the partial output of the lost attempt goes.
+          transcript.querySelectorAll(`.agent-out[data-turn="${t}"]`).forEach((el) => el.remove());
+          for (const [k, v] of tools) if (!v.el.isConnected) tools.delete(k);
+          plans.delete(t);
+          meta(`turn ${t} restarted (attempt ${d.attempt}): its partial output was dropped`, 'bad', t);
+          break;
+        case 'agent.update': agentUpdate(ev); break;
+        case 'steer.accepted':
+          block = null;
+          add(h('div', { class: 'ev steer', data: { turn: String(t) }, text: d.text + (d.text_truncated ? ' …' : '') }));
+          break;
+        case 'steer.rejected': meta(`steer refused: ${d.type} ${d.message || ''}`, 'bad'); break;
+        case 'steer.delivered':
+          meta(`steer ${t}.${d.offset} ${d.how === 'failed' ? 'not delivered' : 'delivered (' + d.how + ')'}`, d.how === 'failed' ? 'bad' : '');
+          break;
+        case 'turn.cancelling': meta(`cancelling turn ${t}${d.reason ? ': ' + d.reason : ''}`, 'bad', t); break;
+        case 'turn.ended': meta(`turn ${t} ended: ${d.stop_reason}`, 'turn-end', t); break;
+        case 'turn.failed': meta(`turn ${t} failed: ${d.error}`, 'turn-end bad', t); break;
+        case 'permission.requested': {
+          const tc = d.tool_call || {};
+          meta(`permission asked: ${tc.title || tc.toolCallId || d.request_id}${tc.kind ? ` (${tc.kind})` : ''}`);
+          break;
+        }
+        case 'permission.resolved':
+          meta(`permission ${d.outcome}${d.option_id ? ' ' + d.option_id : ''} by ${d.decided_by}${d.remember ? ', remembered' : ''}`);
+          break;
+        case 'permission.forgotten': meta(`rule forgotten: ${d.tool}`); break;
+        case 'policy.changed': meta(`policy ${d.previous || '?'} → ${d.level}`); break;
+        case 'usage.updated': break;
+        case 'viewer.grace_started': meta(`no viewer left: the turn is cancelled at ${new Date(d.until).toLocaleTimeString()} unless one attaches`, 'bad'); break;
+        case 'viewer.grace_cancelled': meta('a viewer is back: grace cancelled'); break;
+        case 'session.closed': meta(`session closed${d.reason ? ': ' + d.reason : ''}`, 'bad'); break;
+        default: meta(`[${ev.kind}]`);
+      }
+    }
+
+    // -- the stream --
+    function connect() {
+      if (stopped) return;
+      es = new EventSource(`/api/sessions/${enc(id)}/stream?after=${lastSeq}`);
+      es.onopen = () => setLive('live');
+      es.addEventListener('journal', (e) => {
+        const ev = JSON.parse(e.data);
+        if (ev.seq <= lastSeq) return;
+        lastSeq = ev.seq;
+        render(ev);
+        if (refreshKinds.has(ev.kind)) refreshSoon();
+      });
+      es.addEventListener('gap', (e) => {
+        const d = JSON.parse(e.data);
+        lastSeq = Math.max(lastSeq, d.first_retained_seq - 1);
+        block = null;
+        add(h('div', { class: 'ev gap', id: 'gap', text: `older events trimmed (the journal now starts at ${d.first_retained_seq})` }));
+        refreshSoon();
+      });
+      es.addEventListener('end', () => { es.close(); setLive('closed'); });
+      es.addEventListener('rejected', (e) => {
+        es.close();
+        const d = JSON.parse(e.data);
+        setLive('stopped');
+        meta(`stream stopped: ${d.type}: ${d.message}`, 'bad');
+      });
+      es.onerror = () => {
+        if (stopped) return;
+        setLive('reconnecting');
+        if (es.readyState === EventSource.CLOSED) {
+          // The server refused the stream (no such session, signed out, deck down): ask why
+          // before trying again; a dropped connection instead reconnects by itself.
+          setTimeout(async () => {
+            if (stopped) return;
+            try {
+              await api('GET', `/api/sessions/${enc(id)}`);
+              connect();
+            } catch (x) {
+              if (x.status === 404) { setLive('stopped'); meta(`no session ${id}`, 'bad'); } else if (x.status !== 401) setTimeout(connect, 3000);
+            }
+          }, 2000);
+        }
+      };
+    }
+
+    // -- the status snapshot: state, steer token, open requests, policy, rules --
+    function refreshSoon() {
+      clearTimeout(refreshTimer);
+      refreshTimer = setTimeout(refreshStatus, 120);
+    }
+
+    async function refreshStatus() {
+      clearTimeout(refreshTimer);
+      clearTimeout(pollTimer);
+      try {
+        const st = await api('GET', `/api/sessions/${enc(id)}`);
+        if (stopped) return;
+        skew = Date.parse(st.server_time) - Date.now();
+        status = st;
+        showStatus(st);
+      } catch (e) {
+        if (!stopped && e.status === 404) meta(`no session ${id}`, 'bad');
+      }
+      if (!stopped) pollTimer = setTimeout(refreshStatus, 10000);
+    }
+
+    function showStatus(st) {
+      const b = [badge(st.state, st.state)];
+      if (st.turn_id) b.push(badge('turn ' + st.turn_id));
+      if (st.queue && st.queue.length) b.push(badge(st.queue.length + ' queued'));
+      if (st.agent) b.push(badge(agentName(st.agent)));
+      stateBadges.replaceChildren(...b);
+
+      const live = isLive(st.state);
+      composer.dataset.token = live ? st.steer_token || '' : '';
+      composer.dataset.state = st.state;
+      steerBtn.disabled = !live || !st.steer_token;
+      cancelBtn.disabled = !live;
+      promptBtn.disabled = st.state === 'closed';
+      if (!note.classList.contains('warn')) {
+        note.textContent = live ? `Steering turn ${st.steer_token}` : st.state === 'closed' ? 'The session is closed.' : 'No turn is running: send a prompt.';
+      }
+
+      policy.value = st.policy || 'ask_for_risky';
+      rules.replaceChildren(...(st.rules || []).map((r) => h('li', {},
+        h('span', { text: r }),
+        operator ? h('button', { class: 'btn', type: 'button', data: { rule: r }, text: 'Forget', onclick: () => forget(r) }) : null)));
+      if (!st.rules || !st.rules.length) rules.append(h('li', { class: 'muted', text: 'No remembered rules.' }));
+
+      const perms = st.pending_permissions || [];
+      const key = perms.map((p) => p.request_id).join(',');
+      if (key !== pendingKey) {
+        pendingKey = key;
+        pending.replaceChildren(...perms.map(permCard));
+      }
+      tick();
+    }
+
+    function permCard(p) {
+      const buttons = (p.options || []).map((o) => {
+        const kind = o.kind || '';
+        return h('button', {
+          class: 'btn ' + (kind.startsWith('allow') ? 'allow' : kind.startsWith('reject') ? 'reject' : ''),
+          type: 'button', data: { option: o.optionId }, disabled: !operator, text: o.name || o.optionId,
+          onclick: (e) => answer(p, o, e.currentTarget.parentElement),
+        });
+      });
+      return h('div', { class: 'card perm', data: { request: p.request_id } },
+        h('div', { class: 'title', text: p.title || 'Permission requested' }),
+        h('div', { class: 'meta' }, `${p.kind || 'tool'} · turn ${p.turn_id} · `,
+          h('span', { class: 'countdown', data: { deadline: p.deadline } })),
+        h('div', { class: 'row' }, buttons),
+        operator ? null : h('div', { class: 'meta', text: 'Observers cannot answer.' }));
+    }
+
+    function tick() {
+      for (const el of pending.querySelectorAll('.countdown')) {
+        const left = Math.round((Date.parse(el.dataset.deadline) - (Date.now() + skew)) / 1000);
+        if (left <= 0) {
+          el.textContent = 'deadline passed: denying';
+        } else {
+          const m = Math.floor(left / 60);
+          const s = String(left % 60).padStart(2, '0');
+          el.textContent = `answer within ${m}:${s}`;
+        }
+        el.classList.toggle('low', left < 60);
+      }
+    }
+    const tickTimer = setInterval(tick, 1000);
+
+    // -- actions --
+    async function answer(p, o, row) {
+      row.querySelectorAll('button').forEach((b) => { b.disabled = true; });
+      try {
+        const r = await api('POST', `/api/sessions/${enc(id)}/permissions/${enc(p.request_id)}`, { option_id: o.optionId, client_msg_id: newId() });
+        const res = r.resolution;
+        if (res.decided_by !== 'user' || res.option_id !== o.optionId) {
+          toast(`Already decided: ${res.outcome} ${res.option_id || ''} by ${res.decided_by}`);
+        } else {
+          toast(`${o.name || o.optionId}: sent`);
+        }
+      } catch (e) {
+        toast(`${e.type}: ${e.message}`, true);
+        row.querySelectorAll('button').forEach((b) => { b.disabled = !operator; });
+      }
+      pendingKey = null; // redraw the cards whatever the refresh brings
+      refreshStatus();
+    }
+
+    function busy(on) {
+      for (const b of [steerBtn, promptBtn, cancelBtn]) b.classList.toggle('busy', on);
+      text.disabled = on;
+    }
+    function say(msg, warn) {
+      note.textContent = msg;
+      note.classList.toggle('warn', !!warn);
+    }
+
+    steerBtn.addEventListener('click', async () => {
+      const t = text.value.trim();
+      if (!t) { say('Type what the agent should do differently, then Steer.', true); return; }
+      const expected = composer.dataset.token; // read at the moment of sending
+      busy(true);
+      try {
+        const r = await api('POST', `/api/sessions/${enc(id)}/steer`, { text: t, expected_turn_id: expected, client_msg_id: newId() });
+        text.value = '';
+        composer.dataset.token = r.next_expected_turn_id;
+        say(`Steer ${r.outcome} (turn ${r.ref.turn_id}, steer ${r.ref.offset}). Steering turn ${r.next_expected_turn_id}`);
+        note.classList.remove('warn');
+      } catch (e) {
+        if (e.type === 'stale_turn') {
+          const d = e.details || {};
+          await refreshStatus();
+          say(`Stale: you steered ${d.expected || expected}, the turn is now at ${d.actual || composer.dataset.token}. Refreshed — read what changed, then Steer again.`, true);
+        } else if (e.type === 'no_live_turn') {
+          await refreshStatus();
+          say('No turn is running now: send it as a Prompt instead.', true);
+        } else {
+          say(`${e.type}: ${e.message}`, true);
+        }
+      } finally {
+        busy(false);
+      }
+    });
+
+    promptBtn.addEventListener('click', async () => {
+      const t = text.value.trim();
+      if (!t) { say('Type a prompt first.', true); return; }
+      busy(true);
+      try {
+        const r = await api('POST', `/api/sessions/${enc(id)}/prompt`, { text: t, client_message_id: newId() });
+        text.value = '';
+        note.classList.remove('warn');
+        say(r.position ? `Queued as turn ${r.turn_id} (position ${r.position}).` : `Turn ${r.turn_id} starts now.`);
+      } catch (e) {
+        say(`${e.type}: ${e.message}`, true);
+      } finally {
+        busy(false);
+      }
+    });
+
+    cancelBtn.addEventListener('click', async () => {
+      try {
+        const r = await api('POST', `/api/sessions/${enc(id)}/cancel`, {});
+        toast(r.outcome === 'cancelling' ? 'Cancelling the turn' : 'Already cancelling');
+      } catch (e) {
+        toast(e.type === 'no_live_turn' ? 'No turn is running.' : `${e.type}: ${e.message}`, true);
+      }
+      refreshStatus();
+    });
+
+    policy.addEventListener('change', async () => {
+      try {
+        const r = await api('POST', `/api/sessions/${enc(id)}/policy`, { level: policy.value });
+        toast('Policy: ' + r.level);
+      } catch (e) {
+        toast(`${e.type}: ${e.message}`, true);
+      }
+      refreshStatus();
+    });
+
+    async function forget(rule) {
+      try {
+        const r = await api('POST', `/api/sessions/${enc(id)}/forget`, { tool: rule });
+        toast(r.forgotten ? 'Forgotten: ' + rule : 'Was not remembered: ' + rule);
+      } catch (e) {
+        toast(`${e.type}: ${e.message}`, true);
+      }
+      refreshStatus();
+    }
+
+    const onVisible = () => { if (!document.hidden) refreshStatus(); };
+    document.addEventListener('visibilitychange', onVisible);
+    refreshStatus();
+    connect();
+    return {
+      stop() {
+        stopped = true;
+        if (es) es.close();
+        clearTimeout(refreshTimer);
+        clearTimeout(pollTimer);
+        clearInterval(tickTimer);
+        document.removeEventListener('visibilitychange', onVisible);
+        setLive(null);
+      },
+    };
+  }
+
+  // ---- routing ---------------------------------------------------------------------------
+
+  function route(msg) {
+    if (view) view.stop();
+    view = null;
+    if (!role) { view = loginView(typeof msg === 'string' ? msg : ''); return; }
+    const m = location.hash.match(/^#\/s\/(.+)$/);
+    view = m ? sessionView(decodeURIComponent(m[1])) : listView();
+    window.scrollTo(0, 0);
+  }
+
+  async function boot() {
+    document.getElementById('logout').addEventListener('click', async () => {
+      try { await api('POST', '/api/logout', {}); } catch (e) { /* signed out either way */ }
+      signedOut();
+    });
+    // The URL `starter web` prints carries the token in the fragment, which no server sees:
+    // trade it for the cookie and take it out of the address bar and history at once.
+    const m = location.hash.match(/^#token=([^&]*)/);
+    if (m) {
+      history.replaceState(null, '', location.pathname + location.search + '#/');
+      try {
+        signedIn((await api('POST', '/api/login', { token: decodeURIComponent(m[1]) })).role);
+      } catch (e) {
+        window.addEventListener('hashchange', () => route());
+        route(e.status === 401 ? 'The token in that link is not valid here.' : e.message);
+        return;
+      }
+    }
+    if (!role) {
+      try {
+        signedIn((await api('GET', '/api/whoami')).role);
+      } catch (e) { /* not signed in: the login view */ }
+    }
+    window.addEventListener('hashchange', () => route());
+    route();
+  }
+
+  boot();
+})();

@@ -1,0 +1,216 @@
+package e2e
+
+// The deck in a real browser: headless Chromium (Debian's chromium, driven over the DevTools
+// protocol by chromedp) on a phone-sized screen, against the deck over the suite's real
+// server, worker and testagent. It signs in with the link `starter web` prints, answers a
+// permission from its card, steers from the box (a stale token first), cancels, and checks
+// the layout at phone and desktop widths. TACP_WRITE_SCREENSHOT=1 writes the phone
+// screenshot to docs/deck-phone.png for the README.
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"image/png"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/chromedp/chromedp"
+	"github.com/stretchr/testify/require"
+
+	"github.com/tacp-dev/tacp/signals"
+)
+
+const chromiumPath = "/usr/bin/chromium"
+
+// css selects the first element matching a CSS selector.
+type css = chromedp.CSS
+
+// browser starts a fresh headless Chromium for t. Without the background-networking flags
+// Chromium keeps calling home, which this closed network answers with nothing but delays.
+func browser(t *testing.T) context.Context {
+	t.Helper()
+	if _, err := os.Stat(chromiumPath); err != nil {
+		if os.Getenv("TACP_REQUIRE_BROWSER") == "1" {
+			t.Fatalf("TACP_REQUIRE_BROWSER=1 but %s is missing: apt-get install -y chromium", chromiumPath)
+		}
+		t.Skipf("%s is missing (apt-get install -y chromium; TACP_REQUIRE_BROWSER=1 makes this a failure)", chromiumPath)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+	t.Cleanup(cancel)
+	// The defaults carry headless, no-first-run, disable-background-networking, disable-sync
+	// and the rest of Puppeteer's quiet set; the rest is what this machine needs.
+	opts := append(chromedp.DefaultExecAllocatorOptions[:],
+		chromedp.ExecPath(chromiumPath),
+		chromedp.UserDataDir(t.TempDir()),
+		chromedp.NoSandbox,
+		chromedp.DisableGPU,
+		chromedp.Flag("disable-quic", true),
+		chromedp.Flag("disable-component-update", true),
+		chromedp.Flag("mute-audio", true),
+		chromedp.WindowSize(390, 844),
+	)
+	alloc, cancelAlloc := chromedp.NewExecAllocator(ctx, opts...)
+	t.Cleanup(cancelAlloc)
+	bctx, cancelBrowser := chromedp.NewContext(alloc, chromedp.WithLogf(t.Logf))
+	t.Cleanup(cancelBrowser)
+	require.NoError(t, chromedp.Do(bctx)) // starts the browser and opens the tab
+
+	// The page's console and uncaught exceptions, shown when the test fails.
+	var mu sync.Mutex
+	var console []string
+	go func() {
+		for m, err := range chromedp.Console(bctx) {
+			if err != nil {
+				return
+			}
+			mu.Lock()
+			console = append(console, fmt.Sprintf("%s: %s (%s:%d)", m.Type, m.Text, m.URL, m.Line+1))
+			mu.Unlock()
+		}
+	}()
+	t.Cleanup(func() {
+		if t.Failed() {
+			mu.Lock()
+			defer mu.Unlock()
+			t.Logf("browser console:\n%s", strings.Join(console, "\n"))
+		}
+	})
+	return bctx
+}
+
+// textOf reads the text of the element sel.
+func textOf(t *testing.T, ctx context.Context, sel string) string {
+	t.Helper()
+	s, err := chromedp.Run(ctx, chromedp.Text(chromedp.CSS(sel)))
+	require.NoError(t, err, sel)
+	return s
+}
+
+// waitText waits until the text of sel contains want.
+func waitText(t *testing.T, ctx context.Context, sel, want string) {
+	t.Helper()
+	js := `(() => { const el = document.querySelector(` + jsString(sel) + `); return !!el && el.textContent.includes(` + jsString(want) + `); })()`
+	_, err := chromedp.Run(ctx, chromedp.Poll[bool](js, chromedp.WithPollingTimeout(60*time.Second)))
+	require.NoError(t, err, "waiting for %q in %s", want, sel)
+}
+
+func jsString(s string) string {
+	return "'" + strings.NewReplacer(`\`, `\\`, `'`, `\'`, "\n", `\n`).Replace(s) + "'"
+}
+
+// noOverflow asserts the page is no wider than the screen: nothing to scroll sideways.
+func noOverflow(t *testing.T, ctx context.Context, what string) {
+	t.Helper()
+	ok, err := chromedp.Run(ctx, chromedp.Evaluate[bool](`document.documentElement.scrollWidth <= window.innerWidth`))
+	require.NoError(t, err)
+	require.True(t, ok, "%s: the page scrolls sideways", what)
+}
+
+func TestBrowserDeckOnAPhone(t *testing.T) {
+	d := newTestDeck(t)
+	ctx := browser(t) // after the deck: the browser closes first, ending its streams
+
+	// A turn waits for a person to allow an edit.
+	ask := session(t)
+	prompt(t, signals.SessionConfig{SessionID: ask}, "/permission edit")
+	permissionRequested(t, ask)
+
+	// Sign in with the printed link; the token leaves the address bar at once.
+	rowSel := `#sessions a[data-session="` + ask + `"]`
+	require.NoError(t, chromedp.Do(ctx,
+		chromedp.EmulateViewport(390, 844, chromedp.EmulateScale(2), chromedp.EmulateMobile),
+		chromedp.Navigate(d.URL+"/#token="+d.operator),
+		chromedp.WaitVisible(css(rowSel)),
+	))
+	href, err := chromedp.Run(ctx, chromedp.Evaluate[string](`location.href`))
+	require.NoError(t, err)
+	require.NotContains(t, href, d.operator)
+	require.Equal(t, "operator", textOf(t, ctx, "#who"))
+	// The list puts it among those that need approval (visibility may take a refresh).
+	waitText(t, ctx, rowSel, "needs approval")
+	noOverflow(t, ctx, "sessions list at 390px")
+
+	// Open it: the card offers the agent's options and counts down to the deadline.
+	allow := `#pending .perm button[data-option="allow"]`
+	require.NoError(t, chromedp.Do(ctx,
+		chromedp.Click(css(rowSel)),
+		chromedp.WaitVisible(css(allow)),
+	))
+	card := textOf(t, ctx, "#pending .perm")
+	require.Contains(t, card, "edit something")
+	require.Contains(t, card, "Always allow")
+	require.Contains(t, card, "Reject")
+	waitText(t, ctx, "#pending .countdown", "answer within 9:")
+	waitText(t, ctx, "#transcript", "permission asked: edit something")
+	noOverflow(t, ctx, "session view at 390px")
+
+	shot, err := chromedp.Run(ctx, chromedp.CaptureScreenshot())
+	require.NoError(t, err)
+	img, err := png.Decode(bytes.NewReader(shot))
+	require.NoError(t, err)
+	require.Equal(t, 780, img.Bounds().Dx(), "390 CSS px at 2x")
+	if os.Getenv("TACP_WRITE_SCREENSHOT") == "1" {
+		out := filepath.Join("..", "docs", "deck-phone.png")
+		require.NoError(t, os.MkdirAll(filepath.Dir(out), 0o755))
+		require.NoError(t, os.WriteFile(out, shot, 0o644))
+		t.Logf("wrote %s", out)
+	}
+
+	// Tap allow: the card goes and the turn finishes with the agent told "allow".
+	require.NoError(t, chromedp.Do(ctx,
+		chromedp.Click(css(allow)),
+		chromedp.WaitVisible(css(`#transcript .turn-end[data-turn="1"]`)),
+		chromedp.WaitNotPresent(css(`#pending .perm`)),
+	))
+	waitText(t, ctx, "#transcript", "permission selected allow by user")
+	waitText(t, ctx, "#transcript", "permission: selected allow")
+	waitText(t, ctx, `#transcript .turn-end[data-turn="1"]`, "turn 1 ended: end_turn")
+
+	// Steer a running turn from the box. A view whose token went stale is told so and
+	// refreshed; the second tap then lands and the agent takes the steer inside the turn.
+	steered := session(t)
+	prompt(t, signals.SessionConfig{SessionID: steered, Agent: testAgentCmd("-steering")}, "/sleep 60s")
+	waitRunning(t, steered, 1)
+	require.NoError(t, chromedp.Do(ctx,
+		chromedp.Evaluate[chromedp.Void](`location.hash = '#/s/' + encodeURIComponent(`+jsString(steered)+`); undefined`),
+		chromedp.WaitVisible(css(`#composer[data-state="running"]`)),
+		chromedp.SendKeys(css(`#composer-text`), "go left"),
+		// As if another viewer steered first: the page still holds the old token "0".
+		chromedp.Evaluate[chromedp.Void](`document.querySelector('#composer').dataset.token = '0'; document.querySelector('#steer-btn').click()`),
+		chromedp.WaitVisible(css(`#composer-note.warn`)),
+	))
+	note := textOf(t, ctx, "#composer-note")
+	require.Contains(t, note, "Stale")
+	require.Contains(t, note, "Refreshed")
+	token, err := chromedp.Run(ctx, chromedp.AttributeValue(css(`#composer`), "data-token"))
+	require.NoError(t, err)
+	kept, err := chromedp.Run(ctx, chromedp.Value(css(`#composer-text`)))
+	require.NoError(t, err)
+	require.Equal(t, "1", token.Value, "the refresh brought the live token")
+	require.Equal(t, "go left", kept, "the text waits to be sent again")
+
+	require.NoError(t, chromedp.Do(ctx, chromedp.Click(css(`#steer-btn`))))
+	waitText(t, ctx, "#composer-note", "Steer accepted")
+	waitText(t, ctx, "#transcript .ev.steer", "go left")
+	waitText(t, ctx, "#transcript", "steered: go left")
+	waitText(t, ctx, "#transcript", "delivered (injected)")
+
+	// Cancel from the page ends the turn cancelled.
+	require.NoError(t, chromedp.Do(ctx,
+		chromedp.Click(css(`#cancel-btn`)),
+		chromedp.WaitVisible(css(`#transcript .turn-end[data-turn="1"]`)),
+	))
+	waitText(t, ctx, `#transcript .turn-end[data-turn="1"]`, "cancelled")
+
+	// The same page on a desktop: nothing overflows and the controls are at hand.
+	require.NoError(t, chromedp.Do(ctx,
+		chromedp.EmulateViewport(1280, 800),
+		chromedp.WaitVisible(css(`#composer-text`)),
+	))
+	noOverflow(t, ctx, "session view at 1280px")
+}

@@ -1,0 +1,105 @@
+package main
+
+// `starter web`: serves the deck (package deck) — the web app and its JSON + SSE API —
+// over the sessions of the cluster the starter connects to.
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"flag"
+	"fmt"
+	"net"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/tacp-dev/tacp/deck"
+	"github.com/tacp-dev/tacp/internal/app"
+)
+
+func cmdWeb(ctx context.Context, e *env, fs *flag.FlagSet, args []string) int {
+	listen := fs.String("listen", "127.0.0.1:8080", "address to serve the deck on")
+	token := fs.String("token", "", "operator token(s), comma-separated: may read and act (empty: one is generated and printed)")
+	observers := fs.String("observer-token", "", "observer token(s), comma-separated: may only read")
+	poll := fs.Duration("poll", 250*time.Millisecond, "how often an open live view asks a session for new events")
+	logLevel := fs.String("log.level", "info", "log level: debug, info, warn, error")
+	if !e.parse(fs, args, false) {
+		return exitError
+	}
+	logger, err := app.NewLogger(*logLevel)
+	if err != nil {
+		return e.fail(err)
+	}
+	operatorTokens := splitTokens(*token)
+	generated := len(operatorTokens) == 0
+	if generated {
+		operatorTokens = []string{newToken()}
+	}
+	if err := e.connect(ctx); err != nil {
+		return e.fail(err)
+	}
+	d, err := deck.New(deck.Options{
+		Client: e.c, OperatorTokens: operatorTokens, ObserverTokens: splitTokens(*observers),
+		Logger: logger, PollInterval: *poll,
+	})
+	if err != nil {
+		return e.fail(err)
+	}
+	ln, err := net.Listen("tcp", *listen)
+	if err != nil {
+		return e.fail(err)
+	}
+	host, _, _ := net.SplitHostPort(*listen)
+	if !isLoopback(host) {
+		// Tokens and cookies travel in the clear over plain HTTP: beyond this machine, put a
+		// TLS-terminating proxy in front.
+		logger.Warn("deck serves plain HTTP beyond loopback; front it with TLS", "listen", ln.Addr().String())
+	}
+	srv := &http.Server{
+		Handler:           d,
+		ReadHeaderTimeout: 10 * time.Second,
+		IdleTimeout:       2 * time.Minute,
+		// Requests live in ctx, so an interrupt ends the live views too: Shutdown waits
+		// only for idle connections, and a live view is never idle.
+		BaseContext: func(net.Listener) context.Context { return ctx },
+		// No WriteTimeout: the live view is a response that lasts as long as it is read.
+	}
+	go func() {
+		<-ctx.Done()
+		shutdown, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		_ = srv.Shutdown(shutdown)
+	}()
+	url := "http://" + ln.Addr().String() + "/"
+	if generated {
+		// The token goes in the fragment: the browser keeps it out of requests and logs.
+		fmt.Fprintf(e.err, "deck on %s#token=%s\n(a new operator token; set --token or TACP_TOKEN to keep one)\n", url, operatorTokens[0])
+	} else {
+		fmt.Fprintf(e.err, "deck on %s (sign in with your token, or open %s#token=<token>)\n", url, url)
+	}
+	logger.Info("deck serving", "addr", ln.Addr().String(), "operators", len(operatorTokens), "observers", len(splitTokens(*observers)))
+	if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+		return e.fail(err)
+	}
+	logger.Info("deck stopped")
+	return exitOK
+}
+
+func splitTokens(s string) []string {
+	var out []string
+	for _, t := range strings.Split(s, ",") {
+		if t = strings.TrimSpace(t); t != "" {
+			out = append(out, t)
+		}
+	}
+	return out
+}
+
+// newToken is 32 random bytes in hex: long enough that guessing is no attack.
+func newToken() string {
+	var b [32]byte
+	_, _ = rand.Read(b[:])
+	return hex.EncodeToString(b[:])
+}
