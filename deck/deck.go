@@ -16,7 +16,7 @@
 //	GET  /api/sessions/{id}                    the status snapshot + server_time
 //	GET  /api/sessions/{id}/events?after=&limit=   the events query, as is
 //	GET  /api/sessions/{id}/stream[?after=N]   SSE: the journal after N, then live
-//	POST /api/sessions/{id}/prompt             {text, client_message_id?}
+//	POST /api/sessions/{id}/prompt             {text, client_message_id?}; starts the session if new
 //	POST /api/sessions/{id}/steer              {text, expected_turn_id, client_msg_id?}
 //	POST /api/sessions/{id}/cancel             {turn_id?}
 //	POST /api/sessions/{id}/permissions/{req}  {option_id?, outcome?, client_msg_id?}
