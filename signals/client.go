@@ -51,19 +51,23 @@ func (c *Client) Prompt(ctx context.Context, cfg SessionConfig, req PromptReques
 	if req.ClientMessageID == "" {
 		req.ClientMessageID = NewID()
 	}
-	start := c.Temporal.NewWithStartWorkflowOperation(c.startOptions(cfg), SessionWorkflowType, cfg)
-	h, err := c.Temporal.UpdateWithStartWorkflow(ctx, client.UpdateWithStartWorkflowOptions{
-		StartWorkflowOperation: start,
-		UpdateOptions: client.UpdateWorkflowOptions{
-			UpdateName:   UpdatePrompt,
-			Args:         []any{req},
-			WaitForStage: client.WorkflowUpdateStageCompleted,
-		},
-	})
 	var res PromptResult
-	if err == nil {
-		err = h.Get(ctx, &res)
-	}
+	err := resendNotReady(ctx, func() error {
+		// An operation is good for one call: each send builds its own.
+		start := c.Temporal.NewWithStartWorkflowOperation(c.startOptions(cfg), SessionWorkflowType, cfg)
+		h, err := c.Temporal.UpdateWithStartWorkflow(ctx, client.UpdateWithStartWorkflowOptions{
+			StartWorkflowOperation: start,
+			UpdateOptions: client.UpdateWorkflowOptions{
+				UpdateName:   UpdatePrompt,
+				Args:         []any{req},
+				WaitForStage: client.WorkflowUpdateStageCompleted,
+			},
+		})
+		if err == nil {
+			err = h.Get(ctx, &res)
+		}
+		return err
+	})
 	if err != nil {
 		var started *serviceerror.WorkflowExecutionAlreadyStarted
 		if errors.As(err, &started) {
@@ -77,7 +81,7 @@ func (c *Client) Prompt(ctx context.Context, cfg SessionConfig, req PromptReques
 // Start starts session cfg.SessionID with cfg unless it already runs (conflict policy
 // USE_EXISTING: starting a running session changes nothing). A closed session stays closed.
 func (c *Client) Start(ctx context.Context, cfg SessionConfig) error {
-	if err := ValidateSessionID(cfg.SessionID); err != nil {
+	if err := ValidateSessionConfig(cfg); err != nil {
 		return Reject(RejectInvalidRequest, "%v", err)
 	}
 	_, err := c.Temporal.ExecuteWorkflow(ctx, c.startOptions(cfg), SessionWorkflowType, cfg)
@@ -265,16 +269,41 @@ func (c *Client) update(ctx context.Context, sessionID, name string, req, res an
 	if err := ValidateSessionID(sessionID); err != nil {
 		return Reject(RejectInvalidRequest, "%v", err)
 	}
-	h, err := c.Temporal.UpdateWorkflow(ctx, client.UpdateWorkflowOptions{
-		WorkflowID:   SessionWorkflowID(sessionID),
-		UpdateName:   name,
-		Args:         []any{req},
-		WaitForStage: client.WorkflowUpdateStageCompleted,
+	err := resendNotReady(ctx, func() error {
+		h, err := c.Temporal.UpdateWorkflow(ctx, client.UpdateWorkflowOptions{
+			WorkflowID:   SessionWorkflowID(sessionID),
+			UpdateName:   name,
+			Args:         []any{req},
+			WaitForStage: client.WorkflowUpdateStageCompleted,
+		})
+		if err == nil {
+			err = h.Get(ctx, res)
+		}
+		return err
 	})
-	if err == nil {
-		err = h.Get(ctx, res)
-	}
 	return c.mapErr(ctx, sessionID, err)
+}
+
+// resendNotReady calls send again, with backoff, while the session answers WorkflowNotReady:
+// an update that meets the session between two runs (continue-as-new) was not admitted by
+// either, so sending it again is safe; the next run takes it. It gives up with ctx, or after
+// half a minute.
+func resendNotReady(ctx context.Context, send func() error) error {
+	giveUp := time.Now().Add(30 * time.Second)
+	backoff := 20 * time.Millisecond
+	for {
+		err := send()
+		var notReady *serviceerror.WorkflowNotReady
+		if !errors.As(err, &notReady) || time.Now().After(giveUp) {
+			return err
+		}
+		select {
+		case <-ctx.Done():
+			return err
+		case <-time.After(backoff):
+		}
+		backoff = min(2*backoff, time.Second)
+	}
 }
 
 func (c *Client) query(ctx context.Context, sessionID, name string, res any, args ...any) error {
