@@ -113,6 +113,13 @@ func stretch(first, longest time.Duration, age time.Duration) time.Duration {
 	}
 }
 
+// FlushIntervalAt is the flush interval of a turn that has streamed for age, for a worker
+// flushing every first at first and stretching to longest (benchmarks project history with
+// it).
+func FlushIntervalAt(first, longest, age time.Duration) time.Duration {
+	return stretch(first, max(first, longest), age)
+}
+
 // flush sends the pending events as batches of at most maxBytes.
 func (b *batcher) flush(ctx context.Context) {
 	b.mu.Lock()

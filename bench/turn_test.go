@@ -44,6 +44,7 @@ import (
 	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/sdk/converter"
 
+	"github.com/tacp-dev/tacp/activities"
 	"github.com/tacp-dev/tacp/internal/app"
 	"github.com/tacp-dev/tacp/signals"
 )
@@ -806,13 +807,21 @@ func printHistoryTable(t testing.TB, streams []streamFigures) {
 	fmt.Printf("History of one streaming turn (%d chunks at %d/s; target ≤ 1 event per 20 chunks, a 60-min turn under 10,240 events in one run)\n",
 		streams[0].chunks, int(time.Second/chunkEvery))
 	tw := tabwriter.NewWriter(os.Stdout, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "worker flush\tsession events\truns\tturn_events signals\tzero-work turn events\tevents/chunk (beyond zero-work)\tchunks/event\t60-min turn (projected)\tTurnWorkflow events")
+	fmt.Fprintln(tw, "worker flush\tsession events\truns\tturn_events signals\tzero-work turn events\tevents/chunk (beyond zero-work)\tchunks/event\t60-min turn, flush fixed (projected)\t60-min turn, flush stretched (projected)\tTurnWorkflow events")
 	for _, f := range streams {
 		h := f.turn.session
 		per := f.perChunk()
 		hour := float64(f.fixed) + per*float64(hourChunks)
-		fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%d\t%.3f\t%.1f\t%.0f\t%d (zero-work %d)\n",
-			f.flush, h.events, h.runs, h.batches, f.fixed, per, 1/per, hour, f.turn.turn.events, f.fixedTurn)
+		// The runner stretches its flush interval as a turn streams on: an hour is that
+		// schedule's flushes at the events one flush cost in this run.
+		perFlush := float64(h.events-f.fixed) / float64(max(h.batches, 1))
+		flushes := 0
+		for age := time.Duration(0); age < time.Hour; age += activities.FlushIntervalAt(f.flush, activities.DefaultFlushLongest, age) {
+			flushes++
+		}
+		stretched := float64(f.fixed) + perFlush*float64(flushes)
+		fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%d\t%.3f\t%.1f\t%.0f\t%.0f (%d flushes × %.1f)\t%d (zero-work %d)\n",
+			f.flush, h.events, h.runs, h.batches, f.fixed, per, 1/per, hour, stretched, flushes, perFlush, f.turn.turn.events, f.fixedTurn)
 	}
 	flushTable(t, tw)
 	for _, f := range streams {
