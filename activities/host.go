@@ -50,8 +50,10 @@ type Host struct {
 	agents map[string]*hostedAgent // by tacp session id
 	turns  map[turnKey]*liveTurn
 	seq    int
-	done   chan struct{}
-	once   sync.Once
+	// starting counts agents between the cap check and their registration.
+	starting int
+	done     chan struct{}
+	once     sync.Once
 }
 
 type turnKey struct {
@@ -172,7 +174,8 @@ func (h *Host) acquire(ctx context.Context, sessionID string, argv []string, dir
 		go a.shutdown(2 * time.Second)
 	}
 	var evict *hostedAgent
-	if len(h.agents) >= h.MaxAgents {
+	// Agents still starting count: turns that start together must not all pass the cap.
+	if len(h.agents)+h.starting >= h.MaxAgents {
 		evict = h.lruIdleLocked()
 		if evict != nil {
 			delete(h.agents, evict.sessionID)
@@ -180,7 +183,16 @@ func (h *Host) acquire(ctx context.Context, sessionID string, argv []string, dir
 	}
 	h.seq++
 	id := h.Queue + "/" + strconv.Itoa(h.seq)
+	h.starting++
 	h.mu.Unlock()
+	started := false
+	defer func() {
+		if !started {
+			h.mu.Lock()
+			h.starting--
+			h.mu.Unlock()
+		}
+	}()
 	if evict != nil {
 		h.Logger.Info("evicting least recently used idle agent", "session", evict.sessionID)
 		evict.shutdown(2 * time.Second)
@@ -216,6 +228,8 @@ func (h *Host) acquire(ctx context.Context, sessionID string, argv []string, dir
 	proc.setTap(a.between.add)
 	h.mu.Lock()
 	h.agents[sessionID] = a
+	h.starting--
+	started = true
 	h.mu.Unlock()
 	return a, nil
 }

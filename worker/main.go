@@ -52,6 +52,7 @@ func run() error {
 		idleTTL   = fs.Duration("agent.idle-ttl", activities.DefaultIdleTTL, "stop an agent process idle this long between turns")
 		maxAgents = fs.Int("agent.max", activities.DefaultMaxAgents, "live agent processes on this worker; past it the least recently used idle one is stopped")
 		grace     = fs.Duration("agent.cancel-grace", activities.DefaultCancelGrace, "kill an agent that has not stopped this long after session/cancel")
+		pollers   = fs.Int("pollers", app.DefaultWorkflowPollers, "workflow task pollers on the session queue (viewers' queries are workflow tasks too)")
 		flush     = fs.Duration("events.flush", activities.DefaultFlushInterval, "how often a turn's agent events are flushed to its session at first (latency seen by viewers)")
 		flushLong = fs.Duration("events.flush-longest", activities.DefaultFlushLongest, "the flush interval a turn that streams on stretches to: 1 s after 30 s, this after 5 min (history per hour)")
 		metrics   = fs.String("metrics.listen", "", "serve Prometheus metrics at http://ADDR/metrics, e.g. 127.0.0.1:9464 (empty: off)")
@@ -114,7 +115,7 @@ func run() error {
 	w, err := app.StartWorker(c, app.WorkerOptions{
 		TaskQueue: *queue, Agent: *agentCmd, DataDir: *data, Logger: logger,
 		AgentIdleTTL: *idleTTL, MaxAgents: *maxAgents, CancelGrace: *grace,
-		FlushInterval: *flush, FlushLongest: *flushLong,
+		FlushInterval: *flush, FlushLongest: *flushLong, WorkflowPollers: *pollers,
 	})
 	if err != nil {
 		return err

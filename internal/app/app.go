@@ -49,7 +49,15 @@ type WorkerOptions struct {
 	// AgentIdleTTL and MaxAgents bound the agent processes kept alive between turns.
 	AgentIdleTTL time.Duration
 	MaxAgents    int
+	// WorkflowPollers is how many workflow task pollers the session queue's worker runs
+	// (0: DefaultWorkflowPollers). Viewers' events and status queries arrive as workflow
+	// tasks too, so the SDK's default of 2 starves streaming sessions of their signals'
+	// tasks once dozens of viewers poll.
+	WorkflowPollers int
 }
+
+// DefaultWorkflowPollers is the default of WorkerOptions.WorkflowPollers.
+const DefaultWorkflowPollers = 16
 
 // Worker is a running tacp worker: the session task queue's worker and this process's own
 // host queue, on which decisions are delivered into the turns it runs.
@@ -102,11 +110,16 @@ func StartWorker(c client.Client, opts WorkerOptions) (*Worker, error) {
 	if opts.Agent == "" {
 		opts.Agent = SelfTestAgent(filepath.Join(opts.DataDir, "testagent"))
 	}
+	if opts.WorkflowPollers <= 0 {
+		opts.WorkflowPollers = DefaultWorkflowPollers
+	}
 	w := worker.New(c, opts.TaskQueue, worker.Options{
 		// Cancellation reaches an activity with its heartbeats: keep them frequent so that
 		// cancel reaches the agent within about a second.
 		MaxHeartbeatThrottleInterval:     time.Second,
 		DefaultHeartbeatThrottleInterval: time.Second,
+		MaxConcurrentWorkflowTaskPollers: opts.WorkflowPollers,
+		MaxConcurrentActivityTaskPollers: 4,
 	})
 	w.RegisterWorkflowWithOptions(workflows.SessionWorkflow, workflow.RegisterOptions{Name: signals.SessionWorkflowType})
 	w.RegisterWorkflowWithOptions(workflows.TurnWorkflow, workflow.RegisterOptions{Name: signals.TurnWorkflowType})
