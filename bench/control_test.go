@@ -70,6 +70,7 @@ type fixture struct {
 	prompt      *promptTarget
 	steer       *steerTarget
 	steerStale  *steerTarget
+	permission  *permissionTarget
 	sessions    []string // every session started, closed at the end
 	tmp         string
 	agentBinary string
@@ -164,6 +165,7 @@ func setup(ctx context.Context) (*fixture, error) {
 	}
 	f.steer = &steerTarget{f: f, session: steerSession, token: token, live: true}
 	f.steerStale = &steerTarget{f: f, session: steerSession, token: "0"}
+	f.permission = &permissionTarget{f: f}
 	return f, nil
 }
 
@@ -406,6 +408,63 @@ func (t *steerTarget) do(ctx context.Context) error {
 	return nil
 }
 
+// permissionTarget answers a real waiting permission request: a session with policy
+// ask_always runs `/permission edit`, and each round trip is the permission_respond that
+// allows it. Starting the next turn and waiting for its request is the untimed rotation.
+type permissionTarget struct {
+	f       *fixture
+	session string
+	pending *signals.PendingPermission
+}
+
+func (t *permissionTarget) due() bool { return t.pending == nil }
+
+func (t *permissionTarget) rotate(ctx context.Context) error {
+	ctx, cancel := context.WithTimeout(ctx, opTimeout)
+	defer cancel()
+	if t.session == "" {
+		t.session = "bench-perm-" + signals.NewID()
+		t.f.sessions = append(t.f.sessions, t.session)
+	}
+	cfg := signals.SessionConfig{SessionID: t.session, Policy: "ask_always"}
+	if _, err := t.f.sc.Prompt(ctx, cfg, signals.PromptRequest{Text: "/permission edit"}); err != nil {
+		return fmt.Errorf("permission turn: %w", err)
+	}
+	for {
+		st, err := t.f.sc.Status(ctx, t.session)
+		if err != nil {
+			return err
+		}
+		if len(st.PendingPermissions) > 0 {
+			t.pending = &st.PendingPermissions[0]
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("session %s: no permission request: %w", t.session, ctx.Err())
+		case <-time.After(10 * time.Millisecond):
+		}
+	}
+}
+
+func (t *permissionTarget) do(ctx context.Context) error {
+	var option string
+	for _, o := range t.pending.Options {
+		if o.Kind == "allow_once" {
+			option = o.OptionID
+		}
+	}
+	res, err := t.f.sc.PermissionRespond(ctx, t.session, signals.PermissionRespondRequest{RequestID: t.pending.RequestID, OptionID: option, ClientMsgID: signals.NewID()})
+	if err != nil {
+		return fmt.Errorf("permission_respond %s: %w", t.pending.RequestID, err)
+	}
+	if res.Resolution.Outcome != "selected" || res.Resolution.OptionID != option {
+		return fmt.Errorf("permission_respond %s: %+v, want selected %s", t.pending.RequestID, res.Resolution, option)
+	}
+	t.pending = nil
+	return nil
+}
+
 // notReady counts, per kind, the round trips that met serviceerror.WorkflowNotReady and
 // were sent again. The server answers an update so when the workflow task it rode in
 // failed, which happens when the update races the session's continue-as-new (the server
@@ -500,6 +559,7 @@ func BenchmarkControlRoundTrip(b *testing.B) {
 	run("prompt", env.prompt)
 	run("steer", env.steer)
 	run("steer_stale", env.steerStale)
+	run("permission_respond", env.permission)
 }
 
 // TestControlRoundTripTable prints the figures the README quotes:
@@ -528,6 +588,7 @@ func TestControlRoundTripTable(t *testing.T) {
 		{"prompt", env.prompt},
 		{"steer", env.steer},
 		{"steer_stale", env.steerStale},
+		{"permission_respond", env.permission},
 	}
 	const warmup = 20
 	lat := make([][]time.Duration, len(kinds))
