@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -128,4 +130,56 @@ func writeHistory(t *testing.T, workflowID, runID, path string) {
 	require.NoError(t, err)
 	require.NoError(t, os.WriteFile(path, b, 0o644))
 	t.Logf("recorded %s: %d events", path, len(h.Events))
+}
+
+// TestRecordHistoriesPermissionExpiredAndFailover records the scenarios the first set lacks:
+// a permission asked and left to expire, and a turn restarted on another worker after its
+// worker process was killed (-run TestRecordHistories records these too).
+func TestRecordHistoriesPermissionExpiredAndFailover(t *testing.T) {
+	if os.Getenv("TACP_RECORD_HISTORIES") == "" {
+		t.Skip("set TACP_RECORD_HISTORIES=1 to record")
+	}
+	dir := filepath.Join("..", "workflows", "testdata", "histories")
+	require.NoError(t, os.MkdirAll(dir, 0o755))
+	stamp := time.Now().UTC().Format("20060102")
+
+	// A permission nobody answers: asked, suspended, expired by its deadline (fail closed,
+	// the agent gets the reject option), then the next turn runs.
+	id := session(t)
+	cfg := signals.SessionConfig{SessionID: id, PermissionTimeout: "2s"}
+	prompt(t, cfg, "/permission delete")
+	permissionRequestedIn(t, id, 1)
+	waitFor(t, id, func(ev signals.Event) bool {
+		return ev.Kind == signals.EventPermissionResolved && strings.Contains(string(ev.Data), `"expired"`)
+	})
+	turnEnd(t, id, 1)
+	prompt(t, cfg, "/chunks 2")
+	turnEnd(t, id, 2)
+	_, err := sc.Close(ctxFor(t, 10*time.Second), id, signals.CloseRequest{Reason: "recorded"})
+	require.NoError(t, err)
+	waitFor(t, id, func(ev signals.Event) bool { return ev.Kind == signals.EventSessionClosed })
+	writeHistory(t, signals.SessionWorkflowID(id), "", filepath.Join(dir, fmt.Sprintf("session-permission-expired-%s.json", stamp)))
+
+	// Failover: the worker process running a streaming turn is killed; the turn's activity
+	// times out on its heartbeat and its retry runs on the other worker (turn.restarted).
+	queue := "tacp-record-" + signals.NewID()[:8]
+	qc := signals.NewClient(tc, queue)
+	first := startWorkerProcess(t, queue)
+	id = session(t)
+	cfg = signals.SessionConfig{SessionID: id}
+	_, err = qc.Prompt(ctxFor(t, 30*time.Second), cfg, signals.PromptRequest{Text: "/chunks 60 every 100ms", ClientMessageID: "turn-1"})
+	require.NoError(t, err)
+	waitFor(t, id, func(ev signals.Event) bool { return ev.Kind == signals.EventAgentUpdate })
+	startWorkerProcess(t, queue)
+	require.NoError(t, first.Process.Signal(syscall.SIGKILL))
+	_ = first.Wait()
+	_, err = qc.Prompt(ctxFor(t, 30*time.Second), cfg, signals.PromptRequest{Text: "after the kill", ClientMessageID: "turn-2"})
+	require.NoError(t, err)
+	evs := turnEnd(t, id, 2)
+	require.NotZero(t, countKind(evs, signals.EventTurnRestarted, 1), "turn 1 restarted")
+	_, err = qc.Close(ctxFor(t, 30*time.Second), id, signals.CloseRequest{Reason: "recorded"})
+	require.NoError(t, err)
+	waitFor(t, id, func(ev signals.Event) bool { return ev.Kind == signals.EventSessionClosed })
+	writeHistory(t, signals.SessionWorkflowID(id), "", filepath.Join(dir, fmt.Sprintf("session-failover-turn-restarted-%s.json", stamp)))
+	writeHistory(t, signals.TurnWorkflowID(id, 1), "", filepath.Join(dir, fmt.Sprintf("turn-failover-heartbeat-timeout-%s.json", stamp)))
 }
