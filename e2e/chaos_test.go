@@ -9,21 +9,24 @@ package e2e
 //     permission answers and records every one the session acknowledged. Afterwards each is
 //     in the journal, the journal invariants hold, every turn ended, and a prompt sent right
 //     after a kill was acknowledged within the turn heartbeat timeout + 5 s.
-//   - TestChaosServerRestartedFromItsDatabase stops an in-process Temporal server (a SQLite
-//     file of its own) in the middle of a streaming turn and starts it again from the file:
-//     the session goes on, everything a viewer saw before the stop is still the journal's
-//     prefix, and the acknowledged prompts run.
+//   - TestChaosServerRestartedFromItsDatabase stops the embedded Temporal server (devserver,
+//     a SQLite file of its own, in a child process so that stopping it cannot touch the
+//     suite's shared server) in the middle of a streaming turn and starts it again from the
+//     file on the same address: the session goes on, everything a viewer saw before the stop
+//     is still the journal's prefix, and the acknowledged prompts run.
 //
 // Each prints one summary line (kills, recovery time per kill p50/max) that the README quotes:
 //
 //	TACP_CHAOS_KILLS=20 go test ./e2e -run 'TestChaos' -count=1 -v
 
 import (
+	"bufio"
 	"context"
 	"encoding/json"
 	"fmt"
 	"os"
 	"os/exec"
+	"os/signal"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -41,6 +44,57 @@ import (
 	"github.com/tacp-dev/tacp/signals"
 	"github.com/tacp-dev/tacp/workflows"
 )
+
+// serverProcessEnv makes the test binary a devserver process on the SQLite file it names
+// (TACP_E2E_SERVER_PORT: the frontend port, 0 for any): stopping a Temporal server inside
+// the test process disturbs the suite's shared server, so the server that is stopped and
+// started again runs in a process of its own.
+const serverProcessEnv = "TACP_E2E_SERVER_DB"
+
+func init() {
+	if db := os.Getenv(serverProcessEnv); db != "" {
+		os.Exit(runServerProcess(db))
+	}
+}
+
+func runServerProcess(db string) int {
+	port, _ := strconv.Atoi(os.Getenv("TACP_E2E_SERVER_PORT"))
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM)
+	defer stop()
+	srv, err := devserver.Start(ctx, devserver.Options{DBPath: db, Port: port})
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "server process:", err)
+		return 1
+	}
+	fmt.Println("ready", srv.HostPort())
+	<-ctx.Done()
+	if err := srv.Stop(); err != nil {
+		fmt.Fprintln(os.Stderr, "server process: stop:", err)
+		return 1
+	}
+	return 0
+}
+
+// startServerProcess runs a devserver on db in a child process and returns it with its
+// frontend address.
+func startServerProcess(t *testing.T, db string, port int) (*exec.Cmd, string) {
+	t.Helper()
+	cmd := exec.Command(os.Args[0], "-test.run=^$")
+	cmd.Env = append(os.Environ(), serverProcessEnv+"="+db, fmt.Sprintf("TACP_E2E_SERVER_PORT=%d", port))
+	cmd.Stderr = os.Stderr
+	out, err := cmd.StdoutPipe()
+	require.NoError(t, err)
+	require.NoError(t, cmd.Start())
+	t.Cleanup(func() {
+		_ = cmd.Process.Kill()
+		_ = cmd.Wait()
+	})
+	line, err := bufio.NewReader(out).ReadString('\n')
+	require.NoError(t, err)
+	addr, ok := strings.CutPrefix(strings.TrimSpace(line), "ready ")
+	require.True(t, ok, line)
+	return cmd, addr
+}
 
 func chaosKills(t *testing.T) int {
 	n := 3
@@ -244,22 +298,16 @@ func waitRunningOrSuspended(t *testing.T, qc *signals.Client, id string, turn in
 }
 
 func TestChaosServerRestartedFromItsDatabase(t *testing.T) {
-	// Not parallel: devserver picks its internal ports free and binds them later, and a
-	// restart while other tests open connections by the hundred has lost that race (the
-	// server's worker service then serves a nil listener and panics).
+	t.Parallel()
 	ctx := context.Background()
 	db := filepath.Join(t.TempDir(), "tacp.db")
-	first, err := devserver.Start(ctx, devserver.Options{DBPath: db})
-	require.NoError(t, err)
-	addr := first.HostPort()
+	first, addr := startServerProcess(t, db, 0)
 	_, portStr, _ := strings.Cut(addr, ":")
 	port, err := strconv.Atoi(portStr)
 	require.NoError(t, err)
-	running := first
-	t.Cleanup(func() { _ = running.Stop() })
 
 	// One client and one worker for the whole run: they reconnect to the same address.
-	c, err := first.NewClient(ctx, client.Options{})
+	c, err := client.DialContext(ctx, client.Options{HostPort: addr, Namespace: "default", Logger: quietLog{}})
 	require.NoError(t, err)
 	t.Cleanup(c.Close)
 	queue := "tacp-restart-" + signals.NewID()[:8]
@@ -288,10 +336,10 @@ func TestChaosServerRestartedFromItsDatabase(t *testing.T) {
 	seen := events()
 
 	stopped := time.Now()
-	require.NoError(t, first.Stop())
-	second, err := devserver.Start(ctx, devserver.Options{DBPath: db, Port: port})
-	require.NoError(t, err)
-	running = second
+	require.NoError(t, first.Process.Signal(syscall.SIGTERM))
+	require.NoError(t, first.Wait(), "the server stops cleanly")
+	_, again := startServerProcess(t, db, port)
+	require.Equal(t, addr, again)
 	downtime := time.Since(stopped)
 
 	// Acknowledged after the restart too.
@@ -348,3 +396,11 @@ func lastRestart(evs []signals.Event, turn int64) int {
 	}
 	return at
 }
+
+// quietLog drops the SDK client's logs (the server going away is expected here).
+type quietLog struct{}
+
+func (quietLog) Debug(string, ...any) {}
+func (quietLog) Info(string, ...any)  {}
+func (quietLog) Warn(string, ...any)  {}
+func (quietLog) Error(string, ...any) {}
