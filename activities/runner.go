@@ -298,6 +298,17 @@ func (r *Runner) runTurn(ctx context.Context, in signals.RunTurnInput) (signals.
 		case <-lt.cancel:
 			startCancel("delivery")
 		case <-ctx.Done():
+			if cause := context.Cause(ctx); !isCancelRequest(cause) {
+				// The server no longer holds this attempt (heartbeats lost past the timeout
+				// while it restarted, a worker shutting down): the next attempt runs the
+				// turn, with session/load. This one stops its agent and ends without a stop
+				// reason, so the session does not take it for the turn's end.
+				log.Warn("turn attempt lost: the next attempt takes the turn over", "cause", cause)
+				keep = false
+				proc.stop(0)
+				res, _ = finish(res, nil)
+				return res, temporal.NewApplicationErrorWithCause("turn attempt lost", "attempt_lost", cause)
+			}
 			startCancel("activity cancellation")
 		case <-killAt:
 			log.Warn("agent did not stop after session/cancel: killing it", "grace", r.CancelGrace)
@@ -321,6 +332,13 @@ func (r *Runner) runTurn(ctx context.Context, in signals.RunTurnInput) (signals.
 			return finish(res, fail(fmt.Errorf("%w during the turn", proc.exitErr())))
 		}
 	}
+}
+
+// isCancelRequest reports whether an activity context ended because the workflow asked for
+// the cancellation (the cancel backstop), rather than because the attempt was lost.
+func isCancelRequest(cause error) bool {
+	var ce *temporal.CanceledError
+	return errors.As(cause, &ce)
 }
 
 // Metric names of the turn runner, as recorded (the Prometheus exporter adds _total).

@@ -343,7 +343,9 @@ func TestChaosServerRestartedFromItsDatabase(t *testing.T) {
 	downtime := time.Since(stopped)
 
 	// Acknowledged after the restart too.
-	_, err = rc.Prompt(ctxFor(t, 60*time.Second), cfg, signals.PromptRequest{Text: "/echo\nafter the restart", ClientMessageID: "after-1"})
+	// The first update after the restart waits ~50 s on this server (see the README's known
+	// gaps); the patience is generous so that the test asserts loss, not speed.
+	_, err = rc.Prompt(ctxFor(t, 3*time.Minute), cfg, signals.PromptRequest{Text: "/echo\nafter the restart", ClientMessageID: "after-1"})
 	require.NoError(t, err)
 	back := time.Since(stopped)
 
@@ -369,18 +371,16 @@ func TestChaosServerRestartedFromItsDatabase(t *testing.T) {
 	}
 	require.Equal(t, "queued before the stop", strings.Join(agentTexts(t, evs, 2), ""))
 	require.Equal(t, "after the restart", strings.Join(agentTexts(t, evs, 3), ""))
-	// The streaming turn either went on or was restarted; either way the chunks of its last
-	// attempt are all there, in order.
-	// Turn 1 streamed across the stop. It has its one terminal event; what it is is logged:
-	// today the restart cancels the turn's activity context (its heartbeat fails while the
-	// server is away) and the runner takes that for a cancel, so the turn ends "cancelled"
-	// with no turn.cancelling before it (see the issue 7 report).
+	// Turn 1 streamed across the stop. Nobody cancelled it: it went on, or its attempt was
+	// lost with the server and the next one ran it again from session/load; either way it
+	// ended end_turn with every chunk of its last attempt.
 	var stop1 string
 	for _, ev := range evs {
 		if ev.TurnID == 1 && signals.IsTerminal(ev.Kind) {
 			stop1 = ev.Kind + " " + string(ev.Data)
 		}
 	}
+	require.Equal(t, signals.EventTurnEnded+` {"stop_reason":"end_turn"}`, stop1, "a server restart does not cancel the turn")
 	chunks1 := len(agentTexts(t, evs[lastRestart(evs, 1):], 1))
 	t.Logf("chaos server restart: server down %v, first prompt acknowledged %v after the stop; no acknowledged prompt or seen event lost; the turn streaming across the stop: %s after %d of 80 chunks, restarted %d times",
 		downtime.Round(10*time.Millisecond), back.Round(10*time.Millisecond), stop1, chunks1, countKind(evs, signals.EventTurnRestarted, 1))
