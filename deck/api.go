@@ -223,20 +223,9 @@ type promptRequest struct {
 }
 
 func (s *Server) prompt(w http.ResponseWriter, r *http.Request, _ string) {
-	var req promptRequest
-	if !decode(w, r, &req) {
-		return
-	}
-	ctx, cancel := callCtx(r)
-	defer cancel()
-	res, err := s.c.Prompt(ctx, signals.SessionConfig{SessionID: r.PathValue("id")},
-		signals.PromptRequest{Text: req.Text, ClientMessageID: req.ClientMessageID})
-	if err != nil {
-		s.fail(w, r, err)
-		return
-	}
-	s.log.Info("deck prompt", "session", r.PathValue("id"), "turn", res.TurnID, "duplicate", res.Duplicate)
-	writeJSON(w, http.StatusOK, res)
+	act(s, w, r, "deck prompt", func(ctx context.Context, id string, req promptRequest) (signals.PromptResult, error) {
+		return s.c.Prompt(ctx, signals.SessionConfig{SessionID: id}, signals.PromptRequest{Text: req.Text, ClientMessageID: req.ClientMessageID})
+	}, func(res signals.PromptResult) []any { return []any{"turn", res.TurnID, "duplicate", res.Duplicate} })
 }
 
 type steerRequest struct {
@@ -246,26 +235,17 @@ type steerRequest struct {
 }
 
 func (s *Server) steer(w http.ResponseWriter, r *http.Request, _ string) {
-	var req steerRequest
-	if !decode(w, r, &req) {
-		return
-	}
-	if req.ExpectedTurnID == "" {
-		writeError(w, http.StatusBadRequest, signals.RejectInvalidRequest, "expected_turn_id is required: the steer token the page shows", nil)
-		return
-	}
-	if req.ClientMsgID == "" {
-		req.ClientMsgID = signals.NewID()
-	}
-	ctx, cancel := callCtx(r)
-	defer cancel()
-	res, err := s.c.Steer(ctx, r.PathValue("id"), signals.SteerRequest{Text: req.Text, ExpectedTurnID: req.ExpectedTurnID, ClientMsgID: req.ClientMsgID})
-	if err != nil {
-		s.fail(w, r, err)
-		return
-	}
-	s.log.Info("deck steer", "session", r.PathValue("id"), "outcome", res.Outcome, "next", res.NextExpectedTurnID)
-	writeJSON(w, http.StatusOK, res)
+	act(s, w, r, "deck steer", func(ctx context.Context, id string, req steerRequest) (signals.SteerResult, error) {
+		if req.ExpectedTurnID == "" {
+			return signals.SteerResult{}, signals.Reject(signals.RejectInvalidRequest, "expected_turn_id is required: the steer token the page shows")
+		}
+		if req.ClientMsgID == "" {
+			req.ClientMsgID = signals.NewID()
+		}
+		return s.c.Steer(ctx, id, signals.SteerRequest{Text: req.Text, ExpectedTurnID: req.ExpectedTurnID, ClientMsgID: req.ClientMsgID})
+	}, func(res signals.SteerResult) []any {
+		return []any{"outcome", res.Outcome, "next", res.NextExpectedTurnID}
+	})
 }
 
 type cancelRequest struct {
@@ -273,19 +253,9 @@ type cancelRequest struct {
 }
 
 func (s *Server) cancel(w http.ResponseWriter, r *http.Request, _ string) {
-	var req cancelRequest
-	if !decode(w, r, &req) {
-		return
-	}
-	ctx, cancel := callCtx(r)
-	defer cancel()
-	res, err := s.c.Cancel(ctx, r.PathValue("id"), signals.CancelRequest{TurnID: req.TurnID})
-	if err != nil {
-		s.fail(w, r, err)
-		return
-	}
-	s.log.Info("deck cancel", "session", r.PathValue("id"), "outcome", res.Outcome)
-	writeJSON(w, http.StatusOK, res)
+	act(s, w, r, "deck cancel", func(ctx context.Context, id string, req cancelRequest) (signals.CancelResult, error) {
+		return s.c.Cancel(ctx, id, signals.CancelRequest{TurnID: req.TurnID})
+	}, func(res signals.CancelResult) []any { return []any{"outcome", res.Outcome} })
 }
 
 type respondRequest struct {
@@ -295,52 +265,40 @@ type respondRequest struct {
 }
 
 func (s *Server) permissionRespond(w http.ResponseWriter, r *http.Request, _ string) {
-	var req respondRequest
-	if !decode(w, r, &req) {
-		return
-	}
-	ctx, cancel := callCtx(r)
-	defer cancel()
-	res, err := s.c.PermissionRespond(ctx, r.PathValue("id"), signals.PermissionRespondRequest{
-		RequestID: r.PathValue("request"), OptionID: req.OptionID, Outcome: req.Outcome, ClientMsgID: req.ClientMsgID,
+	act(s, w, r, "deck permission answer", func(ctx context.Context, id string, req respondRequest) (signals.PermissionRespondResult, error) {
+		return s.c.PermissionRespond(ctx, id, signals.PermissionRespondRequest{
+			RequestID: r.PathValue("request"), OptionID: req.OptionID, Outcome: req.Outcome, ClientMsgID: req.ClientMsgID,
+		})
+	}, func(res signals.PermissionRespondResult) []any {
+		return []any{"request", res.RequestID, "outcome", res.Resolution.Outcome, "option", res.Resolution.OptionID, "decided_by", res.Resolution.DecidedBy}
 	})
-	if err != nil {
-		s.fail(w, r, err)
-		return
-	}
-	s.log.Info("deck permission answer", "session", r.PathValue("id"), "request", res.RequestID,
-		"outcome", res.Resolution.Outcome, "option", res.Resolution.OptionID, "decided_by", res.Resolution.DecidedBy)
-	writeJSON(w, http.StatusOK, res)
 }
 
 func (s *Server) setPolicy(w http.ResponseWriter, r *http.Request, _ string) {
-	var req signals.SetPolicyRequest
-	if !decode(w, r, &req) {
-		return
-	}
-	ctx, cancel := callCtx(r)
-	defer cancel()
-	res, err := s.c.SetPolicy(ctx, r.PathValue("id"), req)
-	if err != nil {
-		s.fail(w, r, err)
-		return
-	}
-	s.log.Info("deck policy", "session", r.PathValue("id"), "level", res.Level)
-	writeJSON(w, http.StatusOK, res)
+	act(s, w, r, "deck policy", s.c.SetPolicy, func(res signals.SetPolicyResult) []any { return []any{"level", res.Level} })
 }
 
 func (s *Server) forget(w http.ResponseWriter, r *http.Request, _ string) {
-	var req signals.PermissionForgetRequest
+	act(s, w, r, "deck forget", s.c.PermissionForget, func(res signals.PermissionForgetResult) []any { return []any{"forgotten", res.Forgotten} })
+}
+
+// act serves one state-changing call: it decodes the body into Req, makes the call for the
+// session of the path within the request's deadline, and answers with its result (logging
+// what was decided, never the text) or its refusal.
+func act[Req, Res any](s *Server, w http.ResponseWriter, r *http.Request, what string,
+	call func(ctx context.Context, id string, req Req) (Res, error), logged func(Res) []any) {
+	var req Req
 	if !decode(w, r, &req) {
 		return
 	}
 	ctx, cancel := callCtx(r)
 	defer cancel()
-	res, err := s.c.PermissionForget(ctx, r.PathValue("id"), req)
+	id := r.PathValue("id")
+	res, err := call(ctx, id, req)
 	if err != nil {
 		s.fail(w, r, err)
 		return
 	}
-	s.log.Info("deck forget", "session", r.PathValue("id"), "forgotten", res.Forgotten)
+	s.log.Info(what, append([]any{"session", id}, logged(res)...)...)
 	writeJSON(w, http.StatusOK, res)
 }
