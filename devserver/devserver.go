@@ -9,6 +9,7 @@ import (
 	"context"
 	"crypto/tls"
 	"crypto/x509"
+	"database/sql"
 	"errors"
 	"fmt"
 	"math/rand/v2"
@@ -110,6 +111,8 @@ func Start(ctx context.Context, opts Options) (*Server, error) {
 			if err := sqliteschema.SetupSchema(&sqlCfg); err != nil {
 				return nil, fmt.Errorf("devserver: set up schema in %s: %w", opts.DBPath, err)
 			}
+		} else if err := forgetMembers(opts.DBPath); err != nil {
+			return nil, err
 		}
 	}
 
@@ -328,3 +331,19 @@ func (quietLogger) Debug(string, ...any) {}
 func (quietLogger) Info(string, ...any)  {}
 func (quietLogger) Warn(string, ...any)  {}
 func (quietLogger) Error(string, ...any) {}
+
+// forgetMembers deletes the cluster membership rows a previous server process left in the
+// file. They name that process's internal ports, which this one does not reuse: left in
+// place, they still look alive after a restart, and the services spend up to a minute trying
+// to reach hosts that are gone before they answer. Only one embedded server uses a file.
+func forgetMembers(path string) error {
+	db, err := sql.Open("sqlite", path)
+	if err != nil {
+		return fmt.Errorf("devserver: open %s: %w", path, err)
+	}
+	defer db.Close()
+	if _, err := db.Exec("DELETE FROM cluster_membership"); err != nil {
+		return fmt.Errorf("devserver: forget the previous server's members in %s: %w", path, err)
+	}
+	return nil
+}
