@@ -446,7 +446,8 @@
       steerBtn.disabled = !live || !st.steer_token;
       cancelBtn.disabled = !live;
       promptBtn.disabled = st.state === 'closed';
-      if (!note.classList.contains('warn')) {
+      // What the last action said stays until the person types again.
+      if (!note.dataset.said) {
         note.textContent = live ? `Steering turn ${st.steer_token}` : st.state === 'closed' ? 'The session is closed.' : 'No turn is running: send a prompt.';
       }
 
@@ -522,8 +523,10 @@
     }
     function say(msg, warn) {
       note.textContent = msg;
+      note.dataset.said = '1';
       note.classList.toggle('warn', !!warn);
     }
+    text.addEventListener('input', () => { delete note.dataset.said; note.classList.remove('warn'); });
 
     steerBtn.addEventListener('click', async () => {
       const t = text.value.trim();
