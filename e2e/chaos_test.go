@@ -20,7 +20,6 @@ package e2e
 //	TACP_CHAOS_KILLS=20 go test ./e2e -run 'TestChaos' -count=1 -v
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -81,19 +80,7 @@ func startServerProcess(t *testing.T, db string, port int) (*exec.Cmd, string) {
 	t.Helper()
 	cmd := exec.Command(os.Args[0], "-test.run=^$")
 	cmd.Env = append(os.Environ(), serverProcessEnv+"="+db, fmt.Sprintf("TACP_E2E_SERVER_PORT=%d", port))
-	cmd.Stderr = os.Stderr
-	out, err := cmd.StdoutPipe()
-	require.NoError(t, err)
-	require.NoError(t, cmd.Start())
-	t.Cleanup(func() {
-		_ = cmd.Process.Kill()
-		_ = cmd.Wait()
-	})
-	line, err := bufio.NewReader(out).ReadString('\n')
-	require.NoError(t, err)
-	addr, ok := strings.CutPrefix(strings.TrimSpace(line), "ready ")
-	require.True(t, ok, line)
-	return cmd, addr
+	return cmd, startReady(t, cmd)
 }
 
 func chaosKills(t *testing.T) int {

@@ -65,6 +65,14 @@ func startWorkerProcess(t *testing.T, queue string, env ...string) *exec.Cmd {
 		"TACP_E2E_DATA="+dataDir,
 	)
 	cmd.Env = append(cmd.Env, env...) // later entries win
+	startReady(t, cmd)
+	return cmd
+}
+
+// startReady starts cmd, a child process of the test binary, killed when t ends, and
+// returns what follows "ready" on the first line it prints once it is up.
+func startReady(t *testing.T, cmd *exec.Cmd) string {
+	t.Helper()
 	cmd.Stderr = os.Stderr
 	out, err := cmd.StdoutPipe()
 	require.NoError(t, err)
@@ -75,8 +83,9 @@ func startWorkerProcess(t *testing.T, queue string, env ...string) *exec.Cmd {
 	})
 	line, err := bufio.NewReader(out).ReadString('\n')
 	require.NoError(t, err)
-	require.True(t, strings.HasPrefix(line, "ready"), line)
-	return cmd
+	rest, ok := strings.CutPrefix(strings.TrimSpace(line), "ready")
+	require.True(t, ok, line)
+	return strings.TrimSpace(rest)
 }
 
 func TestWorkerKilledMidTurnRestartsTheTurnOnAnotherWorker(t *testing.T) {
