@@ -51,8 +51,13 @@ func (c *Client) Prompt(ctx context.Context, cfg SessionConfig, req PromptReques
 	if req.ClientMessageID == "" {
 		req.ClientMessageID = NewID()
 	}
+	release, err := inFlight.acquire(ctx, cfg.SessionID)
+	if err != nil {
+		return PromptResult{}, err
+	}
+	defer release()
 	var res PromptResult
-	err := resendNotReady(ctx, func() error {
+	err = resendNotReady(ctx, func() error {
 		// An operation is good for one call: each send builds its own.
 		start := c.Temporal.NewWithStartWorkflowOperation(c.startOptions(cfg), SessionWorkflowType, cfg)
 		h, err := c.Temporal.UpdateWithStartWorkflow(ctx, client.UpdateWithStartWorkflowOptions{
@@ -269,7 +274,12 @@ func (c *Client) update(ctx context.Context, sessionID, name string, req, res an
 	if err := ValidateSessionID(sessionID); err != nil {
 		return Reject(RejectInvalidRequest, "%v", err)
 	}
-	err := resendNotReady(ctx, func() error {
+	release, err := inFlight.acquire(ctx, sessionID)
+	if err != nil {
+		return err
+	}
+	defer release()
+	err = resendNotReady(ctx, func() error {
 		h, err := c.Temporal.UpdateWorkflow(ctx, client.UpdateWorkflowOptions{
 			WorkflowID:   SessionWorkflowID(sessionID),
 			UpdateName:   name,
