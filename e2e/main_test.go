@@ -56,6 +56,11 @@ func runMain(m *testing.M) int {
 		fmt.Fprintf(os.Stderr, "build binaries: %v\n%s", err, out)
 		return 1
 	}
+	// TACP_E2E_STARTER runs the tests against another starter binary, e.g. one built with
+	// -race to check the gateway and the deck under the real clients.
+	if bin := os.Getenv("TACP_E2E_STARTER"); bin != "" {
+		starterBin = bin
+	}
 	if srv, err = devserver.Start(ctx, devserver.Options{}); err != nil {
 		fmt.Fprintln(os.Stderr, "start server:", err)
 		return 1
