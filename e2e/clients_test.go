@@ -68,7 +68,9 @@ func TestAcpxExecThroughTheGateway(t *testing.T) {
 func TestAcpxPersistentSessionSurvivesTheClientQuitting(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
-	agent := starterBin + " acp --agent '" + gatewayAgent() + "'"
+	// --workspace names this test's directory, so that its gateway processes can be told
+	// from the other tests'.
+	agent := starterBin + " acp --workspace " + dir + " --agent '" + gatewayAgent() + "'"
 	out := acpx(t, dir, "--format", "json", "--agent", agent, "sessions", "new")
 	id := acpSessionID.FindString(out)
 	require.NotEmpty(t, id, "acpx sessions new:\n%s", out)
@@ -76,7 +78,7 @@ func TestAcpxPersistentSessionSurvivesTheClientQuitting(t *testing.T) {
 	// second finds the session by id and re-attaches to the same durable session.
 	out = acpx(t, dir, "--approve-all", "--format", "json", "--ttl", "1", "--agent", agent, "first prompt")
 	require.Contains(t, out, `"stopReason":"end_turn"`)
-	time.Sleep(2 * time.Second) // the queue owner quits
+	waitGone(t, dir) // the queue owner quits, and its gateway with it
 	out = acpx(t, dir, "--approve-all", "--format", "json", "--ttl", "1", "--agent", agent, "second prompt")
 	require.Contains(t, out, `"stopReason":"end_turn"`)
 	require.Regexp(t, `"method":"session/(load|resume)","params":\{"sessionId":"`+id, out, "the second run re-attaches the session")
@@ -104,4 +106,18 @@ func TestTypeScriptSDKExampleClientThroughTheGateway(t *testing.T) {
 	id := acpSessionID.FindString(string(out))
 	require.NotEmpty(t, id, "%s", out)
 	require.Equal(t, "Hello, agent!", strings.Join(agentTexts(t, allEvents(t, id), 1), ""))
+}
+
+// waitGone waits until no process has marker in its command line.
+func waitGone(t *testing.T, marker string) {
+	t.Helper()
+	require.Eventually(t, func() bool {
+		procs, _ := filepath.Glob("/proc/[0-9]*/cmdline")
+		for _, p := range procs {
+			if b, err := os.ReadFile(p); err == nil && strings.Contains(string(b), marker) {
+				return false
+			}
+		}
+		return true
+	}, 60*time.Second, 100*time.Millisecond, "processes of %s still run", marker)
 }
