@@ -11,27 +11,17 @@ package bench
 import (
 	"context"
 	"fmt"
-	"log/slog"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"testing"
 	"text/tabwriter"
 	"time"
-
-	acp "github.com/coder/acp-go-sdk"
 )
 
-// gatewayClient is an ACP client of a `starter acp` process.
-type gatewayClient struct {
-	cmd    *exec.Cmd
-	conn   *acp.ClientSideConnection
-	client *stampClient
-	sid    acp.SessionId
-	close  func()
-}
-
-func startGateway(ctx context.Context, t testing.TB) *gatewayClient {
+// startGateway starts the real `starter acp` (built once) against the bench's server and
+// task queue, as the peer of an ACP client, with a warm session.
+func startGateway(ctx context.Context, t testing.TB) *acpPeer {
 	t.Helper()
 	bin := filepath.Join(env.tmp, "starter")
 	if _, err := os.Stat(bin); err != nil {
@@ -45,49 +35,12 @@ func startGateway(ctx context.Context, t testing.TB) *gatewayClient {
 	}
 	cmd := exec.Command(bin, "acp", "--address", addr, "--task-queue", env.sc.TaskQueue)
 	cmd.Env = append(os.Environ(), "TEMPORAL_NAMESPACE="+orDefault(os.Getenv("TACP_BENCH_NAMESPACE"), "default"))
-	stdin, err := cmd.StdinPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
 	cmd.Stderr = os.Stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	g := &gatewayClient{cmd: cmd, client: &stampClient{}}
-	g.close = func() {
-		_ = stdin.Close()
-		done := make(chan struct{})
-		go func() { _ = cmd.Wait(); close(done) }()
-		select {
-		case <-done:
-		case <-time.After(10 * time.Second):
-			_ = cmd.Process.Kill()
-			<-done
-		}
-	}
-	gate := make(chan struct{})
-	g.conn = acp.NewClientSideConnection(g.client, stdin, gatedReader{r: stdout, open: gate})
-	g.conn.SetLogger(slog.New(slog.DiscardHandler))
-	close(gate)
-	if _, err := g.conn.Initialize(ctx, acp.InitializeRequest{ProtocolVersion: acp.ProtocolVersionNumber}); err != nil {
-		g.close()
-		t.Fatalf("initialize: %v", err)
-	}
-	res, err := g.conn.NewSession(ctx, acp.NewSessionRequest{Cwd: env.tmp, McpServers: []acp.McpServer{}})
+	g, err := startPeer(ctx, "gateway", cmd, env.tmp)
 	if err != nil {
-		g.close()
-		t.Fatalf("session/new: %v", err)
-	}
-	g.sid = res.SessionId
-	env.sessions = append(env.sessions, string(g.sid))
-	if _, err := g.prompt(ctx, zeroWork); err != nil { // warm the agent
-		g.close()
 		t.Fatal(err)
 	}
+	env.sessions = append(env.sessions, string(g.sid))
 	return g
 }
 
@@ -96,31 +49,6 @@ func orDefault(s, def string) string {
 		return def
 	}
 	return s
-}
-
-func (g *gatewayClient) prompt(ctx context.Context, text string) (time.Duration, error) {
-	start := time.Now()
-	res, err := g.conn.Prompt(ctx, acp.PromptRequest{SessionId: g.sid, Prompt: []acp.ContentBlock{acp.TextBlock(text)}})
-	if err != nil {
-		return 0, fmt.Errorf("gateway prompt %q: %w", text, err)
-	}
-	if res.StopReason != acp.StopReasonEndTurn {
-		return 0, fmt.Errorf("gateway prompt %q: stop reason %q", text, res.StopReason)
-	}
-	return time.Since(start), nil
-}
-
-// stream runs a stamped n-chunk turn through the gateway and returns each chunk's latency.
-func (g *gatewayClient) stream(ctx context.Context, n int) ([]time.Duration, error) {
-	g.client.take()
-	if _, err := g.prompt(ctx, streamPrompt(n)); err != nil {
-		return nil, err
-	}
-	lat := g.client.take()
-	if len(lat) != n {
-		return nil, fmt.Errorf("gateway stream: %d stamped chunks seen, want %d", len(lat), n)
-	}
-	return lat, nil
 }
 
 // TestGatewayTable prints the chunk latency an ACP client sees through `starter acp`

@@ -447,18 +447,8 @@ func TestScaleTable(t *testing.T) {
 	// least every streaming turn's agent plus the two single streams' (the default, 64, fits
 	// the default 50 turns; more turns raise it).
 	maxAgents := max(activities.DefaultMaxAgents, nTurns+2)
-	queue := "tacp-bench-scale-" + signals.NewID()[:8]
-	w, err := app.StartWorker(env.c, app.WorkerOptions{
-		TaskQueue: queue,
-		DataDir:   filepath.Join(env.tmp, "data-scale"),
-		Agent:     strconv.Quote(env.agentBinary) + " -transcripts " + strconv.Quote(filepath.Join(env.tmp, "transcripts-scale")),
-		MaxAgents: maxAgents,
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(w.Stop)
-	b := &scaleBench{sc: signals.NewClient(env.c, queue), worker: w, chunks: chunks}
+	w, sc := startBenchWorker(t, "scale", app.WorkerOptions{MaxAgents: maxAgents})
+	b := &scaleBench{sc: sc, worker: w, chunks: chunks}
 	prefix := "bench-scale-" + signals.NewID()[:8]
 	var sessions []*scaleSession
 	closed := false

@@ -67,9 +67,11 @@ func streamPrompt(n int) string { return fmt.Sprintf("/chunks %d every %s stamp"
 
 // --- the baseline: the agent over a direct ACP pipe ---
 
-// directAgent is the testagent binary as a subprocess of the benchmark, spoken to over its
-// stdio with nothing in between, on one ACP session.
-type directAgent struct {
+// acpPeer is an ACP client on the stdio of a child process, on one ACP session, timing the
+// stamped chunks it is sent: the baseline's peer is the testagent binary itself, with
+// nothing in between; the gateway benchmark's is `starter acp`.
+type acpPeer struct {
+	name   string
 	cmd    *exec.Cmd
 	stdin  io.WriteCloser
 	conn   *acp.ClientSideConnection
@@ -77,15 +79,9 @@ type directAgent struct {
 	client *stampClient
 }
 
-// startDirect starts the agent, initializes it, opens a session and runs one zero-work
-// turn, so that it is as warm as a tacp session's agent.
-func startDirect(ctx context.Context) (*directAgent, error) {
-	dir, err := os.MkdirTemp(env.tmp, "direct-")
-	if err != nil {
-		return nil, err
-	}
-	cmd := exec.Command(env.agentBinary, "-transcripts", filepath.Join(dir, "transcripts"))
-	cmd.Dir = dir
+// startPeer starts cmd, initializes the ACP peer on its stdio, opens a session in cwd and
+// runs one zero-work turn, so that the agent behind it is warm.
+func startPeer(ctx context.Context, name string, cmd *exec.Cmd, cwd string) (*acpPeer, error) {
 	stdin, err := cmd.StdinPipe()
 	if err != nil {
 		return nil, err
@@ -95,69 +91,80 @@ func startDirect(ctx context.Context) (*directAgent, error) {
 		return nil, err
 	}
 	if err := cmd.Start(); err != nil {
-		return nil, fmt.Errorf("start testagent: %w", err)
+		return nil, fmt.Errorf("start %s: %w", name, err)
 	}
-	d := &directAgent{cmd: cmd, stdin: stdin, client: &stampClient{}}
+	p := &acpPeer{name: name, cmd: cmd, stdin: stdin, client: &stampClient{}}
 	// The SDK's receive loop starts inside NewClientSideConnection and reads its logger
 	// unguarded, so it waits at the gate until SetLogger is done. Quiet: its "connection
 	// closed" at the end would break a benchmark's output line.
 	gate := make(chan struct{})
-	d.conn = acp.NewClientSideConnection(d.client, stdin, gatedReader{r: stdout, open: gate})
-	d.conn.SetLogger(slog.New(slog.DiscardHandler))
+	p.conn = acp.NewClientSideConnection(p.client, stdin, gatedReader{r: stdout, open: gate})
+	p.conn.SetLogger(slog.New(slog.DiscardHandler))
 	close(gate)
-	if _, err := d.conn.Initialize(ctx, acp.InitializeRequest{ProtocolVersion: acp.ProtocolVersionNumber}); err != nil {
-		d.close()
-		return nil, fmt.Errorf("initialize: %w", err)
+	if _, err := p.conn.Initialize(ctx, acp.InitializeRequest{ProtocolVersion: acp.ProtocolVersionNumber}); err != nil {
+		p.close()
+		return nil, fmt.Errorf("%s: initialize: %w", name, err)
 	}
-	resp, err := d.conn.NewSession(ctx, acp.NewSessionRequest{Cwd: dir, McpServers: []acp.McpServer{}})
+	resp, err := p.conn.NewSession(ctx, acp.NewSessionRequest{Cwd: cwd, McpServers: []acp.McpServer{}})
 	if err != nil {
-		d.close()
-		return nil, fmt.Errorf("session/new: %w", err)
+		p.close()
+		return nil, fmt.Errorf("%s: session/new: %w", name, err)
 	}
-	d.sid = resp.SessionId
-	if _, err := d.prompt(ctx, zeroWork); err != nil {
-		d.close()
+	p.sid = resp.SessionId
+	if _, err := p.prompt(ctx, zeroWork); err != nil {
+		p.close()
 		return nil, err
 	}
-	return d, nil
+	return p, nil
+}
+
+// startDirect starts the baseline: the testagent binary over a direct ACP pipe.
+func startDirect(ctx context.Context) (*acpPeer, error) {
+	dir, err := os.MkdirTemp(env.tmp, "direct-")
+	if err != nil {
+		return nil, err
+	}
+	cmd := exec.Command(env.agentBinary, "-transcripts", filepath.Join(dir, "transcripts"))
+	cmd.Dir = dir
+	return startPeer(ctx, "direct", cmd, dir)
 }
 
 // prompt runs one session/prompt and returns its round trip.
-func (d *directAgent) prompt(ctx context.Context, text string) (time.Duration, error) {
+func (p *acpPeer) prompt(ctx context.Context, text string) (time.Duration, error) {
 	start := time.Now()
-	resp, err := d.conn.Prompt(ctx, acp.PromptRequest{SessionId: d.sid, Prompt: []acp.ContentBlock{acp.TextBlock(text)}})
+	resp, err := p.conn.Prompt(ctx, acp.PromptRequest{SessionId: p.sid, Prompt: []acp.ContentBlock{acp.TextBlock(text)}})
 	took := time.Since(start)
 	if err != nil {
-		return 0, fmt.Errorf("direct prompt %q: %w", text, err)
+		return 0, fmt.Errorf("%s prompt %q: %w", p.name, text, err)
 	}
 	if resp.StopReason != acp.StopReasonEndTurn {
-		return 0, fmt.Errorf("direct prompt %q: stop reason %q", text, resp.StopReason)
+		return 0, fmt.Errorf("%s prompt %q: stop reason %q", p.name, text, resp.StopReason)
 	}
 	return took, nil
 }
 
 // stream runs a stamped n-chunk turn and returns each chunk's latency, in order.
-func (d *directAgent) stream(ctx context.Context, n int) ([]time.Duration, error) {
-	d.client.take()
-	if _, err := d.prompt(ctx, streamPrompt(n)); err != nil {
+func (p *acpPeer) stream(ctx context.Context, n int) ([]time.Duration, error) {
+	p.client.take()
+	if _, err := p.prompt(ctx, streamPrompt(n)); err != nil {
 		return nil, err
 	}
-	lat := d.client.take()
+	lat := p.client.take()
 	if len(lat) != n {
-		return nil, fmt.Errorf("direct stream: %d stamped chunks seen, want %d", len(lat), n)
+		return nil, fmt.Errorf("%s stream: %d stamped chunks seen, want %d", p.name, len(lat), n)
 	}
 	return lat, nil
 }
 
-// close hangs up (a polite agent exits) and kills the agent if it lingers.
-func (d *directAgent) close() {
-	_ = d.stdin.Close()
+// close hangs up (a polite peer exits) and kills the process if it lingers.
+func (p *acpPeer) close() {
+	_ = p.stdin.Close()
 	done := make(chan struct{})
-	go func() { _ = d.cmd.Wait(); close(done) }()
+	go func() { _ = p.cmd.Wait(); close(done) }()
 	select {
 	case <-done:
-	case <-time.After(5 * time.Second):
-		_ = d.cmd.Process.Kill()
+	case <-time.After(10 * time.Second):
+		_ = p.cmd.Process.Kill()
 		<-done
 	}
 }
@@ -550,7 +557,7 @@ func (f streamFigures) perChunk() float64 {
 
 // measureStream measures the fixed history cost of a zero-work turn on s (median of
 // three), then streams chunks through s while d streams the same prompt directly.
-func measureStream(ctx context.Context, s *tacpSession, d *directAgent, flush time.Duration, chunks int) (streamFigures, error) {
+func measureStream(ctx context.Context, s *tacpSession, d *acpPeer, flush time.Duration, chunks int) (streamFigures, error) {
 	f := streamFigures{flush: flush, chunks: chunks}
 	var fixed, fixedTurn []int
 	for range 3 {
@@ -632,18 +639,23 @@ func envInt(t testing.TB, name string, def int) int {
 // startSlowWorker starts a second tacp worker flushing every slowFlush on its own task
 // queue, stopped when t ends (after sessions registered later have closed).
 func startSlowWorker(t testing.TB) *signals.Client {
-	queue := "tacp-bench-slow-" + signals.NewID()[:8]
-	w, err := app.StartWorker(env.c, app.WorkerOptions{
-		TaskQueue:     queue,
-		DataDir:       filepath.Join(env.tmp, "data-slow"),
-		Agent:         strconv.Quote(env.agentBinary) + " -transcripts " + strconv.Quote(filepath.Join(env.tmp, "transcripts-slow")),
-		FlushInterval: slowFlush,
-	})
+	_, sc := startBenchWorker(t, "slow", app.WorkerOptions{FlushInterval: slowFlush})
+	return sc
+}
+
+// startBenchWorker starts another tacp worker in this process on a task queue of its own,
+// with its own data and transcript directories and the testagent binary, stopped when t
+// ends; opts sets the rest.
+func startBenchWorker(t testing.TB, name string, opts app.WorkerOptions) (*app.Worker, *signals.Client) {
+	opts.TaskQueue = "tacp-bench-" + name + "-" + signals.NewID()[:8]
+	opts.DataDir = filepath.Join(env.tmp, "data-"+name)
+	opts.Agent = strconv.Quote(env.agentBinary) + " -transcripts " + strconv.Quote(filepath.Join(env.tmp, "transcripts-"+name))
+	w, err := app.StartWorker(env.c, opts)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(w.Stop)
-	return signals.NewClient(env.c, queue)
+	return w, signals.NewClient(env.c, opts.TaskQueue)
 }
 
 // TestTurnTable prints the turn-path figures the README quotes:
