@@ -201,9 +201,11 @@ func TestACPGatewayStreamsAPromptAndAnswersWithItsStopReason(t *testing.T) {
 	require.Empty(t, p.texts(true), "a client is not shown its own prompt")
 
 	// A second prompt while one runs queues behind it; each answer comes with its turn.
+	// The first sleeps long enough to still be running when a loaded machine's status
+	// query sees it.
 	var wg sync.WaitGroup
 	stops := make([]acp.StopReason, 2)
-	for i, text := range []string{"/sleep 300ms", "second"} {
+	for i, text := range []string{"/sleep 3s", "second"} {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()

@@ -135,6 +135,9 @@ func waitRunning(t *testing.T, id string, turn int64) signals.Status {
 		if st.State == signals.StateRunning && st.TurnID == turn && st.AgentSessionID != "" {
 			return st
 		}
+		if st.TurnID > turn {
+			t.Fatalf("turn %d ended before it was seen running (the test's turn is too short): %+v", turn, st)
+		}
 		select {
 		case <-ctx.Done():
 			t.Fatalf("turn %d never ran: %+v", turn, st)
