@@ -135,6 +135,17 @@ func Start(ctx context.Context, opts Options) (*Server, error) {
 		dynamicconfig.FrontendEnableUpdateWorkflowExecution.Key():              []dynamicconfig.ConstrainedValue{{Value: true}},
 		dynamicconfig.FrontendEnableUpdateWorkflowExecutionAsyncAccepted.Key(): []dynamicconfig.ConstrainedValue{{Value: true}},
 		dynamicconfig.EnableEagerWorkflowStart.Key():                           []dynamicconfig.ConstrainedValue{{Value: true}},
+		// A turn's RunTurn activity is scheduled by its TurnWorkflow on the same task queue:
+		// eager execution hands it to the worker that completed the workflow task, without a
+		// trip through matching.
+		dynamicconfig.EnableActivityEagerExecution.Key(): []dynamicconfig.ConstrainedValue{{Value: true}},
+		// The server's one history shard reads its transfer queue (every workflow and activity
+		// task it dispatches, every child start and cross-workflow signal) at most 20 times a
+		// second by default: past a short burst each dispatch waited up to 50 ms for the
+		// reader's rate limiter, which was most of a warm turn. The queue is read on
+		// notification, so a higher cap costs nothing when idle.
+		dynamicconfig.TransferProcessorMaxPollRPS.Key(): []dynamicconfig.ConstrainedValue{{Value: 1000}},
+		dynamicconfig.TimerProcessorMaxPollRPS.Key():    []dynamicconfig.ConstrainedValue{{Value: 1000}},
 	}
 
 	srv, err := temporal.NewServer(
