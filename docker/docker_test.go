@@ -19,6 +19,7 @@ type compose struct {
 		Image       string            `yaml:"image"`
 		Ports       []string          `yaml:"ports"`
 		Environment map[string]string `yaml:"environment"`
+		Volumes     []string          `yaml:"volumes"`
 		Healthcheck *struct {
 			Test []string `yaml:"test"`
 		} `yaml:"healthcheck"`
@@ -49,6 +50,24 @@ func TestComposeNamesTheServicesTheREADMEPromises(t *testing.T) {
 	}
 	require.Equal(t, "docker/Dockerfile", c.Services["worker"].Build.Dockerfile)
 	require.Equal(t, "temporal:7233", c.Services["worker"].Environment["TEMPORAL_ADDRESS"])
+
+	// The server reads tacp's dynamic config, and that file sets what the embedded server sets.
+	require.Contains(t, c.Services["temporal"].Volumes, "./dynamicconfig:/etc/temporal/config/dynamicconfig:ro")
+	require.Equal(t, "config/dynamicconfig/tacp.yaml", c.Services["temporal"].Environment["DYNAMIC_CONFIG_FILE_PATH"])
+	b, err = os.ReadFile("dynamicconfig/tacp.yaml")
+	require.NoError(t, err)
+	var dc map[string][]struct {
+		Value any `yaml:"value"`
+	}
+	require.NoError(t, yaml.Unmarshal(b, &dc))
+	for key, want := range map[string]any{
+		"history.transferProcessorMaxPollRPS": 1000,
+		"history.timerProcessorMaxPollRPS":    1000,
+		"system.enableActivityEagerExecution": true,
+	} {
+		require.Len(t, dc[key], 1, key)
+		require.Equal(t, want, dc[key][0].Value, key)
+	}
 }
 
 var buildLine = regexp.MustCompile(`CGO_ENABLED=0 go build -o (?:"[^"]*"|\S+) (\./\S+(?: \./\S+)*)`)

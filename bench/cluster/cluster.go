@@ -457,6 +457,12 @@ frontend.enableUpdateWorkflowExecutionAsyncAccepted:
   - value: true
 system.enableEagerWorkflowStart:
   - value: true
+system.enableActivityEagerExecution:
+  - value: true
+history.transferProcessorMaxPollRPS:
+  - value: 1000
+history.timerProcessorMaxPollRPS:
+  - value: 1000
 limit.maxIDLength:
   - value: 255
 `
