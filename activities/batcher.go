@@ -9,13 +9,15 @@ package activities
 // The interval stretches as a turn streams on (see stretch): every flush costs the session
 // about four history events (the signal and a workflow task) whatever it carries, so a
 // person watching an answer appear gets FlushInterval, and a turn that streams for an hour
-// fits in one run's history.
+// fits in one run's history. It also widens when many turns stream on one worker at once
+// (see flushBudget), so that the worker's signals stay within what the server keeps up with.
 
 import (
 	"context"
 	"encoding/json"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -30,17 +32,19 @@ type batcher struct {
 	longest  time.Duration // the interval stretch reaches
 	maxBytes int
 	send     sendFunc
+	budget   *flushBudget // shared by the worker's turns; nil: none
 
 	mu      sync.Mutex
 	pending []json.RawMessage
 	bytes   int
 	err     error // the first send that failed for good
 
-	kick     chan struct{}
-	flushReq chan chan struct{}
-	stopped  chan struct{}
-	done     chan struct{}
-	batch    int64 // last batch sent (owned by run)
+	kick      chan struct{}
+	flushReq  chan chan struct{}
+	stopped   chan struct{}
+	done      chan struct{}
+	batch     int64 // last batch sent (owned by run)
+	streaming bool  // counted in budget: the last timed flush sent events (owned by run)
 }
 
 func newBatcher(interval, longest time.Duration, maxBytes int, send sendFunc) *batcher {
@@ -72,24 +76,75 @@ func (b *batcher) add(raw json.RawMessage) {
 // run flushes until stop is called, then flushes what is left and returns.
 func (b *batcher) run(ctx context.Context) {
 	defer close(b.done)
+	defer b.quit()
 	start := time.Now()
 	t := time.NewTimer(b.interval)
 	defer t.Stop()
 	for {
 		select {
 		case <-t.C:
-			t.Reset(stretch(b.interval, b.longest, time.Since(start)))
+			b.tick(ctx)
+			t.Reset(max(stretch(b.interval, b.longest, time.Since(start)), b.budget.floor()))
 		case <-b.kick:
+			b.flush(ctx)
 		case done := <-b.flushReq:
 			b.flush(ctx)
 			close(done)
-			continue
 		case <-b.stopped:
 			b.flush(ctx)
 			return
 		}
-		b.flush(ctx)
 	}
+}
+
+// tick is a timed flush: a turn counts in the budget while its timed flushes send events.
+func (b *batcher) tick(ctx context.Context) {
+	sent := b.flush(ctx)
+	switch {
+	case sent && !b.streaming:
+		b.budget.join()
+	case !sent && b.streaming:
+		b.budget.leave()
+	}
+	b.streaming = sent
+}
+
+// quit takes a stopped batcher out of the budget.
+func (b *batcher) quit() {
+	if b.streaming {
+		b.budget.leave()
+		b.streaming = false
+	}
+}
+
+// flushBudget shares a worker's turn_events signals among the turns streaming on it: with n
+// turns streaming and a budget of rate signals a second, no turn flushes more often than
+// every n/rate seconds. Below rate/FlushInterval turns it changes nothing; past it, each
+// viewer waits a little longer for a batch instead of every session waiting behind a
+// saturated server.
+type flushBudget struct {
+	rate      float64 // signals a second; <= 0: no budget
+	streaming atomic.Int64
+}
+
+func (f *flushBudget) join() {
+	if f != nil {
+		f.streaming.Add(1)
+	}
+}
+
+func (f *flushBudget) leave() {
+	if f != nil {
+		f.streaming.Add(-1)
+	}
+}
+
+// floor is the shortest flush interval the budget allows each streaming turn now.
+func (f *flushBudget) floor() time.Duration {
+	if f == nil || f.rate <= 0 {
+		return 0
+	}
+	return time.Duration(float64(f.streaming.Load()) / f.rate * float64(time.Second))
 }
 
 // Stretch points: a turn streams at its first interval for stretchAfter, then at 1 s (or
@@ -120,15 +175,16 @@ func FlushIntervalAt(first, longest, age time.Duration) time.Duration {
 	return stretch(first, max(first, longest), age)
 }
 
-// flush sends the pending events as batches of at most maxBytes.
-func (b *batcher) flush(ctx context.Context) {
+// flush sends the pending events as batches of at most maxBytes; it reports whether there
+// were any.
+func (b *batcher) flush(ctx context.Context) bool {
 	b.mu.Lock()
 	events := b.pending
 	b.pending, b.bytes = nil, 0
 	failed := b.err != nil
 	b.mu.Unlock()
-	if failed {
-		return
+	if failed || len(events) == 0 {
+		return false
 	}
 	for len(events) > 0 {
 		n, size := 0, 0
@@ -140,11 +196,12 @@ func (b *batcher) flush(ctx context.Context) {
 			b.mu.Lock()
 			b.err = fmt.Errorf("send turn_events batch %d: %w", b.batch+1, err)
 			b.mu.Unlock()
-			return
+			return true
 		}
 		b.batch++
 		events = events[n:]
 	}
+	return true
 }
 
 // flushNow sends everything enqueued so far and returns once it is sent (or the batcher has

@@ -438,3 +438,53 @@ func TestFlushIntervalStretchesAsATurnStreamsOn(t *testing.T) {
 		t.Errorf("an hour of streaming flushes %d times, ~%d history events", flushes, events)
 	}
 }
+
+func TestFlushBudgetWidensTheIntervalWithTheTurnsStreaming(t *testing.T) {
+	f := &flushBudget{rate: 200}
+	require.Zero(t, f.floor(), "nobody streams")
+	for range 20 {
+		f.join()
+	}
+	require.Equal(t, 100*time.Millisecond, f.floor(), "20 turns at 200 signals/s: the default interval")
+	for range 30 {
+		f.join()
+	}
+	require.Equal(t, 250*time.Millisecond, f.floor(), "50 turns share 200 signals/s")
+	for range 50 {
+		f.leave()
+	}
+	require.Zero(t, f.floor())
+
+	var none *flushBudget // a batcher without a budget
+	none.join()
+	none.leave()
+	require.Zero(t, none.floor())
+	unbounded := &flushBudget{rate: -1}
+	unbounded.join()
+	require.Zero(t, unbounded.floor())
+}
+
+func TestBatcherCountsItselfStreamingOnlyWhileItsTimedFlushesSendEvents(t *testing.T) {
+	var rec recorder
+	budget := &flushBudget{rate: 200}
+	b := newBatcher(never, never, 1<<20, rec.send) // driven by hand: no run goroutine
+	b.budget = budget
+	ctx := context.Background()
+
+	b.tick(ctx)
+	require.Zero(t, budget.streaming.Load(), "a tick with nothing to send")
+	b.add(ev(`{"a":1}`))
+	b.tick(ctx)
+	require.EqualValues(t, 1, budget.streaming.Load(), "a tick that sent events counts the turn")
+	b.add(ev(`{"a":2}`))
+	b.tick(ctx)
+	require.EqualValues(t, 1, budget.streaming.Load(), "counted once however many ticks send")
+	b.tick(ctx)
+	require.Zero(t, budget.streaming.Load(), "a quiet tick stops counting it")
+	b.add(ev(`{"a":3}`))
+	b.tick(ctx)
+	require.EqualValues(t, 1, budget.streaming.Load())
+	b.quit()
+	require.Zero(t, budget.streaming.Load(), "a stopped batcher leaves the budget")
+	require.Equal(t, []string{`{"a":1}`, `{"a":2}`, `{"a":3}`}, rec.events())
+}

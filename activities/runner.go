@@ -30,6 +30,9 @@ const (
 	// DefaultFlushLongest is the interval a long streaming turn's flushes stretch to.
 	DefaultFlushLongest = 2 * time.Second
 	DefaultFlushBytes   = 64 << 10
+	// DefaultMaxFlushRate is a worker's turn_events signals a second, shared by the turns
+	// streaming on it: up to 20 turns flush every 100 ms, 50 every 250 ms.
+	DefaultMaxFlushRate = 200
 	DefaultCancelGrace  = 30 * time.Second
 	DefaultInitTimeout  = 30 * time.Second
 	heartbeatEvery      = time.Second
@@ -50,6 +53,10 @@ type Runner struct {
 	FlushInterval time.Duration
 	FlushLongest  time.Duration
 	FlushBytes    int
+	// MaxFlushRate bounds the turn_events signals a second of all the turns streaming on
+	// this worker together (0: DefaultMaxFlushRate; negative: no bound): past it each
+	// turn's flush interval widens (see flushBudget).
+	MaxFlushRate float64
 	// CancelGrace bounds the wait for the agent to answer `cancelled` after session/cancel;
 	// past it the agent process is killed and the turn ends cancelled all the same.
 	CancelGrace time.Duration
@@ -58,7 +65,8 @@ type Runner struct {
 	InitTimeout time.Duration
 	Logger      *slog.Logger
 
-	once sync.Once
+	budget *flushBudget
+	once   sync.Once
 }
 
 // defaults fills in the zero fields once: activities run concurrently on one Runner.
@@ -74,6 +82,10 @@ func (r *Runner) setDefaults() {
 	if r.FlushBytes <= 0 {
 		r.FlushBytes = DefaultFlushBytes
 	}
+	if r.MaxFlushRate == 0 {
+		r.MaxFlushRate = DefaultMaxFlushRate
+	}
+	r.budget = &flushBudget{rate: r.MaxFlushRate}
 	if r.CancelGrace <= 0 {
 		r.CancelGrace = DefaultCancelGrace
 	}
@@ -154,6 +166,7 @@ func (r *Runner) runTurn(ctx context.Context, in signals.RunTurnInput) (signals.
 		}
 		return err
 	})
+	b.budget = r.budget
 	go b.run(sendCtx)
 	finish := func(res signals.RunTurnResult, err error) (signals.RunTurnResult, error) {
 		n, serr := b.close()

@@ -447,7 +447,7 @@ func TestScaleTable(t *testing.T) {
 	// least every streaming turn's agent plus the two single streams' (the default, 64, fits
 	// the default 50 turns; more turns raise it).
 	maxAgents := max(activities.DefaultMaxAgents, nTurns+2)
-	w, sc := startBenchWorker(t, "scale", app.WorkerOptions{MaxAgents: maxAgents})
+	w, sc := startBenchWorker(t, "scale", app.WorkerOptions{MaxAgents: maxAgents, FlushMaxRate: float64(envInt(t, "TACP_BENCH_SCALE_FLUSH_RATE", 0))})
 	b := &scaleBench{sc: sc, worker: w, chunks: chunks}
 	prefix := "bench-scale-" + signals.NewID()[:8]
 	var sessions []*scaleSession

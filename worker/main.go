@@ -55,6 +55,7 @@ func run() error {
 		pollers   = fs.Int("pollers", app.DefaultWorkflowPollers, "workflow task pollers on the session queue (viewers' queries are workflow tasks too)")
 		flush     = fs.Duration("events.flush", activities.DefaultFlushInterval, "how often a turn's agent events are flushed to its session at first (latency seen by viewers)")
 		flushLong = fs.Duration("events.flush-longest", activities.DefaultFlushLongest, "the flush interval a turn that streams on stretches to: 1 s after 30 s, this after 5 min (history per hour)")
+		flushRate = fs.Float64("events.max-rate", activities.DefaultMaxFlushRate, "turn_events signals a second of all the turns streaming on this worker together; past it each turn flushes less often (negative: no bound)")
 		metrics   = fs.String("metrics.listen", "", "serve Prometheus metrics at http://ADDR/metrics, e.g. 127.0.0.1:9464 (empty: off)")
 	)
 	if err := app.ParseFlags(fs, os.Args[1:]); err != nil {
@@ -115,7 +116,7 @@ func run() error {
 	w, err := app.StartWorker(c, app.WorkerOptions{
 		TaskQueue: *queue, Agent: *agentCmd, DataDir: *data, Logger: logger,
 		AgentIdleTTL: *idleTTL, MaxAgents: *maxAgents, CancelGrace: *grace,
-		FlushInterval: *flush, FlushLongest: *flushLong, WorkflowPollers: *pollers,
+		FlushInterval: *flush, FlushLongest: *flushLong, FlushMaxRate: *flushRate, WorkflowPollers: *pollers,
 	})
 	if err != nil {
 		return err

@@ -44,8 +44,11 @@ type WorkerOptions struct {
 	FlushInterval time.Duration
 	FlushLongest  time.Duration
 	FlushBytes    int
-	CancelGrace   time.Duration
-	InitTimeout   time.Duration
+	// FlushMaxRate bounds the turn_events signals a second of the turns streaming on the
+	// worker together (0: the default; negative: no bound).
+	FlushMaxRate float64
+	CancelGrace  time.Duration
+	InitTimeout  time.Duration
 	// AgentIdleTTL and MaxAgents bound the agent processes kept alive between turns.
 	AgentIdleTTL time.Duration
 	MaxAgents    int
@@ -141,6 +144,7 @@ func StartWorker(c client.Client, opts WorkerOptions) (*Worker, error) {
 		FlushInterval: opts.FlushInterval,
 		FlushLongest:  opts.FlushLongest,
 		FlushBytes:    opts.FlushBytes,
+		MaxFlushRate:  opts.FlushMaxRate,
 		CancelGrace:   opts.CancelGrace,
 		InitTimeout:   opts.InitTimeout,
 		Logger:        opts.Logger,
