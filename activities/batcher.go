@@ -13,12 +13,14 @@ package activities
 // (see flushBudget), so that the worker's signals stay within what the server keeps up with.
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
 	"sync"
 	"sync/atomic"
 	"time"
+	"unicode/utf8"
 )
 
 // maxEventBytes bounds one journaled event: a bigger update is replaced by a stub naming its
@@ -57,6 +59,11 @@ func newBatcher(interval, longest time.Duration, maxBytes int, send sendFunc) *b
 // add enqueues one event. It never blocks.
 func (b *batcher) add(raw json.RawMessage) {
 	ev := append(json.RawMessage(nil), raw...)
+	if !utf8.Valid(ev) {
+		// An agent's bytes that are not UTF-8 can only sit inside JSON strings: replace them
+		// as a JSON decoder would, so the journal and every viewer get valid UTF-8.
+		ev = bytes.ToValidUTF8(ev, []byte("\uFFFD"))
+	}
 	if len(ev) > maxEventBytes {
 		ev, _ = json.Marshal(map[string]any{"tacp_truncated": true, "bytes": len(raw)})
 	}

@@ -14,6 +14,7 @@ import (
 	"sync"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"github.com/stretchr/testify/require"
 )
@@ -487,4 +488,18 @@ func TestBatcherCountsItselfStreamingOnlyWhileItsTimedFlushesSendEvents(t *testi
 	b.quit()
 	require.Zero(t, budget.streaming.Load(), "a stopped batcher leaves the budget")
 	require.Equal(t, []string{`{"a":1}`, `{"a":2}`, `{"a":3}`}, rec.events())
+}
+
+func TestBatcherRepairsAgentBytesThatAreNotUTF8(t *testing.T) {
+	var rec recorder
+	b := startBatcher(t, never, 1<<20, rec.send)
+	b.add(ev("{\"text\":\"caf\xe9 \xff\xfe ok\"}"))
+	b.add(ev(`{"text":"café"}`))
+	_, err := b.close()
+	require.NoError(t, err)
+	got := rec.events()
+	require.Equal(t, []string{`{"text":"caf` + "\uFFFD" + ` ` + "\uFFFD" + ` ok"}`, `{"text":"café"}`}, got)
+	for _, e := range got {
+		require.True(t, json.Valid([]byte(e)) && utf8.ValidString(e), e)
+	}
 }

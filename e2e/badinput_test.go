@@ -10,6 +10,7 @@ package e2e
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
@@ -165,6 +166,7 @@ func TestBadInputAgainstALiveTurnChangesNothing(t *testing.T) {
 		{"prompt client_message_id too long", signals.RejectInvalidRequest, "client_message_id", promptWith(signals.PromptRequest{Text: "hi", ClientMessageID: longID})},
 		{"prompt content not blocks", signals.RejectInvalidRequest, "JSON array", raw(signals.UpdatePrompt, map[string]any{"text": "hi", "client_message_id": "c1", "content": map[string]any{"type": "text"}})},
 		{"prompt null content and no text", signals.RejectInvalidRequest, "empty", raw(signals.UpdatePrompt, map[string]any{"text": "", "client_message_id": "c2", "content": nil})},
+		{"prompt content not UTF-8", signals.RejectInvalidRequest, "not valid UTF-8", promptWith(signals.PromptRequest{Text: "hi", ClientMessageID: "c3", Content: json.RawMessage("[{\"type\":\"text\",\"text\":\"\x83\"}]")})},
 		{"steer empty text", signals.RejectInvalidRequest, "empty", steerWith(signals.SteerRequest{Text: "  \n", ExpectedTurnID: "1"})},
 		{"steer text over MaxTextBytes", signals.RejectInvalidRequest, "limit", steerWith(signals.SteerRequest{Text: long, ExpectedTurnID: "1"})},
 		{"steer client_msg_id too long", signals.RejectInvalidRequest, "client_msg_id", steerWith(signals.SteerRequest{Text: "go", ExpectedTurnID: "1", ClientMsgID: longID})},

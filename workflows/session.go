@@ -14,6 +14,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/sdk/temporal"
@@ -276,6 +277,13 @@ func (s *session) checkPrompt(req signals.PromptRequest) *signals.Rejection {
 func (s *session) validatePrompt(ctx workflow.Context, req signals.PromptRequest) error {
 	if rej := s.checkPrompt(req); rej != nil {
 		return rej.ApplicationError()
+	}
+	// Content is kept as the client's bytes (text fields are decoded, and Go's decoder
+	// replaces invalid UTF-8 in them); refuse bytes that are not UTF-8 before they reach the
+	// journal and the agent. Only the validator checks it: validators do not run on replay,
+	// so a prompt an older worker accepted replays as it was.
+	if !utf8.Valid(req.Content) {
+		return signals.Reject(signals.RejectInvalidRequest, "prompt content is not valid UTF-8").ApplicationError()
 	}
 	return nil
 }
