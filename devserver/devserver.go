@@ -33,6 +33,7 @@ import (
 	uiconfig "github.com/temporalio/ui-server/v2/server/config"
 	uioptions "github.com/temporalio/ui-server/v2/server/server_options"
 
+	"github.com/tacp-dev/tacp/internal/freeport"
 	"github.com/tacp-dev/tacp/signals"
 )
 
@@ -84,11 +85,11 @@ func Start(ctx context.Context, opts Options) (*Server, error) {
 		opts.Logger = log.NewNoopLogger()
 	}
 	if opts.Port == 0 {
-		p, err := freePort(opts.IP)
+		p, err := freeport.Take(opts.IP, 1)
 		if err != nil {
-			return nil, err
+			return nil, fmt.Errorf("devserver: %w", err)
 		}
-		opts.Port = p
+		opts.Port = p[0]
 	}
 
 	sqlCfg := config.SQL{
@@ -251,13 +252,11 @@ func (s *Server) Stop() error {
 }
 
 func serverConfig(opts Options, sqlCfg *config.SQL) (*config.Config, error) {
-	ports := make([]int, 0, 8)
-	for range 8 {
-		p, err := freePort(opts.IP)
-		if err != nil {
-			return nil, err
-		}
-		ports = append(ports, p)
+	// Ports the kernel picks for ":0" could be given to an outgoing connection before the
+	// services bind them, and a Temporal service that cannot bind its port panics.
+	ports, err := freeport.Take(opts.IP, 8)
+	if err != nil {
+		return nil, fmt.Errorf("devserver: %w", err)
 	}
 	service := func(grpc, membership int) config.Service {
 		return config.Service{RPC: config.RPC{GRPCPort: grpc, MembershipPort: membership, BindOnIP: opts.IP}}
@@ -324,15 +323,6 @@ func clientTLS(caFile, serverName string) (*tls.Config, error) {
 		return nil, fmt.Errorf("devserver: no certificate in %s", caFile)
 	}
 	return &tls.Config{RootCAs: pool, ServerName: serverName, MinVersion: tls.VersionTLS12}, nil
-}
-
-func freePort(ip string) (int, error) {
-	l, err := net.Listen("tcp", net.JoinHostPort(ip, "0"))
-	if err != nil {
-		return 0, fmt.Errorf("devserver: find a free port: %w", err)
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port, nil
 }
 
 // quietLogger drops the SDK client's own logs in the dev server's helper clients.

@@ -13,7 +13,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"math/rand/v2"
 	"net"
 	"os"
 	"os/exec"
@@ -34,6 +33,7 @@ import (
 	"go.temporal.io/sdk/workflow"
 	"google.golang.org/protobuf/types/known/durationpb"
 
+	"github.com/tacp-dev/tacp/internal/freeport"
 	"github.com/tacp-dev/tacp/signals"
 )
 
@@ -236,25 +236,13 @@ func stderrOf(err error) string {
 	return ""
 }
 
-// allocatePorts takes free loopback ports for PostgreSQL and every service, below 32768:
-// the SQL schema keeps membership ports in a smallint, so ephemeral ports will not do.
-// The search starts at a random port so that two clusters on one machine rarely meet.
+// allocatePorts takes free loopback ports for PostgreSQL and every service, below 32768
+// (freeport): the SQL schema keeps membership ports in a smallint, so ephemeral ports will
+// not do. The search starts at a random port so that two clusters on one machine rarely meet.
 func (st *State) allocatePorts() error {
-	const lo, hi = 20000, 32000
-	n := 1 + 2*len(Services) + 1
-	var ports []int
-	start := lo + rand.IntN(hi-lo)
-	for i := 0; i < hi-lo && len(ports) < n; i++ {
-		p := lo + (start-lo+i)%(hi-lo)
-		l, err := net.Listen("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(p)))
-		if err != nil {
-			continue
-		}
-		_ = l.Close()
-		ports = append(ports, p)
-	}
-	if len(ports) < n {
-		return fmt.Errorf("found only %d free loopback ports in [%d, %d)", len(ports), lo, hi)
+	ports, err := freeport.Take("127.0.0.1", 1+2*len(Services)+1)
+	if err != nil {
+		return err
 	}
 	st.PGPort, ports = ports[0], ports[1:]
 	st.Ports = map[string]Ports{}
