@@ -24,12 +24,7 @@ import (
 //
 //	TACP_RECORD_HISTORIES=1 go test ./e2e -run TestRecordHistories
 func TestRecordHistories(t *testing.T) {
-	if os.Getenv("TACP_RECORD_HISTORIES") == "" {
-		t.Skip("set TACP_RECORD_HISTORIES=1 to record")
-	}
-	dir := filepath.Join("..", "workflows", "testdata", "histories")
-	require.NoError(t, os.MkdirAll(dir, 0o755))
-	stamp := time.Now().UTC().Format("20060102")
+	dir, stamp := recordingTo(t)
 
 	// A session with a streamed turn, a cancelled turn, signal-path rejections and a close.
 	id := session(t)
@@ -136,12 +131,7 @@ func writeHistory(t *testing.T, workflowID, runID, path string) {
 // a permission asked and left to expire, and a turn restarted on another worker after its
 // worker process was killed (-run TestRecordHistories records these too).
 func TestRecordHistoriesPermissionExpiredAndFailover(t *testing.T) {
-	if os.Getenv("TACP_RECORD_HISTORIES") == "" {
-		t.Skip("set TACP_RECORD_HISTORIES=1 to record")
-	}
-	dir := filepath.Join("..", "workflows", "testdata", "histories")
-	require.NoError(t, os.MkdirAll(dir, 0o755))
-	stamp := time.Now().UTC().Format("20060102")
+	dir, stamp := recordingTo(t)
 
 	// A permission nobody answers: asked, suspended, expired by its deadline (fail closed,
 	// the agent gets the reject option), then the next turn runs.
@@ -182,4 +172,16 @@ func TestRecordHistoriesPermissionExpiredAndFailover(t *testing.T) {
 	waitFor(t, id, func(ev signals.Event) bool { return ev.Kind == signals.EventSessionClosed })
 	writeHistory(t, signals.SessionWorkflowID(id), "", filepath.Join(dir, fmt.Sprintf("session-failover-turn-restarted-%s.json", stamp)))
 	writeHistory(t, signals.TurnWorkflowID(id, 1), "", filepath.Join(dir, fmt.Sprintf("turn-failover-heartbeat-timeout-%s.json", stamp)))
+}
+
+// recordingTo skips unless TACP_RECORD_HISTORIES is set, and returns the folder recorded
+// histories go to and today's stamp for their names.
+func recordingTo(t *testing.T) (dir, stamp string) {
+	t.Helper()
+	if os.Getenv("TACP_RECORD_HISTORIES") == "" {
+		t.Skip("set TACP_RECORD_HISTORIES=1 to record")
+	}
+	dir = filepath.Join("..", "workflows", "testdata", "histories")
+	require.NoError(t, os.MkdirAll(dir, 0o755))
+	return dir, time.Now().UTC().Format("20060102")
 }
