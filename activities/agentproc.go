@@ -43,14 +43,15 @@ type agentProc struct {
 	log    *slog.Logger
 }
 
-// startAgent starts argv in dir and connects to it over stdio. client answers the agent's
-// requests (permissions, files).
-func startAgent(argv []string, dir string, client acp.Client, log *slog.Logger) (*agentProc, error) {
+// startAgent starts argv in dir with env (nil: the worker's) and connects to it over stdio.
+// client answers the agent's requests (permissions, files).
+func startAgent(argv, env []string, dir string, client acp.Client, log *slog.Logger) (*agentProc, error) {
 	if len(argv) == 0 {
 		return nil, errors.New("no agent command")
 	}
 	cmd := exec.Command(argv[0], argv[1:]...)
 	cmd.Dir = dir
+	cmd.Env = env
 	cmd.Stderr = &logWriter{log: log}
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	stdin, err := cmd.StdinPipe()

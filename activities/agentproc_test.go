@@ -177,7 +177,7 @@ func startTestAgent(t *testing.T) *liveAgent {
 	t.Helper()
 	logger, logs := testLogger(t)
 	transcripts, dir := t.TempDir(), t.TempDir()
-	proc, err := startAgent([]string{testagentBin, "-transcripts", transcripts}, dir, &hostClient{log: logger}, logger)
+	proc, err := startAgent([]string{testagentBin, "-transcripts", transcripts}, nil, dir, &hostClient{log: logger}, logger)
 	require.NoError(t, err)
 	t.Cleanup(func() { proc.stop(5 * time.Second) })
 
@@ -284,7 +284,7 @@ func TestAgentProcStopEndsTheProcess(t *testing.T) {
 func TestAgentProcStopKillsAnAgentThatIgnoresIt(t *testing.T) {
 	t.Setenv(helperEnv, "stubborn")
 	logger, _ := testLogger(t)
-	proc, err := startAgent([]string{os.Args[0]}, t.TempDir(), &hostClient{log: logger}, logger)
+	proc, err := startAgent([]string{os.Args[0]}, nil, t.TempDir(), &hostClient{log: logger}, logger)
 	require.NoError(t, err)
 	ctx, cancel := context.WithTimeout(context.Background(), patience)
 	defer cancel()
@@ -302,7 +302,7 @@ func TestAgentProcStopKillsAnAgentThatIgnoresIt(t *testing.T) {
 func TestStartAgentGarbageOutputHasNoRace(t *testing.T) {
 	t.Setenv(helperEnv, "garbage")
 	logger, _ := testLogger(t)
-	proc, err := startAgent([]string{os.Args[0]}, t.TempDir(), &hostClient{log: logger}, logger)
+	proc, err := startAgent([]string{os.Args[0]}, nil, t.TempDir(), &hostClient{log: logger}, logger)
 	require.NoError(t, err)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 	defer cancel()
@@ -313,10 +313,10 @@ func TestStartAgentGarbageOutputHasNoRace(t *testing.T) {
 
 func TestStartAgentErrors(t *testing.T) {
 	logger, _ := testLogger(t)
-	_, err := startAgent(nil, t.TempDir(), &hostClient{log: logger}, logger)
+	_, err := startAgent(nil, nil, t.TempDir(), &hostClient{log: logger}, logger)
 	require.Error(t, err)
 
-	_, err = startAgent([]string{filepath.Join(t.TempDir(), "no-such-agent")}, t.TempDir(), &hostClient{log: logger}, logger)
+	_, err = startAgent([]string{filepath.Join(t.TempDir(), "no-such-agent")}, nil, t.TempDir(), &hostClient{log: logger}, logger)
 	require.ErrorContains(t, err, "no-such-agent")
 }
 
@@ -472,7 +472,7 @@ func TestAgentProcLineOverTheSDKLimit(t *testing.T) {
 		"no pump left over from earlier tests")
 	t.Setenv(helperEnv, "bigline")
 	logger, _ := testLogger(t)
-	proc, err := startAgent([]string{os.Args[0]}, t.TempDir(), &hostClient{log: logger}, logger)
+	proc, err := startAgent([]string{os.Args[0]}, nil, t.TempDir(), &hostClient{log: logger}, logger)
 	require.NoError(t, err)
 	defer proc.stop(5 * time.Second)
 	var rec tapRecorder

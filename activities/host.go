@@ -159,7 +159,7 @@ func (h *Host) AgentPID(sessionID string) int {
 
 // acquire returns the session's agent, started and initialized, marked busy. A live idle
 // agent of the same command and workspace is reused; anything else is replaced.
-func (h *Host) acquire(ctx context.Context, sessionID string, argv []string, dir string, sandbox *Sandbox) (*hostedAgent, error) {
+func (h *Host) acquire(ctx context.Context, sessionID string, argv, env []string, dir string, sandbox *Sandbox) (*hostedAgent, error) {
 	h.init()
 	key := fmt.Sprintf("%q in %s", argv, dir)
 	h.mu.Lock()
@@ -200,7 +200,7 @@ func (h *Host) acquire(ctx context.Context, sessionID string, argv []string, dir
 
 	log := h.Logger.With("session", sessionID)
 	hc := &hostClient{log: log, sandbox: sandbox}
-	proc, err := startAgent(argv, dir, hc, log)
+	proc, err := startAgent(argv, env, dir, hc, log)
 	if err != nil {
 		return nil, err
 	}
@@ -290,6 +290,9 @@ type liveTurn struct {
 	// after the tool call it is about.
 	beforePermission func()
 	askPermission    func(ctx context.Context, sig signals.PermissionRequestedSignal) error
+	// reach measures where a permission request's tool call reaches (ToolCallReach in the
+	// turn's workspace); nil: outside, so the request is asked.
+	reach func(toolCall json.RawMessage) string
 }
 
 type steerRequest struct {
@@ -405,8 +408,12 @@ func (lt *liveTurn) requestPermission(ctx context.Context, p acp.RequestPermissi
 		lt.mu.Unlock()
 	}()
 	lt.beforePermission()
+	paths := signals.PathsOutside // no workspace to measure against: ask
+	if lt.reach != nil {
+		paths = lt.reach(toolCall)
+	}
 	if err := lt.askPermission(ctx, signals.PermissionRequestedSignal{
-		TurnID: lt.key.turn, Attempt: lt.attempt, RequestID: id, ToolCall: toolCall, Options: opts,
+		TurnID: lt.key.turn, Attempt: lt.attempt, RequestID: id, ToolCall: toolCall, Options: opts, Paths: paths,
 	}); err != nil {
 		return acp.RequestPermissionResponse{}, err
 	}

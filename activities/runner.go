@@ -44,10 +44,9 @@ type Runner struct {
 	Client client.Client
 	// Host keeps agents alive between turns and routes deliveries into running turns.
 	Host *Host
-	// Agent is the default agent command line, used when a session names none.
-	Agent string
-	// DataDir holds per-session workspaces when a session names none.
-	DataDir string
+	// Trust holds the agent profiles this worker may run and its workspace roots: a turn
+	// runs only a profile's command, only in a workspace inside a root.
+	Trust *Trust
 	// FlushInterval is how often a turn's events are flushed to the session at first;
 	// FlushLongest the interval a long streaming turn stretches to (see stretch).
 	FlushInterval time.Duration
@@ -132,15 +131,13 @@ func (r *Runner) runTurn(ctx context.Context, in signals.RunTurnInput) (signals.
 		return temporal.NewNonRetryableApplicationError(err.Error(), signals.ErrAgent, nil, res)
 	}
 
-	agentCmd := in.Agent
-	if agentCmd == "" {
-		agentCmd = r.Agent
-	}
-	argv, err := SplitCommand(agentCmd)
+	profile, dir, err := r.admit(in)
 	if err != nil {
-		return res, fail(err)
+		// Refused by this worker (a profile it does not offer, a workspace outside its
+		// roots): nothing runs, and no other attempt would run it either.
+		return res, temporal.NewNonRetryableApplicationError(err.Error(), signals.RejectInvalidRequest, nil, res)
 	}
-	dir, err := r.workspace(in)
+	env, err := profile.AgentEnv(os.Environ())
 	if err != nil {
 		return res, fail(err)
 	}
@@ -187,7 +184,7 @@ func (r *Runner) runTurn(ctx context.Context, in signals.RunTurnInput) (signals.
 	}
 	setupCtx, cancelSetup := context.WithTimeout(ctx, r.InitTimeout)
 	defer cancelSetup()
-	ag, err := r.Host.acquire(setupCtx, in.SessionID, argv, dir, sandbox)
+	ag, err := r.Host.acquire(setupCtx, in.SessionID, profile.Argv(), env, dir, sandbox)
 	if err != nil {
 		return finish(res, fail(fmt.Errorf("agent: %w", err)))
 	}
@@ -208,6 +205,8 @@ func (r *Runner) runTurn(ctx context.Context, in signals.RunTurnInput) (signals.
 	lt.askPermission = func(ctx context.Context, sig signals.PermissionRequestedSignal) error {
 		return r.signal(ctx, in.SessionWorkflowID, signals.SignalPermissionRequested, sig)
 	}
+	home, _ := os.UserHomeDir()
+	lt.reach = func(toolCall json.RawMessage) string { return ToolCallReach(toolCall, dir, home) }
 	ag.client.setTurn(lt)
 	proc.setTap(b.add)
 
@@ -468,19 +467,33 @@ func (r *Runner) openSession(ctx context.Context, ag *hostedAgent, in signals.Ru
 	return resp.SessionId, nil
 }
 
-func (r *Runner) workspace(in signals.RunTurnInput) (string, error) {
-	dir := in.Workspace
-	if dir == "" {
-		dir = filepath.Join(r.DataDir, "workspaces", in.SessionID)
+// admit resolves the turn's agent profile and workspace through the worker's Trust, and
+// creates the workspace when it does not exist yet (inside its root, resolved first).
+func (r *Runner) admit(in signals.RunTurnInput) (Profile, string, error) {
+	if r.Trust == nil || r.Trust.Profiles == nil || r.Trust.Roots == nil {
+		return Profile{}, "", errors.New("this worker has no agent profiles or workspace roots configured")
 	}
-	dir, err := filepath.Abs(dir)
+	if in.Agent != "" {
+		if err := signals.ValidateProfileName(in.Agent); err != nil {
+			return Profile{}, "", err
+		}
+	}
+	profile, err := r.Trust.Profiles.Resolve(in.Agent)
 	if err != nil {
-		return "", fmt.Errorf("workspace: %w", err)
+		return Profile{}, "", err
+	}
+	dir, err := r.Trust.Roots.Resolve(in.SessionID, in.Workspace)
+	if err != nil {
+		return Profile{}, "", err
 	}
 	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return "", fmt.Errorf("workspace: %w", err)
+		return Profile{}, "", fmt.Errorf("workspace: %w", err)
 	}
-	return dir, nil
+	// Created through a path checked a moment ago: check what it became.
+	if real, err := filepath.EvalSymlinks(dir); err != nil || !r.Trust.Roots.Contains(real) {
+		return Profile{}, "", fmt.Errorf("workspace %q moved outside the workspace roots while it was created", in.Workspace)
+	}
+	return profile, dir, nil
 }
 
 // signal sends a signal to the session workflow (by workflow id: it reaches the current

@@ -174,6 +174,19 @@ func (s *Server) listSessions(w http.ResponseWriter, r *http.Request, _ string) 
 	writeJSON(w, http.StatusOK, sessionsResult{Sessions: out})
 }
 
+// profiles answers with the agent profiles the workers offer (what a prompt's agent may
+// name for a new session).
+func (s *Server) profiles(w http.ResponseWriter, r *http.Request, _ string) {
+	ctx, cancel := callCtx(r)
+	defer cancel()
+	ps, err := s.c.Profiles(ctx)
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"profiles": ps})
+}
+
 // statusResult is the status snapshot with the server's clock, so that a phone whose clock
 // is off still counts a permission's deadline down right.
 type statusResult struct {
@@ -214,17 +227,18 @@ func (s *Server) events(w http.ResponseWriter, r *http.Request, _ string) {
 	writeJSON(w, http.StatusOK, res)
 }
 
-// promptRequest is what the deck takes for a prompt: text only. The session, when it is
-// new, gets the worker's default agent and workspace: a deck token does not choose what
-// program a worker runs.
+// promptRequest is what the deck takes for a prompt. A new session gets the agent profile
+// Agent names (one the worker offers: GET /api/profiles; default: the worker's) and its own
+// workspace on the worker: a deck token never chooses a program or a directory.
 type promptRequest struct {
 	Text            string `json:"text"`
 	ClientMessageID string `json:"client_message_id,omitempty"`
+	Agent           string `json:"agent,omitempty"`
 }
 
 func (s *Server) prompt(w http.ResponseWriter, r *http.Request, _ string) {
 	act(s, w, r, "deck prompt", func(ctx context.Context, id string, req promptRequest) (signals.PromptResult, error) {
-		return s.c.Prompt(ctx, signals.SessionConfig{SessionID: id}, signals.PromptRequest{Text: req.Text, ClientMessageID: req.ClientMessageID})
+		return s.c.Prompt(ctx, signals.SessionConfig{SessionID: id, Agent: req.Agent}, signals.PromptRequest{Text: req.Text, ClientMessageID: req.ClientMessageID})
 	}, func(res signals.PromptResult) []any { return []any{"turn", res.TurnID, "duplicate", res.Duplicate} })
 }
 

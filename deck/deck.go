@@ -136,6 +136,7 @@ func New(o Options) (*Server, error) {
 	m.HandleFunc("POST /api/logout", s.logout)
 	m.HandleFunc("GET /api/whoami", s.read(s.whoami))
 	m.HandleFunc("GET /api/sessions", s.read(s.listSessions))
+	m.HandleFunc("GET /api/profiles", s.read(s.profiles))
 	m.HandleFunc("GET /api/sessions/{id}", s.read(s.status))
 	m.HandleFunc("GET /api/sessions/{id}/events", s.read(s.events))
 	m.HandleFunc("GET /api/sessions/{id}/stream", s.read(s.stream))

@@ -174,7 +174,7 @@ func TestBrowserDeckOnAPhone(t *testing.T) {
 	// Steer a running turn from the box. A view whose token went stale is told so and
 	// refreshed; the second tap then lands and the agent takes the steer inside the turn.
 	steered := session(t)
-	prompt(t, signals.SessionConfig{SessionID: steered, Agent: testAgentCmd("-steering")}, "/sleep 60s")
+	prompt(t, signals.SessionConfig{SessionID: steered, Agent: profileSteering}, "/sleep 60s")
 	waitRunning(t, steered, 1)
 	require.NoError(t, chromedp.Do(ctx,
 		chromedp.Evaluate[chromedp.Void](`location.hash = '#/s/' + encodeURIComponent(`+jsString(steered)+`); undefined`),

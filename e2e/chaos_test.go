@@ -152,7 +152,7 @@ func TestChaosWorkerKilledMidTurn(t *testing.T) {
 	kills := chaosKills(t)
 	queue := "tacp-chaos-" + signals.NewID()[:8]
 	qc := signals.NewClient(tc, queue)
-	agentEnv := "TACP_E2E_AGENT=" + steeringAgent()
+	agentEnv := "TACP_E2E_AGENT=" + testAgentCmd("-steering")
 	procs := []*exec.Cmd{startWorkerProcess(t, queue, agentEnv), startWorkerProcess(t, queue, agentEnv)}
 
 	id := session(t)

@@ -49,8 +49,8 @@ var acpSessionID = regexp.MustCompile(`acp-[0-9a-f]{24}`)
 
 func TestAcpxExecThroughTheGateway(t *testing.T) {
 	t.Parallel()
-	dir := t.TempDir()
-	agent := starterBin + " acp --agent '" + gatewayAgent() + "'"
+	dir := projectDir(t)
+	agent := starterBin + " acp --agent " + gatewayAgent()
 	out := acpx(t, dir, "--approve-all", "--format", "json", "--agent", agent, "exec", "/permission edit")
 	require.Contains(t, out, `"stopReason":"end_turn"`)
 	require.Contains(t, out, "permission: selected", "acpx approved the relayed permission request")
@@ -67,10 +67,10 @@ func TestAcpxExecThroughTheGateway(t *testing.T) {
 
 func TestAcpxPersistentSessionSurvivesTheClientQuitting(t *testing.T) {
 	t.Parallel()
-	dir := t.TempDir()
+	dir := projectDir(t)
 	// --workspace names this test's directory, so that its gateway processes can be told
 	// from the other tests'.
-	agent := starterBin + " acp --workspace " + dir + " --agent '" + gatewayAgent() + "'"
+	agent := starterBin + " acp --workspace " + dir + " --agent " + gatewayAgent()
 	out := acpx(t, dir, "--format", "json", "--agent", agent, "sessions", "new")
 	id := acpSessionID.FindString(out)
 	require.NotEmpty(t, id, "acpx sessions new:\n%s", out)
@@ -94,10 +94,10 @@ func TestTypeScriptSDKExampleClientThroughTheGateway(t *testing.T) {
 	// The example client starts its agent as `npx tsx agent.ts`: an npx first on PATH
 	// starts the gateway instead.
 	bin := t.TempDir()
-	shim := "#!/bin/sh\nexec " + starterBin + " acp --agent '" + gatewayAgent() + "'\n"
+	shim := "#!/bin/sh\nexec " + starterBin + " acp --agent " + gatewayAgent() + "\n"
 	require.NoError(t, os.WriteFile(filepath.Join(bin, "npx"), []byte(shim), 0o755))
 	cmd := exec.CommandContext(ctxFor(t, 90*time.Second), "node", script)
-	cmd.Dir = t.TempDir()
+	cmd.Dir = projectDir(t)
 	cmd.Env = append(os.Environ(), "PATH="+bin+string(os.PathListSeparator)+os.Getenv("PATH"),
 		"TEMPORAL_ADDRESS="+srv.HostPort(), "TEMPORAL_NAMESPACE="+srv.Namespace())
 	out, err := cmd.CombinedOutput()

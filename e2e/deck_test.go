@@ -203,7 +203,7 @@ func TestDeckRejectionsMapToHTTPStatus(t *testing.T) {
 	d := newTestDeck(t)
 	op := d.operator
 	id := session(t)
-	prompt(t, signals.SessionConfig{SessionID: id, Agent: testAgentCmd("-steering"), QueueLimit: 1}, "/sleep 60s")
+	prompt(t, signals.SessionConfig{SessionID: id, Agent: profileSteering, QueueLimit: 1}, "/sleep 60s")
 	waitRunning(t, id, 1)
 
 	// stale_turn: 409 with the tokens in details; nothing written to history.

@@ -132,13 +132,13 @@ func (p *acpPeer) WaitForTerminalExit(context.Context, acp.WaitForTerminalExitRe
 // newSession creates a session through the gateway.
 func (p *acpPeer) newSession() string {
 	p.t.Helper()
-	res, err := p.conn.NewSession(ctxFor(p.t, 30*time.Second), acp.NewSessionRequest{Cwd: dataDir, McpServers: []acp.McpServer{}})
+	res, err := p.conn.NewSession(ctxFor(p.t, 30*time.Second), acp.NewSessionRequest{Cwd: editorCwd(), McpServers: []acp.McpServer{}})
 	require.NoError(p.t, err)
 	return string(res.SessionId)
 }
 
 func (p *acpPeer) load(id string) error {
-	_, err := p.conn.LoadSession(ctxFor(p.t, 30*time.Second), acp.LoadSessionRequest{SessionId: acp.SessionId(id), Cwd: dataDir, McpServers: []acp.McpServer{}})
+	_, err := p.conn.LoadSession(ctxFor(p.t, 30*time.Second), acp.LoadSessionRequest{SessionId: acp.SessionId(id), Cwd: editorCwd(), McpServers: []acp.McpServer{}})
 	return err
 }
 
@@ -186,7 +186,7 @@ func (p *acpPeer) askedCount() int {
 
 // gatewayAgent is the agent of sessions the gateway tests create: the testagent with
 // steering, so that the steering extensions have a channel.
-func gatewayAgent() string { return testAgentCmd("-steering") }
+func gatewayAgent() string { return profileSteering }
 
 func TestACPGatewayStreamsAPromptAndAnswersWithItsStopReason(t *testing.T) {
 	t.Parallel()
@@ -298,7 +298,7 @@ func TestACPObserverSeesEverythingAndCanChangeNothing(t *testing.T) {
 
 	_, err := obs.prompt(id, "not allowed")
 	requireRPCError(t, err, -32003)
-	_, err = obs.conn.NewSession(ctxFor(t, 10*time.Second), acp.NewSessionRequest{Cwd: dataDir, McpServers: []acp.McpServer{}})
+	_, err = obs.conn.NewSession(ctxFor(t, 10*time.Second), acp.NewSessionRequest{Cwd: editorCwd(), McpServers: []acp.McpServer{}})
 	requireRPCError(t, err, -32003)
 	_, err = obs.conn.CallExtension(ctxFor(t, 10*time.Second), "_tacp/session.steer", map[string]any{"sessionId": id, "text": "x", "expectedTurnId": "1"})
 	requireRPCError(t, err, -32003)
@@ -347,7 +347,7 @@ func TestACPClientThatDisconnectsMidTurnSeesTheWholeTurnOnLoad(t *testing.T) {
 
 	// session/resume goes live without a replay.
 	c := startACP(t)
-	_, err := c.conn.ResumeSession(ctxFor(t, 30*time.Second), acp.ResumeSessionRequest{SessionId: acp.SessionId(id), Cwd: dataDir})
+	_, err := c.conn.ResumeSession(ctxFor(t, 30*time.Second), acp.ResumeSessionRequest{SessionId: acp.SessionId(id), Cwd: editorCwd()})
 	require.NoError(t, err)
 	res, err := c.prompt(id, "after")
 	require.NoError(t, err)

@@ -47,10 +47,10 @@ func TestMisbehavingAgentsEndTheTurnWithAClearError(t *testing.T) {
 	t.Parallel()
 	_, qc := auxWorker(t)
 	for _, tc := range []struct{ name, agent, want string }{
-		{"never answers initialize", "sleep 600", "agent"},
-		{"writes garbage", `sh -c 'while true; do echo garbage; sleep 0.1; done'`, "agent"},
-		{"exits at once", "sh -c 'exit 3'", "agent"},
-		{"no such program", "/nonexistent/agent", "agent"},
+		{"never answers initialize", profileHangs, "agent"},
+		{"writes garbage", profileGarbage, "agent"},
+		{"exits at once", profileExits, "agent"},
+		{"no such program", profileMissing, "agent"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()

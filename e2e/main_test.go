@@ -18,6 +18,7 @@ import (
 	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/sdk/client"
 
+	"github.com/tacp-dev/tacp/activities"
 	"github.com/tacp-dev/tacp/devserver"
 	"github.com/tacp-dev/tacp/internal/app"
 	"github.com/tacp-dev/tacp/signals"
@@ -73,8 +74,9 @@ func runMain(m *testing.M) int {
 	defer tc.Close()
 	sc = signals.NewClient(tc, signals.DefaultTaskQueue)
 	worker, err = app.StartWorker(tc, app.WorkerOptions{
-		Agent:   fmt.Sprintf("%s -transcripts %s", testagent, filepath.Join(dataDir, "transcripts")),
-		DataDir: dataDir,
+		Profiles:       suiteProfiles(),
+		WorkspaceRoots: suiteRoots(),
+		DataDir:        dataDir,
 		// A short grace keeps the kill backstop inside the tests' patience.
 		CancelGrace: 5 * time.Second,
 	})
@@ -248,6 +250,47 @@ func updatesInHistory(t *testing.T, id, text string) int {
 
 // testAgentCmd is the testagent command line sharing the suite's transcripts, with extra
 // flags (e.g. "-steering").
+// Agent profiles of the suite's workers (DESIGN §10: a session names one, never a command).
+const (
+	profileSteering = "steering"
+	// Misbehaving agents (e2e/host_test.go).
+	profileHangs   = "hangs"
+	profileGarbage = "garbage"
+	profileExits   = "exits"
+	profileMissing = "missing"
+)
+
+// suiteProfiles are the agents the suite's workers may run: the test agent as the default
+// and with the steering extension, and the misbehaving agents of host_test.go.
+func suiteProfiles() []activities.Profile {
+	return []activities.Profile{
+		{Name: activities.DefaultProfile, Command: testAgentCmd()},
+		{Name: profileSteering, Command: testAgentCmd("-steering")},
+		{Name: profileHangs, Command: "sleep 600"},
+		{Name: profileGarbage, Command: `sh -c 'while true; do echo garbage; sleep 0.1; done'`},
+		{Name: profileExits, Command: "sh -c 'exit 3'"},
+		{Name: profileMissing, Command: "/nonexistent/agent"},
+	}
+}
+
+// suiteRoots are the workspace roots of the suite's workers: the per-session folders, and
+// the folder where the tests' editors and ACP clients open their projects (projectDir).
+func suiteRoots() []string {
+	return []string{filepath.Join(dataDir, "workspaces"), filepath.Join(binDir, "projects")}
+}
+
+// projectDir is a fresh project folder inside the suite's editor root: the cwd an ACP
+// client (acpx, the SDK's example client) opens, which the gateway passes as the workspace.
+func projectDir(t *testing.T) string {
+	t.Helper()
+	dir, err := os.MkdirTemp(filepath.Join(binDir, "projects"), "p-")
+	require.NoError(t, err)
+	return dir
+}
+
+// editorCwd is the cwd the acp-go-sdk clients of gateway_test.go send: one shared project.
+func editorCwd() string { return filepath.Join(binDir, "projects", "editor") }
+
 func testAgentCmd(flags ...string) string {
 	cmd := testagent
 	for _, f := range flags {
@@ -267,8 +310,11 @@ func extraWorker(t *testing.T, c client.Client, opts app.WorkerOptions) (*app.Wo
 	if opts.DataDir == "" {
 		opts.DataDir = dataDir
 	}
-	if opts.Agent == "" {
-		opts.Agent = testAgentCmd()
+	if opts.Agent == "" && opts.Profiles == nil {
+		opts.Profiles = suiteProfiles()
+	}
+	if opts.WorkspaceRoots == nil {
+		opts.WorkspaceRoots = suiteRoots()
 	}
 	w, err := app.StartWorker(c, opts)
 	require.NoError(t, err)

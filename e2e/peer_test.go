@@ -10,6 +10,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/tacp-dev/tacp/internal/app"
 	"github.com/tacp-dev/tacp/signals"
 )
 
@@ -29,17 +30,19 @@ func peerAgent(t *testing.T) string {
 
 func TestTypeScriptSDKExampleAgentEndToEnd(t *testing.T) {
 	t.Parallel()
-	agent := peerAgent(t)
+	// A worker whose default profile is the example agent.
+	_, qc := extraWorker(t, tc, app.WorkerOptions{Agent: peerAgent(t)})
 	id := session(t)
 	ctx := ctxFor(t, 60*time.Second)
-	prompt(t, signals.SessionConfig{SessionID: id, Agent: agent}, "please improve the config")
+	_, err := qc.Prompt(ctx, signals.SessionConfig{SessionID: id}, signals.PromptRequest{Text: "please improve the config"})
+	require.NoError(t, err)
 	req := permissionRequested(t, id)
 	kinds := map[string]string{}
 	for _, o := range req.Options {
 		kinds[o.Kind] = o.OptionID
 	}
 	require.Contains(t, kinds, "allow_once")
-	res, err := sc.PermissionRespond(ctx, id, signals.PermissionRespondRequest{RequestID: req.RequestID, OptionID: kinds["allow_once"]})
+	res, err := qc.PermissionRespond(ctx, id, signals.PermissionRespondRequest{RequestID: req.RequestID, OptionID: kinds["allow_once"]})
 	require.NoError(t, err)
 	require.Equal(t, "selected", res.Resolution.Outcome)
 

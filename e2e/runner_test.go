@@ -2,7 +2,6 @@ package e2e
 
 import (
 	"encoding/json"
-	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -13,9 +12,8 @@ import (
 )
 
 // steeringAgent is the testagent advertising and honouring _session/steering.
-func steeringAgent() string {
-	return fmt.Sprintf("%s -steering -transcripts %s/transcripts", testagent, dataDir)
-}
+// steeringAgent is the profile of the test agent with the steering extension.
+func steeringAgent() string { return profileSteering }
 
 func steer(t *testing.T, id, token, text, msgID string) (signals.SteerResult, error) {
 	t.Helper()

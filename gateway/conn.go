@@ -87,11 +87,8 @@ func (c *conn) NewSession(ctx context.Context, p acp.NewSessionRequest) (acp.New
 	}
 	cctx, cancel := c.callCtx(ctx)
 	defer cancel()
-	if err := c.client().Start(cctx, cfg); err != nil {
-		return acp.NewSessionResponse{}, rpcErr(err)
-	}
 	// A fixed --session may already have a journal: the client starts from its end.
-	if _, err := c.attach(cctx, id, false); err != nil {
+	if _, err := c.attachStarting(cctx, id, false, &cfg); err != nil {
 		return acp.NewSessionResponse{}, err
 	}
 	return acp.NewSessionResponse{SessionId: acp.SessionId(id)}, nil
@@ -350,8 +347,21 @@ func (c *conn) attached(ctx context.Context, id string) (*attachment, error) {
 // attach attaches the connection to session id as a viewer, reads the journal (writing it
 // to the client as session/update notifications when replay is set), and goes live.
 func (c *conn) attach(ctx context.Context, id string, replay bool) (*attachment, error) {
+	return c.attachStarting(ctx, id, replay, nil)
+}
+
+// attachStarting is attach that first starts the session with cfg when cfg is set (the
+// worker's refusal of cfg is the answer then).
+func (c *conn) attachStarting(ctx context.Context, id string, replay bool, cfg *signals.SessionConfig) (*attachment, error) {
 	lease := int(c.g.o.Lease / time.Second)
-	if _, err := c.client().Attach(ctx, id, signals.AttachRequest{ViewerID: c.viewer, Role: c.role, LeaseSeconds: lease}); err != nil {
+	req := signals.AttachRequest{ViewerID: c.viewer, Role: c.role, LeaseSeconds: lease}
+	var err error
+	if cfg != nil {
+		_, err = c.client().Start(ctx, *cfg, req)
+	} else {
+		_, err = c.client().Attach(ctx, id, req)
+	}
+	if err != nil {
 		return nil, rpcErr(err)
 	}
 	c.mu.Lock()

@@ -84,17 +84,67 @@ func (c *Client) Prompt(ctx context.Context, cfg SessionConfig, req PromptReques
 }
 
 // Start starts session cfg.SessionID with cfg unless it already runs (conflict policy
-// USE_EXISTING: starting a running session changes nothing). A closed session stays closed.
-func (c *Client) Start(ctx context.Context, cfg SessionConfig) error {
+// USE_EXISTING: starting a running session changes nothing) and attaches req's viewer to
+// it, in one Update-with-Start: a session the worker refuses (an agent profile it does not
+// offer, a workspace outside its roots) answers with the reason. A closed session stays
+// closed.
+func (c *Client) Start(ctx context.Context, cfg SessionConfig, req AttachRequest) (Status, error) {
 	if err := ValidateSessionConfig(cfg); err != nil {
-		return Reject(RejectInvalidRequest, "%v", err)
+		return Status{}, Reject(RejectInvalidRequest, "%v", err)
 	}
-	_, err := c.Temporal.ExecuteWorkflow(ctx, c.startOptions(cfg), SessionWorkflowType, cfg)
-	var started *serviceerror.WorkflowExecutionAlreadyStarted
-	if errors.As(err, &started) {
-		return Reject(RejectSessionClosed, "session %s is closed", cfg.SessionID)
+	release, err := inFlight.acquire(ctx, cfg.SessionID)
+	if err != nil {
+		return Status{}, err
 	}
-	return err
+	defer release()
+	var st Status
+	err = resendNotReady(ctx, func() error {
+		start := c.Temporal.NewWithStartWorkflowOperation(c.startOptions(cfg), SessionWorkflowType, cfg)
+		h, err := c.Temporal.UpdateWithStartWorkflow(ctx, client.UpdateWithStartWorkflowOptions{
+			StartWorkflowOperation: start,
+			UpdateOptions: client.UpdateWorkflowOptions{
+				UpdateName:   UpdateAttach,
+				Args:         []any{req},
+				WaitForStage: client.WorkflowUpdateStageCompleted,
+			},
+		})
+		if err == nil {
+			err = h.Get(ctx, &st)
+		}
+		return err
+	})
+	if err != nil {
+		var started *serviceerror.WorkflowExecutionAlreadyStarted
+		if errors.As(err, &started) {
+			return st, Reject(RejectSessionClosed, "session %s is closed", cfg.SessionID)
+		}
+		return st, c.mapErr(ctx, cfg.SessionID, err)
+	}
+	return st, nil
+}
+
+// Profiles asks a worker of the client's task queue which agent profiles a session may name
+// (ProfilesWorkflow: one workflow task). No worker polling within ctx is an error.
+func (c *Client) Profiles(ctx context.Context) ([]ProfileInfo, error) {
+	run, err := c.Temporal.ExecuteWorkflow(ctx, client.StartWorkflowOptions{
+		ID:                       ProfilesWorkflowID(c.TaskQueue),
+		TaskQueue:                c.TaskQueue,
+		WorkflowIDConflictPolicy: enumspb.WORKFLOW_ID_CONFLICT_POLICY_USE_EXISTING,
+		WorkflowIDReusePolicy:    enumspb.WORKFLOW_ID_REUSE_POLICY_ALLOW_DUPLICATE,
+		WorkflowRunTimeout:       time.Minute,
+		StaticSummary:            "tacp: which agent profiles the workers offer",
+	}, ProfilesWorkflowType)
+	if err != nil {
+		return nil, err
+	}
+	var out []ProfileInfo
+	if err := run.Get(ctx, &out); err != nil {
+		if ctx.Err() != nil {
+			return nil, fmt.Errorf("no worker of task queue %s answered: %w", c.TaskQueue, ctx.Err())
+		}
+		return nil, err
+	}
+	return out, nil
 }
 
 func (c *Client) startOptions(cfg SessionConfig) client.StartWorkflowOptions {
@@ -102,8 +152,10 @@ func (c *Client) startOptions(cfg SessionConfig) client.StartWorkflowOptions {
 		ID:                       SessionWorkflowID(cfg.SessionID),
 		TaskQueue:                c.TaskQueue,
 		WorkflowIDConflictPolicy: enumspb.WORKFLOW_ID_CONFLICT_POLICY_USE_EXISTING,
-		// A closed session stays closed: its id is not reused for a new one.
-		WorkflowIDReusePolicy: enumspb.WORKFLOW_ID_REUSE_POLICY_REJECT_DUPLICATE,
+		// A closed session stays closed: its id is not reused for a new one. A session that
+		// failed (the worker refused its config at the start, before anything ran) may be
+		// started again with a config the worker admits.
+		WorkflowIDReusePolicy: enumspb.WORKFLOW_ID_REUSE_POLICY_ALLOW_DUPLICATE_FAILED_ONLY,
 		StaticSummary:         "tacp session " + cfg.SessionID,
 		StaticDetails:         fmt.Sprintf("agent: %s\nworkspace: %s", orDefault(cfg.Agent, "worker default"), orDefault(cfg.Workspace, "worker default")),
 	}

@@ -33,8 +33,24 @@ func ParseConfigDuration(name, s string) (time.Duration, error) {
 }
 
 // ValidateSessionConfig reports the first field of cfg that cannot work: the session id, the
-// policy level, or a duration.
+// agent profile's name, the policy level, or a duration. Whether the worker offers the
+// profile and allows the workspace only the worker can tell (DESIGN §10).
 func ValidateSessionConfig(cfg SessionConfig) error {
+	if err := ValidateSessionConfigFormat(cfg); err != nil {
+		return err
+	}
+	if cfg.Agent != "" {
+		if err := ValidateProfileName(cfg.Agent); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// ValidateSessionConfigFormat is ValidateSessionConfig without the agent's name: the checks a
+// session has made of its config since its first version (a session started before agent
+// profiles named a command line there, and still replays).
+func ValidateSessionConfigFormat(cfg SessionConfig) error {
 	if err := ValidateSessionID(cfg.SessionID); err != nil {
 		return err
 	}
@@ -53,4 +69,33 @@ func ValidateSessionConfig(cfg SessionConfig) error {
 		}
 	}
 	return nil
+}
+
+// MaxProfileNameLen bounds an agent profile's name.
+const MaxProfileNameLen = 64
+
+// ValidateProfileName checks that name can name an agent profile: 1–64 of [A-Za-z0-9._-].
+// A command line is refused with a note on what changed.
+func ValidateProfileName(name string) error {
+	ok := name != "" && len(name) <= MaxProfileNameLen
+	for i := 0; ok && i < len(name); i++ {
+		c := name[i]
+		ok = c == '.' || c == '_' || c == '-' || c >= '0' && c <= '9' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z'
+	}
+	if ok {
+		return nil
+	}
+	shown := name
+	if len(shown) > MaxProfileNameLen {
+		shown = shown[:MaxProfileNameLen] + "…"
+	}
+	return fmt.Errorf("invalid agent %q: want the name of an agent profile the worker offers (1-%d of A-Z a-z 0-9 . _ -); "+
+		"agent is no longer a command line: the worker's operator defines the command (worker -agent.profile NAME=COMMAND)", shown, MaxProfileNameLen)
+}
+
+// ProfileInfo is an agent profile as clients see it: never its command or environment.
+type ProfileInfo struct {
+	Name        string `json:"name"`
+	Description string `json:"description,omitempty"`
+	Default     bool   `json:"default,omitempty"`
 }

@@ -68,7 +68,18 @@ type PermissionRequestedSignal struct {
 	RequestID string             `json:"request_id"`
 	ToolCall  json.RawMessage    `json:"tool_call"`
 	Options   []PermissionOption `json:"options"`
+	// Paths is where the files the tool call names lie, measured by the runner against the
+	// session's workspace: PathsInside, PathsOutside or PathsNone ("" from a runner older
+	// than workspace roots).
+	Paths string `json:"paths,omitempty"`
 }
+
+// Where a tool call's paths lie (PermissionRequestedSignal.Paths).
+const (
+	PathsInside  = "inside"
+	PathsOutside = "outside"
+	PathsNone    = "none"
+)
 
 // PermissionRequestedData is the data of permission.requested.
 type PermissionRequestedData struct {
@@ -76,6 +87,8 @@ type PermissionRequestedData struct {
 	ToolCall  json.RawMessage    `json:"tool_call"`
 	Options   []PermissionOption `json:"options"`
 	Deadline  time.Time          `json:"deadline"`
+	// Paths is where the tool call's files lie (PathsInside, PathsOutside, PathsNone).
+	Paths string `json:"paths,omitempty"`
 }
 
 // Permission outcomes and deciders.

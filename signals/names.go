@@ -14,8 +14,15 @@ import (
 const (
 	SessionWorkflowType = "SessionWorkflow"
 	TurnWorkflowType    = "TurnWorkflow"
-	DefaultTaskQueue    = "tacp-sessions"
+	// ProfilesWorkflowType answers with the agent profiles of the worker that runs it
+	// (workflow id ProfilesWorkflowID(task queue)).
+	ProfilesWorkflowType = "ProfilesWorkflow"
+	DefaultTaskQueue     = "tacp-sessions"
 )
+
+// ProfilesWorkflowID is the id of the ProfilesWorkflow runs on taskQueue: one id, so the
+// Temporal UI lists one row for them, not one per question.
+func ProfilesWorkflowID(taskQueue string) string { return "tacp-profiles-" + taskQueue }
 
 // Updates of DESIGN §3. Each also exists as a signal of the same name and payload.
 const (

@@ -7,6 +7,10 @@ import (
 
 // SessionConfig is the one argument of SessionWorkflow. Only SessionID is required;
 // durations are Go duration strings ("15m"); zero values take the defaults of DESIGN §6.
+//
+// Agent names an agent profile the worker's operator defined (empty: the worker's default);
+// it is never a command line. Workspace must resolve inside the worker's workspace roots
+// (empty: the session's own folder; relative: inside the first root). DESIGN §10.
 type SessionConfig struct {
 	SessionID         string `json:"session_id"`
 	Agent             string `json:"agent,omitempty"`
@@ -163,10 +167,13 @@ type Status struct {
 	Rules              []string            `json:"rules"`
 	Usage              map[string]any      `json:"usage,omitempty"`
 	Journal            JournalRange        `json:"journal"`
-	Agent              string              `json:"agent"`
-	AgentSessionID     string              `json:"agent_session_id,omitempty"`
-	HistoryLength      int                 `json:"history_length"`
-	Run                int                 `json:"run"`
+	// Agent is the session's agent profile (the worker's default when it names none);
+	// Profiles the profiles the worker answering offers.
+	Agent          string        `json:"agent"`
+	Profiles       []ProfileInfo `json:"profiles,omitempty"`
+	AgentSessionID string        `json:"agent_session_id,omitempty"`
+	HistoryLength  int           `json:"history_length"`
+	Run            int           `json:"run"`
 }
 
 // --- Turn runner wire (DESIGN §7): TurnWorkflow input, activity input, and the signals the

@@ -49,6 +49,7 @@ var commands = []command{
 	{"tail", "[--after SEQ] [--follow]", "print journal events after SEQ", cmdTail},
 	{"replay", "", "print the session's transcript from the journal", cmdReplay},
 	{"list", "[--awaiting-approval]", "list sessions (from visibility)", cmdList},
+	{"profiles", "", "list the agent profiles the workers offer (what --agent may name)", cmdProfiles},
 	{"close", "[--reason TEXT]", "close the session (cancels its turn, drops its queue)", cmdClose},
 	{"demo", "[--exit]", "start the embedded server, a worker and a session, and show tacp at work", cmdDemo},
 	{"setup", "", "register tacp's search attributes on the cluster's namespace", cmdSetup},
@@ -113,8 +114,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 	fs.StringVar(&e.address, "address", "", "Temporal frontend host:port (default: TEMPORAL_ADDRESS or localhost:7233)")
 	fs.StringVar(&e.namespace, "namespace", "", "Temporal namespace (default: TEMPORAL_NAMESPACE or default)")
 	fs.StringVar(&e.queue, "task-queue", signals.DefaultTaskQueue, "task queue of new sessions")
-	fs.StringVar(&e.agent, "agent", "", "agent command line of a new session (default: the worker's)")
-	fs.StringVar(&e.workspace, "workspace", "", "workspace directory of a new session (default: the worker's)")
+	fs.StringVar(&e.agent, "agent", "", "agent profile of a new session, a name the worker offers ('starter profiles'; default: the worker's default)")
+	fs.StringVar(&e.workspace, "workspace", "", "workspace of a new session, inside the worker's workspace roots (default: the session's own folder; relative: in the first root)")
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
@@ -376,6 +377,40 @@ func cmdStatus(ctx context.Context, e *env, fs *flag.FlagSet, args []string) int
 	}
 	fmt.Fprintf(e.out, "session   %s\nstate     %s\nturn      %d\ntoken     %s\nqueue     %d\njournal   %d..%d\nrun       %d (history %d events)\nagent     %s\n",
 		st.SessionID, st.State, st.TurnID, orDash(st.SteerToken), len(st.Queue), st.Journal.FirstSeq, st.Journal.LastSeq, st.Run, st.HistoryLength, orDash(st.Agent))
+	if len(st.Profiles) > 0 {
+		names := make([]string, len(st.Profiles))
+		for i, p := range st.Profiles {
+			names[i] = p.Name
+		}
+		fmt.Fprintf(e.out, "profiles  %s\n", strings.Join(names, ", "))
+	}
+	return exitOK
+}
+
+func cmdProfiles(ctx context.Context, e *env, fs *flag.FlagSet, args []string) int {
+	if !e.parse(fs, args, false) {
+		return exitError
+	}
+	if err := e.connect(ctx); err != nil {
+		return e.fail(err)
+	}
+	qctx, cancel := context.WithTimeout(ctx, 15*time.Second)
+	defer cancel()
+	ps, err := e.c.Profiles(qctx)
+	if err != nil {
+		return e.fail(err)
+	}
+	if e.json {
+		e.printJSON(ps)
+		return exitOK
+	}
+	for _, p := range ps {
+		mark := ""
+		if p.Default {
+			mark = " (default)"
+		}
+		fmt.Fprintf(e.out, "%-20s %s%s\n", p.Name, p.Description, mark)
+	}
 	return exitOK
 }
 

@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"strings"
 	"syscall"
 	"time"
 
@@ -44,7 +45,12 @@ func run() error {
 		devPort   = fs.Int("dev.port", 7233, "gRPC port of the embedded server")
 		devUIPort = fs.Int("dev.ui-port", 8233, "Web UI port of the embedded server (0: no UI)")
 		queue     = fs.String("task-queue", signals.DefaultTaskQueue, "task queue of the session workflows")
-		agentCmd  = fs.String("agent", "", "default agent command line (default: the built-in test agent)")
+		agentCmd  = fs.String("agent", "", "command line of the agent profile named \"default\" (default: the built-in test agent when no profile is given)")
+		profFile  = fs.String("agent.profiles", "", "JSON file of agent profiles: {\"default\": NAME, \"profiles\": [{\"name\", \"command\", \"env\", \"env_files\", \"description\"}]}")
+		profDef   = fs.String("agent.default", "", "the profile serving sessions that name none (default: \"default\", or the only profile)")
+		roots     = fs.String("workspace.roots", "", "comma-separated directories sessions' workspaces must lie in (default: DATA-DIR/workspaces; with -dev also your home directory)")
+		mcpMode   = fs.String("mcp", activities.MCPNone, "MCP servers clients may pass to agents: none, http (http and sse servers) or listed (also stdio servers whose command is in -mcp.commands)")
+		mcpCmds   = fs.String("mcp.commands", "", "comma-separated stdio MCP server commands -mcp listed allows")
 		data      = fs.String("data-dir", dataDir, "directory for workspaces and agent transcripts")
 		address   = fs.String("address", "", "Temporal frontend host:port (overrides TEMPORAL_ADDRESS)")
 		namespace = fs.String("namespace", "", "Temporal namespace (overrides TEMPORAL_NAMESPACE)")
@@ -58,8 +64,29 @@ func run() error {
 		flushRate = fs.Float64("events.max-rate", activities.DefaultMaxFlushRate, "turn_events signals a second of all the turns streaming on this worker together; past it each turn flushes less often (negative: no bound)")
 		metrics   = fs.String("metrics.listen", "", "serve Prometheus metrics at http://ADDR/metrics, e.g. 127.0.0.1:9464 (empty: off)")
 	)
+	var profiles profileFlags
+	fs.Var(&profiles, "agent.profile", "an agent profile NAME=COMMAND this worker may run; repeat it for more (TACP_AGENT_PROFILE: several separated by ';')")
 	if err := app.ParseFlags(fs, os.Args[1:]); err != nil {
 		return err
+	}
+	if *profFile != "" {
+		ps, def, err := activities.LoadProfiles(*profFile)
+		if err != nil {
+			return err
+		}
+		profiles = append(profiles, ps...)
+		if *profDef == "" {
+			*profDef = def
+		}
+	}
+	rootDirs := splitList(*roots)
+	if len(rootDirs) == 0 {
+		rootDirs = []string{filepath.Join(*data, "workspaces")}
+		if home, err := os.UserHomeDir(); err == nil && *dev {
+			// One user on one machine: an editor's project folder under the home directory
+			// may be a workspace (starter acp passes the editor's cwd).
+			rootDirs = append(rootDirs, home)
+		}
 	}
 	logger, err := app.NewLogger(*logLevel)
 	if err != nil {
@@ -114,7 +141,9 @@ func run() error {
 	defer c.Close()
 
 	w, err := app.StartWorker(c, app.WorkerOptions{
-		TaskQueue: *queue, Agent: *agentCmd, DataDir: *data, Logger: logger,
+		TaskQueue: *queue, Agent: *agentCmd, Profiles: profiles, DefaultProfile: *profDef,
+		WorkspaceRoots: rootDirs, MCP: activities.MCPPolicy{Mode: *mcpMode, Commands: splitList(*mcpCmds)},
+		DataDir: *data, Logger: logger,
 		AgentIdleTTL: *idleTTL, MaxAgents: *maxAgents, CancelGrace: *grace,
 		FlushInterval: *flush, FlushLongest: *flushLong, FlushMaxRate: *flushRate, WorkflowPollers: *pollers,
 	})
@@ -122,7 +151,37 @@ func run() error {
 		return err
 	}
 	defer w.Stop()
-	logger.Info("worker polling", "task_queue", *queue, "host_queue", w.Host.Queue)
+	logger.Info("worker polling", "task_queue", *queue, "host_queue", w.Host.Queue,
+		"agent_profiles", w.Trust.Profiles.Names(), "default_profile", w.Trust.Profiles.Default(), "workspace_roots", w.Trust.Roots.Dirs())
 	<-ctx.Done()
 	return nil
+}
+
+// profileFlags collects -agent.profile NAME=COMMAND values.
+type profileFlags []activities.Profile
+
+func (p *profileFlags) String() string { return "" }
+
+func (p *profileFlags) Set(v string) error {
+	for _, one := range strings.Split(v, ";") {
+		if strings.TrimSpace(one) == "" {
+			continue
+		}
+		pr, err := activities.ParseProfileFlag(one)
+		if err != nil {
+			return err
+		}
+		*p = append(*p, pr)
+	}
+	return nil
+}
+
+func splitList(s string) []string {
+	var out []string
+	for _, part := range strings.Split(s, ",") {
+		if part = strings.TrimSpace(part); part != "" {
+			out = append(out, part)
+		}
+	}
+	return out
 }

@@ -36,10 +36,11 @@ type Config struct {
 	SteeringOn        bool
 }
 
-// ResolveConfig validates cfg (signals.ValidateSessionConfig, the check the client runs
-// before it starts a session) and applies the defaults.
+// ResolveConfig validates the format of cfg (signals.ValidateSessionConfigFormat; the agent
+// profile and the workspace are the worker's to admit, see Admission) and applies the
+// defaults.
 func ResolveConfig(cfg signals.SessionConfig) (Config, error) {
-	if err := signals.ValidateSessionConfig(cfg); err != nil {
+	if err := signals.ValidateSessionConfigFormat(cfg); err != nil {
 		return Config{}, err
 	}
 	c := Config{SessionConfig: cfg, SteeringOn: true}

@@ -157,11 +157,11 @@ func (s *session) permissionRequested(ctx workflow.Context, sig signals.Permissi
 	}
 	s.Permissions = append(s.Permissions, p)
 	s.journal(ctx, signals.EventPermissionRequested, p.TurnID, signals.PermissionRequestedData{
-		RequestID: p.RequestID, ToolCall: p.ToolCall, Options: p.Options, Deadline: p.Deadline,
+		RequestID: p.RequestID, ToolCall: p.ToolCall, Options: p.Options, Deadline: p.Deadline, Paths: sig.Paths,
 	})
 	// Every request is journaled; one the policy or a rule decides resolves in the same
 	// step, so nobody is asked and the session is never suspended for it.
-	if res, ask := s.Policy.Decide(p.RequestID, p.ToolCall, p.Options); !ask {
+	if res, ask := s.Policy.Decide(p.RequestID, p.ToolCall, p.Options, sig.Paths); !ask {
 		s.resolve(ctx, len(s.Permissions)-1, res, true)
 		return
 	}

@@ -5,9 +5,17 @@ package workflows
 // Pure code: the session shell journals and delivers what it decides.
 //
 //   - allow_all resolves every request at once (decided_by policy);
-//   - a remembered tool resolves at once (decided_by rule) under any other level;
-//   - ask_for_risky lets tool kinds read, search, think and fetch through (decided_by policy);
+//   - under any other level, a tool call that names a path outside the session's workspace
+//     is asked, whatever the rules and its kind (DESIGN §10);
+//   - a remembered tool resolves at once (decided_by rule);
+//   - ask_for_risky lets think through, read and search when every path they name is
+//     inside the workspace (one that names none is asked: unknown means asked), and fetch
+//     when it names no path outside (decided_by policy);
 //   - ask_always asks for everything else, and so does ask_for_risky.
+//
+// Requests from a runner older than workspace roots carry no paths verdict ("") and are
+// decided as they were then (read, search, think and fetch pass under ask_for_risky), so
+// that recorded sessions replay unchanged.
 //
 // A request that offers no allow option is always asked: there is nothing to choose.
 
@@ -80,6 +88,24 @@ func metaToolName(meta map[string]json.RawMessage) string {
 	return ""
 }
 
+// harmless reports whether ask_for_risky lets a tool call of kind through, given where its
+// paths lie (see the package comment).
+func harmless(kind, paths string) bool {
+	if !slices.Contains(harmlessKinds, kind) {
+		return false
+	}
+	switch {
+	case paths == "": // an older runner: as before workspace roots
+		return true
+	case kind == "think":
+		return true
+	case kind == "fetch":
+		return paths != signals.PathsOutside
+	default: // read, search
+		return paths == signals.PathsInside
+	}
+}
+
 func toolKind(toolCall json.RawMessage) string {
 	var tc struct {
 		Kind string `json:"kind"`
@@ -88,17 +114,21 @@ func toolKind(toolCall json.RawMessage) string {
 	return tc.Kind
 }
 
-// Decide resolves a request at once, or says it must be asked.
-func (p *Policy) Decide(requestID string, toolCall json.RawMessage, options []signals.PermissionOption) (signals.PermissionResolution, bool) {
+// Decide resolves a request at once, or says it must be asked. paths is the runner's
+// verdict on where the tool call's files lie (signals.PathsInside, PathsOutside, PathsNone,
+// or "" from an older runner).
+func (p *Policy) Decide(requestID string, toolCall json.RawMessage, options []signals.PermissionOption, paths string) (signals.PermissionResolution, bool) {
 	res := signals.PermissionResolution{RequestID: requestID, Outcome: signals.OutcomeSelected}
 	switch {
 	case p.Level == PolicyAllowAll:
 		res.DecidedBy = signals.DecidedByPolicy
 		res.OptionID = pickOption(options, "allow_once", "allow_always")
+	case paths == signals.PathsOutside:
+		// Outside the workspace: a person decides (no rule or kind lets it through).
 	case p.Remembers(ToolKey(toolCall)):
 		res.DecidedBy = signals.DecidedByRule
 		res.OptionID = pickOption(options, "allow_always", "allow_once")
-	case p.Level == PolicyAskForRisky && slices.Contains(harmlessKinds, toolKind(toolCall)):
+	case p.Level == PolicyAskForRisky && harmless(toolKind(toolCall), paths):
 		res.DecidedBy = signals.DecidedByPolicy
 		res.OptionID = pickOption(options, "allow_once", "allow_always")
 	}

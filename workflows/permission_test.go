@@ -7,6 +7,7 @@ package workflows
 
 import (
 	"encoding/json"
+	"fmt"
 	"reflect"
 	"slices"
 	"strconv"
@@ -74,7 +75,7 @@ func TestPolicy_AllowAllResolvesAtOnceByPolicy(t *testing.T) {
 	for _, kind := range everyKind {
 		t.Run("kind="+kind, func(t *testing.T) {
 			p := &Policy{Level: PolicyAllowAll}
-			res, ask := p.Decide("r1", toolCall(kind, "rm -rf build"), allOptions)
+			res, ask := p.Decide("r1", toolCall(kind, "rm -rf build"), allOptions, "")
 			require.False(t, ask)
 			require.Equal(t, signals.PermissionResolution{
 				RequestID: "r1", Outcome: signals.OutcomeSelected, OptionID: "once", DecidedBy: signals.DecidedByPolicy,
@@ -86,7 +87,7 @@ func TestPolicy_AllowAllResolvesAtOnceByPolicy(t *testing.T) {
 	tc := toolCall("execute", "make")
 	p := &Policy{Level: PolicyAllowAll}
 	p.Remember(ToolKey(tc))
-	res, ask := p.Decide("r2", tc, allOptions)
+	res, ask := p.Decide("r2", tc, allOptions, "")
 	require.False(t, ask)
 	require.Equal(t, signals.DecidedByPolicy, res.DecidedBy)
 	require.Equal(t, "once", res.OptionID)
@@ -106,7 +107,7 @@ func TestPolicy_RememberedToolResolvesByRuleUnderAnyOtherLevel(t *testing.T) {
 			t.Run(level+"/"+r.name, func(t *testing.T) {
 				p := &Policy{Level: level}
 				p.Remember(ToolKey(r.tc))
-				res, ask := p.Decide("r1", r.tc, allOptions)
+				res, ask := p.Decide("r1", r.tc, allOptions, "")
 				require.False(t, ask)
 				require.Equal(t, signals.PermissionResolution{
 					RequestID: "r1", Outcome: signals.OutcomeSelected, OptionID: "always", DecidedBy: signals.DecidedByRule,
@@ -120,9 +121,9 @@ func TestPolicy_RememberedToolResolvesByRuleUnderAnyOtherLevel(t *testing.T) {
 	p := &Policy{Level: PolicyAskAlways}
 	p.Remember(ToolKey(toolCall("execute", "make test")))
 	p.Remember(ToolKey(json.RawMessage(`{"kind":"execute","title":"ls","_meta":{"claudeCode":{"toolName":"Bash"}}}`)))
-	res, ask := p.Decide("r2", toolCall("execute", "make deploy"), allOptions)
+	res, ask := p.Decide("r2", toolCall("execute", "make deploy"), allOptions, "")
 	requireAsked(t, res, ask)
-	res, ask = p.Decide("r3", json.RawMessage(`{"kind":"execute","title":"rm -rf /tmp/x","_meta":{"claudeCode":{"toolName":"Bash"}}}`), allOptions)
+	res, ask = p.Decide("r3", json.RawMessage(`{"kind":"execute","title":"rm -rf /tmp/x","_meta":{"claudeCode":{"toolName":"Bash"}}}`), allOptions, "")
 	require.False(t, ask)
 	require.Equal(t, signals.DecidedByRule, res.DecidedBy)
 }
@@ -150,7 +151,7 @@ func TestPolicy_AskForRiskyPassesHarmlessKindsSilently(t *testing.T) {
 	for _, tt := range tests {
 		t.Run("kind="+tt.kind, func(t *testing.T) {
 			p := &Policy{Level: PolicyAskForRisky}
-			res, ask := p.Decide("r1", toolCall(tt.kind, "x"), allOptions)
+			res, ask := p.Decide("r1", toolCall(tt.kind, "x"), allOptions, "")
 			if !tt.silent {
 				requireAsked(t, res, ask)
 				return
@@ -164,7 +165,7 @@ func TestPolicy_AskForRiskyPassesHarmlessKindsSilently(t *testing.T) {
 
 	// A tool call without a kind field at all is asked.
 	p := &Policy{Level: PolicyAskForRisky}
-	res, ask := p.Decide("r2", json.RawMessage(`{"toolCallId":"c","title":"cat README.md"}`), allOptions)
+	res, ask := p.Decide("r2", json.RawMessage(`{"toolCallId":"c","title":"cat README.md"}`), allOptions, "")
 	requireAsked(t, res, ask)
 }
 
@@ -172,7 +173,7 @@ func TestPolicy_AskAlwaysAsksEverythingNotRemembered(t *testing.T) {
 	for _, kind := range everyKind {
 		t.Run("kind="+kind, func(t *testing.T) {
 			p := &Policy{Level: PolicyAskAlways, Rules: []string{"edit:other file", "tool:Read"}}
-			res, ask := p.Decide("r1", toolCall(kind, "x"), allOptions)
+			res, ask := p.Decide("r1", toolCall(kind, "x"), allOptions, "")
 			requireAsked(t, res, ask)
 		})
 	}
@@ -202,7 +203,7 @@ func TestPolicy_NoAllowOptionIsAlwaysAsked(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			res, ask := tt.policy.Decide("r1", tc, tt.options)
+			res, ask := tt.policy.Decide("r1", tc, tt.options, "")
 			requireAsked(t, res, ask)
 		})
 	}
@@ -225,14 +226,14 @@ func TestPolicy_OptionPreference(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			byPolicy := &Policy{Level: PolicyAllowAll}
-			res, ask := byPolicy.Decide("r1", tc, tt.options)
+			res, ask := byPolicy.Decide("r1", tc, tt.options, "")
 			require.False(t, ask)
 			require.Equal(t, signals.DecidedByPolicy, res.DecidedBy)
 			require.Equal(t, tt.wantPolicy, res.OptionID, "policy pick")
 
 			byRule := &Policy{Level: PolicyAskAlways}
 			byRule.Remember(ToolKey(tc))
-			res, ask = byRule.Decide("r1", tc, tt.options)
+			res, ask = byRule.Decide("r1", tc, tt.options, "")
 			require.False(t, ask)
 			require.Equal(t, signals.DecidedByRule, res.DecidedBy)
 			require.Equal(t, tt.wantRule, res.OptionID, "rule pick")
@@ -247,8 +248,8 @@ func TestPolicy_DecideChangesNothing(t *testing.T) {
 	p := &Policy{Level: PolicyAskForRisky, Rules: []string{"execute:make", "tool:Bash"}}
 	before := Policy{Level: p.Level, Rules: slices.Clone(p.Rules)}
 	for _, kind := range everyKind {
-		p.Decide("r1", toolCall(kind, "make"), allOptions)
-		p.Decide("r2", toolCall(kind, "x"), nil)
+		p.Decide("r1", toolCall(kind, "make"), allOptions, "")
+		p.Decide("r2", toolCall(kind, "x"), nil, signals.PathsOutside)
 	}
 	require.Equal(t, before, *p)
 }
@@ -380,10 +381,10 @@ func TestPolicy_ForgetReportsWhetherRemembered(t *testing.T) {
 	// A forgotten tool is asked again.
 	tc := json.RawMessage(`{"kind":"execute","title":"ls","_meta":{"toolName":"Bash"}}`)
 	p.Remember(ToolKey(tc))
-	_, ask := p.Decide("r1", tc, allOptions)
+	_, ask := p.Decide("r1", tc, allOptions, "")
 	require.False(t, ask)
 	require.True(t, p.Forget(ToolKey(tc)))
-	res, ask := p.Decide("r2", tc, allOptions)
+	res, ask := p.Decide("r2", tc, allOptions, "")
 	requireAsked(t, res, ask)
 }
 
@@ -404,8 +405,8 @@ func TestPolicy_JSONRoundTrip(t *testing.T) {
 	for _, kind := range everyKind {
 		for _, title := range []string{"make", "main.go"} {
 			tc := toolCall(kind, title)
-			res1, ask1 := p.Decide("r1", tc, allOptions)
-			res2, ask2 := next.Decide("r1", tc, allOptions)
+			res1, ask1 := p.Decide("r1", tc, allOptions, "")
+			res2, ask2 := next.Decide("r1", tc, allOptions, "")
 			require.Equal(t, ask1, ask2, "%s", tc)
 			require.Equal(t, res1, res2, "%s", tc)
 		}
@@ -457,7 +458,7 @@ func TestValidateForget(t *testing.T) {
 func TestPolicy_AnonymousToolCallIsNotRememberedForOthers(t *testing.T) {
 	p := &Policy{Level: PolicyAskAlways}
 	p.Remember(ToolKey(json.RawMessage(`{"toolCallId":"c1"}`)))
-	res, ask := p.Decide("r2", json.RawMessage(`{"toolCallId":"c2","rawInput":{"command":"rm -rf ~"}}`), allOptions)
+	res, ask := p.Decide("r2", json.RawMessage(`{"toolCallId":"c2","rawInput":{"command":"rm -rf ~"}}`), allOptions, "")
 	requireAsked(t, res, ask)
 }
 
@@ -486,9 +487,13 @@ func FuzzPolicyDecide(f *testing.F) {
 		before := *p
 		before.Rules = slices.Clone(p.Rules)
 
-		res, ask := p.Decide("r1", tc, options)
+		paths := []string{"", signals.PathsInside, signals.PathsOutside, signals.PathsNone}[len(tc)%4]
+		res, ask := p.Decide("r1", tc, options, paths)
 		if !reflect.DeepEqual(before, *p) {
 			t.Fatalf("Decide changed the policy")
+		}
+		if paths == signals.PathsOutside && level != PolicyAllowAll && !ask {
+			t.Fatalf("a tool call outside the workspace was decided by %s under %q", res.DecidedBy, level)
 		}
 		if ask {
 			if res != (signals.PermissionResolution{}) {
@@ -542,4 +547,54 @@ func FuzzPolicyDecide(f *testing.F) {
 			}
 		}
 	})
+}
+
+// Reference: DESIGN §10, "The worker is the trust boundary": under every level but
+// allow_all, a tool call that names a path outside the session's workspace is asked, never
+// decided by policy or by a rule; read and search pass ask_for_risky only when the runner
+// found every path they name inside the workspace (unknown means asked).
+func TestPolicy_PathsOutsideTheWorkspaceAreAsked(t *testing.T) {
+	tests := []struct {
+		level, kind, paths string
+		rule               bool
+		silent             bool
+	}{
+		{PolicyAskForRisky, "read", signals.PathsInside, false, true},
+		{PolicyAskForRisky, "read", signals.PathsOutside, false, false},
+		{PolicyAskForRisky, "read", signals.PathsNone, false, false},
+		{PolicyAskForRisky, "search", signals.PathsInside, false, true},
+		{PolicyAskForRisky, "search", signals.PathsOutside, false, false},
+		{PolicyAskForRisky, "search", signals.PathsNone, false, false},
+		{PolicyAskForRisky, "fetch", signals.PathsNone, false, true},
+		{PolicyAskForRisky, "fetch", signals.PathsOutside, false, false},
+		{PolicyAskForRisky, "think", signals.PathsNone, false, true},
+		{PolicyAskForRisky, "think", signals.PathsOutside, false, false},
+		{PolicyAskForRisky, "edit", signals.PathsInside, false, false},
+		// A remembered tool is allowed inside the workspace, asked outside it.
+		{PolicyAskForRisky, "edit", signals.PathsInside, true, true},
+		{PolicyAskForRisky, "edit", signals.PathsOutside, true, false},
+		{PolicyAskAlways, "read", signals.PathsOutside, true, false},
+		{PolicyAskAlways, "read", signals.PathsInside, false, false},
+		// allow_all stays what it says.
+		{PolicyAllowAll, "read", signals.PathsOutside, false, true},
+		{PolicyAllowAll, "edit", signals.PathsOutside, false, true},
+		// A runner older than workspace roots sends no verdict: decided as before.
+		{PolicyAskForRisky, "read", "", false, true},
+	}
+	for _, tt := range tests {
+		t.Run(fmt.Sprintf("%s/%s/%s/rule=%v", tt.level, tt.kind, tt.paths, tt.rule), func(t *testing.T) {
+			p := &Policy{Level: tt.level}
+			tc := toolCall(tt.kind, "x")
+			if tt.rule {
+				p.Remember(ToolKey(tc))
+			}
+			res, ask := p.Decide("r1", tc, allOptions, tt.paths)
+			if !tt.silent {
+				requireAsked(t, res, ask)
+				return
+			}
+			require.False(t, ask)
+			require.NotEmpty(t, res.OptionID)
+		})
+	}
 }

@@ -84,6 +84,7 @@ const maxBetweenHosts = 16
 type session struct {
 	sessionState
 	cfg Config
+	adm Admission
 
 	receivers []signalReceiver
 
@@ -102,21 +103,33 @@ type session struct {
 	alarmsVersion *workflow.Version
 }
 
-// SessionWorkflow runs one tacp session. See the package documentation and DESIGN.md.
+// SessionWorkflow runs one tacp session with no admission of its own (tests; a worker
+// registers NewSessionWorkflow with its Admission). See the package documentation and
+// DESIGN.md.
 func SessionWorkflow(ctx workflow.Context, in signals.SessionConfig) error {
+	return sessionWorkflow(ctx, in, nil)
+}
+
+func sessionWorkflow(ctx workflow.Context, in signals.SessionConfig, adm Admission) error {
 	cfg, err := ResolveConfig(in)
+	if err == nil && len(in.Carried) == 0 {
+		if msg := admitAtStart(ctx, adm, in); msg != "" {
+			err = errors.New(msg)
+		}
+	}
 	if err != nil {
 		// signals.Client refuses such a config before it starts anything; a client that did
 		// not check gets the reason for its first prompt instead of "unknown update".
 		rej := signals.Reject(signals.RejectInvalidRequest, "invalid session config: %v", err)
-		_ = workflow.SetUpdateHandlerWithOptions(ctx, signals.UpdatePrompt,
-			func(workflow.Context, signals.PromptRequest) (signals.PromptResult, error) {
-				return signals.PromptResult{}, rej.ApplicationError()
-			},
-			workflow.UpdateHandlerOptions{Validator: func(workflow.Context, signals.PromptRequest) error { return rej.ApplicationError() }})
+		refuse := func(workflow.Context, json.RawMessage) (struct{}, error) { return struct{}{}, rej.ApplicationError() }
+		validate := func(workflow.Context, json.RawMessage) error { return rej.ApplicationError() }
+		// The updates a session can be started with (signals.Client's Prompt and Start).
+		for _, name := range []string{signals.UpdatePrompt, signals.UpdateAttach} {
+			_ = workflow.SetUpdateHandlerWithOptions(ctx, name, refuse, workflow.UpdateHandlerOptions{Validator: validate})
+		}
 		return temporal.NewNonRetryableApplicationError(err.Error(), signals.RejectInvalidRequest, nil)
 	}
-	s := &session{cfg: cfg}
+	s := &session{cfg: cfg, adm: adm}
 	if len(in.Carried) > 0 {
 		if err := json.Unmarshal(in.Carried, &s.sessionState); err != nil {
 			return temporal.NewNonRetryableApplicationError("decode carried state: "+err.Error(), "carried_state", nil)
@@ -284,6 +297,11 @@ func (s *session) validatePrompt(ctx workflow.Context, req signals.PromptRequest
 	// so a prompt an older worker accepted replays as it was.
 	if !utf8.Valid(req.Content) {
 		return signals.Reject(signals.RejectInvalidRequest, "prompt content is not valid UTF-8").ApplicationError()
+	}
+	// The worker may no longer offer what the session names (a profile removed, a workspace
+	// that became a symlink out of its root): refuse before any turn runs (DESIGN §10).
+	if msg := admissionMessage(s.adm, s.cfg.SessionConfig); msg != "" {
+		return signals.Reject(signals.RejectInvalidRequest, "%s", msg).ApplicationError()
 	}
 	return nil
 }
@@ -568,9 +586,13 @@ func (s *session) status(ctx workflow.Context) signals.Status {
 		Usage:              usageView(s.Usage),
 		Journal:            s.Journal.Range(),
 		Agent:              s.cfg.Agent,
+		Profiles:           s.offer(),
 		AgentSessionID:     s.AgentSessionID,
 		HistoryLength:      workflow.GetInfo(ctx).GetCurrentHistoryLength(),
 		Run:                s.Run,
+	}
+	if st.Agent == "" && s.adm != nil {
+		st.Agent = s.adm.DefaultProfile() // a query reads the worker's settings, not history
 	}
 	if s.Turn != nil {
 		st.TurnID = s.Turn.TurnID
@@ -581,6 +603,14 @@ func (s *session) status(ctx workflow.Context) signals.Status {
 		}
 	}
 	return st
+}
+
+// offer lists the profiles the worker answering a status query offers.
+func (s *session) offer() []signals.ProfileInfo {
+	if s.adm == nil {
+		return nil
+	}
+	return s.adm.Offer()
 }
 
 // --- the main loop ---

@@ -87,6 +87,7 @@
 
   function badge(text, cls) { return h('span', { class: 'badge ' + (cls || '') }, text); }
 
+  // agentName is a session's agent profile (older sessions named a command line: its program).
   function agentName(agent) {
     if (!agent) return '';
     const first = agent.trim().split(/\s+/)[0];
@@ -210,9 +211,10 @@
     const policy = h('select', { id: 'policy', disabled: !operator },
       ['ask_for_risky', 'ask_always', 'allow_all'].map((l) => h('option', { value: l, text: l })));
     const rules = h('ul', { class: 'rules', id: 'rules' });
+    const profiles = h('div', { class: 'muted', id: 'profiles' });
     const settings = h('details', { class: 'card settings' },
       h('summary', { text: 'Permissions: policy and remembered rules' }),
-      h('label', { for: 'policy', text: 'Policy' }), policy, rules);
+      h('label', { for: 'policy', text: 'Policy' }), policy, rules, profiles);
     const note = h('div', { class: 'note', id: 'composer-note' });
     const text = h('textarea', { id: 'composer-text', rows: 2, placeholder: 'Steer the running turn, or send a prompt', 'aria-label': 'message' });
     const steerBtn = h('button', { class: 'btn primary', id: 'steer-btn', type: 'button', text: 'Steer' });
@@ -452,6 +454,8 @@
       }
 
       policy.value = st.policy || 'ask_for_risky';
+      profiles.textContent = (st.profiles && st.profiles.length)
+        ? `Agent profile: ${st.agent || 'default'} (the worker offers ${st.profiles.map((p) => p.name).join(', ')})` : '';
       rules.replaceChildren(...(st.rules || []).map((r) => h('li', {},
         h('span', { text: r }),
         operator ? h('button', { class: 'btn', type: 'button', data: { rule: r }, text: 'Forget', onclick: () => forget(r) }) : null)));

@@ -34,8 +34,18 @@ import (
 // WorkerOptions configure a tacp worker.
 type WorkerOptions struct {
 	TaskQueue string
-	// Agent is the default agent command line; empty means the built-in test agent.
-	Agent   string
+	// Agent is the command line of the profile named "default"; with neither Agent nor
+	// Profiles, the default profile runs the built-in test agent.
+	Agent string
+	// Profiles are the agents this worker may run (DESIGN §10); DefaultProfile names the
+	// one serving sessions that name none (empty: "default", or the only profile).
+	Profiles       []activities.Profile
+	DefaultProfile string
+	// WorkspaceRoots are the directories sessions' workspaces must lie in (empty: the
+	// per-session folders under DataDir/workspaces).
+	WorkspaceRoots []string
+	// MCP is what the worker allows of the MCP servers clients pass (zero: none).
+	MCP     activities.MCPPolicy
 	DataDir string
 	Logger  *slog.Logger
 	// FlushInterval and FlushBytes tune event batching (0: the defaults); FlushLongest is
@@ -66,6 +76,7 @@ const DefaultWorkflowPollers = 16
 // host queue, on which decisions are delivered into the turns it runs.
 type Worker struct {
 	Host     *activities.Host
+	Trust    *activities.Trust
 	sessions worker.Worker
 	host     worker.Worker
 }
@@ -110,8 +121,9 @@ func StartWorker(c client.Client, opts WorkerOptions) (*Worker, error) {
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.DiscardHandler)
 	}
-	if opts.Agent == "" {
-		opts.Agent = SelfTestAgent(filepath.Join(opts.DataDir, "testagent"))
+	trust, err := NewTrust(opts)
+	if err != nil {
+		return nil, err
 	}
 	if opts.WorkflowPollers <= 0 {
 		opts.WorkflowPollers = DefaultWorkflowPollers
@@ -124,8 +136,9 @@ func StartWorker(c client.Client, opts WorkerOptions) (*Worker, error) {
 		MaxConcurrentWorkflowTaskPollers: opts.WorkflowPollers,
 		MaxConcurrentActivityTaskPollers: 4,
 	})
-	w.RegisterWorkflowWithOptions(workflows.SessionWorkflow, workflow.RegisterOptions{Name: signals.SessionWorkflowType})
+	w.RegisterWorkflowWithOptions(workflows.NewSessionWorkflow(trust), workflow.RegisterOptions{Name: signals.SessionWorkflowType})
 	w.RegisterWorkflowWithOptions(workflows.TurnWorkflow, workflow.RegisterOptions{Name: signals.TurnWorkflowType})
+	w.RegisterWorkflowWithOptions(workflows.NewProfilesWorkflow(trust), workflow.RegisterOptions{Name: signals.ProfilesWorkflowType})
 	host := &activities.Host{
 		Queue:         HostQueue(),
 		IdleTTL:       opts.AgentIdleTTL,
@@ -139,8 +152,7 @@ func StartWorker(c client.Client, opts WorkerOptions) (*Worker, error) {
 	runner := &activities.Runner{
 		Client:        c,
 		Host:          host,
-		Agent:         opts.Agent,
-		DataDir:       opts.DataDir,
+		Trust:         trust,
 		FlushInterval: opts.FlushInterval,
 		FlushLongest:  opts.FlushLongest,
 		FlushBytes:    opts.FlushBytes,
@@ -161,7 +173,38 @@ func StartWorker(c client.Client, opts WorkerOptions) (*Worker, error) {
 		host.Close()
 		return nil, fmt.Errorf("start worker on %s: %w", opts.TaskQueue, err)
 	}
-	return &Worker{Host: host, sessions: w, host: hw}, nil
+	return &Worker{Host: host, Trust: trust, sessions: w, host: hw}, nil
+}
+
+// NewTrust builds what a worker allows from opts (DataDir set): its profiles (Agent as the
+// "default" profile; the built-in test agent when there are none), its workspace roots and
+// its MCP policy.
+func NewTrust(opts WorkerOptions) (*activities.Trust, error) {
+	profiles := append([]activities.Profile(nil), opts.Profiles...)
+	if opts.Agent != "" || len(profiles) == 0 {
+		cmd := opts.Agent
+		if cmd == "" {
+			cmd = SelfTestAgent(filepath.Join(opts.DataDir, "testagent"))
+		}
+		profiles = append(profiles, activities.Profile{Name: activities.DefaultProfile, Command: cmd, Description: "the worker's default agent"})
+	}
+	ps, err := activities.NewProfiles(profiles, opts.DefaultProfile)
+	if err != nil {
+		return nil, err
+	}
+	dirs := opts.WorkspaceRoots
+	if len(dirs) == 0 {
+		dirs = []string{filepath.Join(opts.DataDir, "workspaces")}
+	}
+	roots, err := activities.NewRoots(dirs)
+	if err != nil {
+		return nil, err
+	}
+	mode, err := activities.ParseMCPMode(opts.MCP.Mode)
+	if err != nil {
+		return nil, err
+	}
+	return &activities.Trust{Profiles: ps, Roots: roots, MCP: activities.MCPPolicy{Mode: mode, Commands: opts.MCP.Commands}}, nil
 }
 
 // testAgentArg is the argument that turns a tacp binary into the built-in test agent.

@@ -13,7 +13,10 @@
 //	                     with stamp, "chunk i @<unix nanoseconds>\n", stamped as it is sent
 //	                     (benchmarks time the event path from it)
 //	/sleep D             send "." every 100ms for D; session/cancel stops it within one tick
-//	/permission KIND     tool_call call_<n> of kind KIND, then session/request_permission
+//	/pwd                 say the agent process's working directory
+//	/permission KIND [PATH]
+//	                     tool_call call_<n> of kind KIND on PATH (rawInput.path, default
+//	                     README.md), then session/request_permission
 //	                     (allow, allow_always, reject), then a tool_call_update (completed
 //	                     if allowed, else failed) and the text "permission: selected <id>"
 //	                     or "permission: cancelled"
@@ -378,10 +381,20 @@ func (a *testAgent) run(ctx context.Context, s *session, text string) (acp.Promp
 		}
 		err = a.sleep(ctx, s, d)
 	case "/permission":
-		if len(args) != 1 || !slices.Contains(toolKinds, acp.ToolKind(args[0])) {
-			return acp.PromptResponse{}, usageErr(fmt.Sprintf("/permission KIND (one of %v)", toolKinds))
+		if len(args) < 1 || len(args) > 2 || !slices.Contains(toolKinds, acp.ToolKind(args[0])) {
+			return acp.PromptResponse{}, usageErr(fmt.Sprintf("/permission KIND [PATH] (KIND one of %v)", toolKinds))
 		}
-		err = a.permission(ctx, s, acp.ToolKind(args[0]))
+		path := "README.md"
+		if len(args) == 2 {
+			path = args[1]
+		}
+		err = a.permission(ctx, s, acp.ToolKind(args[0]), path)
+	case "/pwd":
+		dir, werr := os.Getwd()
+		if werr != nil {
+			return acp.PromptResponse{}, werr
+		}
+		err = a.say(s, "pwd: "+dir)
 	case "/fail":
 		return acp.PromptResponse{}, &acp.RequestError{Code: -32603, Message: "testagent: scripted failure"}
 	case "/usage":
@@ -497,10 +510,10 @@ func (a *testAgent) sleep(ctx context.Context, s *session, d time.Duration) erro
 }
 
 // permission walks a tool call through session/request_permission.
-func (a *testAgent) permission(ctx context.Context, s *session, kind acp.ToolKind) error {
+func (a *testAgent) permission(ctx context.Context, s *session, kind acp.ToolKind, path string) error {
 	id := acp.ToolCallId(fmt.Sprintf("call_%d", a.calls.Add(1)))
 	title := string(kind) + " something"
-	input := map[string]any{"path": "README.md"}
+	input := map[string]any{"path": path}
 	err := a.emit(s, acp.StartToolCall(id, title, acp.WithStartKind(kind),
 		acp.WithStartStatus(acp.ToolCallStatusPending), acp.WithStartRawInput(input)))
 	if err != nil {

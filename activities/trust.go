@@ -1,0 +1,56 @@
+package activities
+
+// Trust is what a worker's operator allows: the agent profiles it may run, the workspace
+// roots sessions may work in, and the MCP servers a client may hand an agent. The session
+// workflow asks it (workflows.Admission) before a session starts and before every prompt;
+// the runner asks it again before every turn, so nothing a client sends runs on the worker
+// without passing it.
+
+import (
+	"errors"
+
+	"github.com/tacp-dev/tacp/signals"
+)
+
+// Trust implements workflows.Admission for a worker.
+type Trust struct {
+	Profiles *Profiles
+	Roots    *Roots
+	MCP      MCPPolicy
+}
+
+// Admit checks that cfg names a profile this worker offers and a workspace inside its
+// roots. It creates nothing. A refusal is a *signals.Rejection (invalid_request).
+func (t *Trust) Admit(cfg signals.SessionConfig) error {
+	if t == nil || t.Profiles == nil || t.Roots == nil {
+		return errors.New("this worker has no agent profiles or workspace roots configured")
+	}
+	if cfg.Agent != "" {
+		if err := signals.ValidateProfileName(cfg.Agent); err != nil {
+			return signals.Reject(signals.RejectInvalidRequest, "%v", err)
+		}
+	}
+	if _, err := t.Profiles.Resolve(cfg.Agent); err != nil {
+		return err
+	}
+	if _, err := t.Roots.Resolve(cfg.SessionID, cfg.Workspace); err != nil {
+		return err
+	}
+	return nil
+}
+
+// Offer lists the profiles a session may pick.
+func (t *Trust) Offer() []signals.ProfileInfo {
+	if t == nil || t.Profiles == nil {
+		return nil
+	}
+	return t.Profiles.Infos()
+}
+
+// DefaultProfile names the profile serving sessions that name none.
+func (t *Trust) DefaultProfile() string {
+	if t == nil || t.Profiles == nil {
+		return ""
+	}
+	return t.Profiles.Default()
+}

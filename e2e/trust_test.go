@@ -1,0 +1,233 @@
+package e2e
+
+// The worker is the trust boundary (DESIGN §10): nothing a client sends chooses a program the
+// worker runs or a directory outside the roots its operator allowed. Each probe checks a
+// marker file a hostile command would write and, where an agent runs, the directory it ran in.
+
+import (
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	acp "github.com/coder/acp-go-sdk"
+	"github.com/stretchr/testify/require"
+	enumspb "go.temporal.io/api/enums/v1"
+	"go.temporal.io/sdk/client"
+
+	"github.com/tacp-dev/tacp/internal/app"
+	"github.com/tacp-dev/tacp/signals"
+)
+
+// trustWorker is a worker whose only workspace root is base/ws, with base/ws-evil (a
+// sibling sharing the root's prefix), base/outside, and base/ws/escape → base/outside.
+type trustWorker struct {
+	w      *app.Worker
+	qc     *signals.Client
+	queue  string
+	base   string
+	root   string
+	marker string
+}
+
+func newTrustWorker(t *testing.T) *trustWorker {
+	t.Helper()
+	base := t.TempDir()
+	for _, d := range []string{"ws", "ws-evil", "outside"} {
+		require.NoError(t, os.MkdirAll(filepath.Join(base, d), 0o755))
+	}
+	require.NoError(t, os.Symlink(filepath.Join(base, "outside"), filepath.Join(base, "ws", "escape")))
+	require.NoError(t, os.WriteFile(filepath.Join(base, "outside", "secret.txt"), []byte("secret"), 0o600))
+	tw := &trustWorker{queue: "tacp-trust-" + signals.NewID()[:8], base: base, root: filepath.Join(base, "ws"), marker: filepath.Join(base, "pwned")}
+	tw.w, tw.qc = extraWorker(t, tc, app.WorkerOptions{TaskQueue: tw.queue, WorkspaceRoots: []string{tw.root}})
+	return tw
+}
+
+// refusedBeforeAnything checks that session id ran nothing: no marker, no agent process, no
+// turn workflow, and (when its workflow exists) a journal with no turn in it.
+func (tw *trustWorker) refusedBeforeAnything(t *testing.T, id string) {
+	t.Helper()
+	require.NoFileExists(t, tw.marker, "a client's command ran on the worker")
+	require.Zero(t, tw.w.Host.AgentPID(id), "an agent was started")
+	_, err := tc.DescribeWorkflowExecution(context.Background(), signals.TurnWorkflowID(id, 1), "")
+	require.Error(t, err, "a turn workflow was started")
+}
+
+func TestTrustACommandLineAsAgentRunsNothing(t *testing.T) {
+	t.Parallel()
+	tw := newTrustWorker(t)
+	hostile := "/bin/sh -c 'echo pwned > " + tw.marker + "'"
+
+	// Through the real CLI: refused by the client before anything starts.
+	id := session(t)
+	_, errOut, code := starter(t, "prompt", "--task-queue", tw.queue, "--session", id, "--agent", hostile, "hello")
+	require.Equal(t, 2, code, errOut)
+	require.Contains(t, errOut, "invalid_request")
+	require.Contains(t, errOut, "no longer a command line")
+	tw.refusedBeforeAnything(t, id)
+
+	// A client that skips the check (the raw SDK, Update-with-Start): the worker refuses it
+	// at the session's start; the session fails and its first prompt gets the reason.
+	id = session(t)
+	err := rawPromptWithStart(t, tw.queue, signals.SessionConfig{SessionID: id, Agent: hostile})
+	rej := requireRejection(t, err, signals.RejectInvalidRequest)
+	require.Contains(t, rej.Message, "no longer a command line")
+	tw.refusedBeforeAnything(t, id)
+	requireSessionFailed(t, id)
+}
+
+func TestTrustAnUnknownProfileIsRefusedWithTheNames(t *testing.T) {
+	t.Parallel()
+	tw := newTrustWorker(t)
+	id := session(t)
+	_, err := tw.qc.Prompt(ctxFor(t, 30*time.Second), signals.SessionConfig{SessionID: id, Agent: "claude"}, signals.PromptRequest{Text: "hello"})
+	rej := requireRejection(t, err, signals.RejectInvalidRequest)
+	require.Contains(t, rej.Message, `unknown agent profile "claude": this worker offers default, exits, garbage, hangs, missing, steering`)
+	tw.refusedBeforeAnything(t, id)
+	requireSessionFailed(t, id)
+
+	// The session failed before anything ran: the same id starts with a profile it offers.
+	_, err = tw.qc.Prompt(ctxFor(t, 30*time.Second), signals.SessionConfig{SessionID: id, Agent: profileSteering}, signals.PromptRequest{Text: "/pwd"})
+	require.NoError(t, err)
+	evs := turnEnd(t, id, 1)
+	require.Contains(t, strings.Join(agentTexts(t, evs, 1), ""), "pwd: "+filepath.Join(tw.root, id), "the session's own folder in the root")
+
+	// The CLI lists what the workers offer, and status names the profile.
+	out, errOut, code := starter(t, "profiles", "--task-queue", tw.queue)
+	require.Equal(t, 0, code, errOut)
+	require.Contains(t, out, "default")
+	require.Contains(t, out, "steering")
+	out, _, code = starter(t, "status", "--session", id)
+	require.Equal(t, 0, code)
+	require.Contains(t, out, "agent     steering")
+	require.Contains(t, out, "profiles  default, exits, garbage, hangs, missing, steering")
+}
+
+func TestTrustWorkspacesOutsideTheRootsAreRefused(t *testing.T) {
+	t.Parallel()
+	tw := newTrustWorker(t)
+	for name, ws := range map[string]string{
+		"/etc":                  "/etc",
+		"../x":                  "../x",
+		"a symlink out":         filepath.Join(tw.root, "escape"),
+		"below a symlink out":   filepath.Join(tw.root, "escape", "project"),
+		"a sibling with prefix": filepath.Join(tw.base, "ws-evil"),
+		"the root itself":       tw.root,
+	} {
+		t.Run(name, func(t *testing.T) {
+			id := session(t)
+			_, errOut, code := starter(t, "prompt", "--task-queue", tw.queue, "--session", id, "--workspace", ws, "/pwd")
+			require.Equal(t, 2, code, errOut)
+			require.Contains(t, errOut, "invalid_request")
+			require.Contains(t, errOut, "outside the workspace roots")
+			tw.refusedBeforeAnything(t, id)
+		})
+	}
+	// Inside the root, relative or absolute, the agent runs exactly there.
+	for _, ws := range []string{"proj", filepath.Join(tw.root, "other")} {
+		id := session(t)
+		out, errOut, code := starter(t, "prompt", "--task-queue", tw.queue, "--session", id, "--workspace", ws, "/pwd")
+		require.Equal(t, 0, code, errOut)
+		want := ws
+		if !filepath.IsAbs(ws) {
+			want = filepath.Join(tw.root, ws)
+		}
+		require.Contains(t, out, "pwd: "+want)
+	}
+}
+
+func TestTrustAnEditorsCwdOutsideTheRootsIsRefused(t *testing.T) {
+	t.Parallel()
+	tw := newTrustWorker(t)
+	p := startACP(t, "--task-queue", tw.queue)
+	_, err := p.conn.NewSession(ctxFor(t, 30*time.Second), acp.NewSessionRequest{Cwd: "/etc", McpServers: []acp.McpServer{}})
+	require.Error(t, err)
+	require.Contains(t, err.Error(), "outside the workspace roots")
+	require.NoFileExists(t, tw.marker)
+
+	res, err := p.conn.NewSession(ctxFor(t, 30*time.Second), acp.NewSessionRequest{Cwd: filepath.Join(tw.root, "editor"), McpServers: []acp.McpServer{}})
+	require.NoError(t, err)
+	_, err = p.prompt(string(res.SessionId), "/pwd")
+	require.NoError(t, err)
+	require.Contains(t, strings.Join(p.texts(false), ""), "pwd: "+filepath.Join(tw.root, "editor"))
+}
+
+func TestTrustReadsOutsideTheWorkspaceAreAsked(t *testing.T) {
+	t.Parallel()
+	tw := newTrustWorker(t)
+	id := session(t)
+	ctx := ctxFor(t, 60*time.Second)
+	// Inside the workspace, ask_for_risky lets a read through without asking.
+	_, err := tw.qc.Prompt(ctx, signals.SessionConfig{SessionID: id}, signals.PromptRequest{Text: "/permission read notes/todo.md"})
+	require.NoError(t, err)
+	evs := turnEnd(t, id, 1)
+	res := resolutionsIn(t, evs, 1)
+	require.Len(t, res, 1)
+	require.Equal(t, signals.DecidedByPolicy, res[0].DecidedBy)
+
+	// Outside it (through a symlink too), the read is asked of a person: the session waits.
+	for turn, path := range map[int64]string{2: "/etc/passwd", 3: filepath.Join(tw.root, id, "link", "secret.txt")} {
+		if turn == 3 {
+			require.NoError(t, os.Symlink(filepath.Join(tw.base, "outside"), filepath.Join(tw.root, id, "link")))
+		}
+		_, err = tw.qc.Prompt(ctx, signals.SessionConfig{SessionID: id}, signals.PromptRequest{Text: "/permission read " + path})
+		require.NoError(t, err)
+		req := permissionRequestedIn(t, id, turn)
+		require.Equal(t, signals.PathsOutside, req.Paths)
+		st := waitState(t, id, signals.StateSuspended)
+		require.Len(t, st.PendingPermissions, 1, "nobody answered: the request waits for a person")
+		_, err = tw.qc.PermissionRespond(ctx, id, signals.PermissionRespondRequest{RequestID: req.RequestID, OptionID: "reject"})
+		require.NoError(t, err)
+		evs = turnEnd(t, id, turn)
+		res = resolutionsIn(t, evs, turn)
+		require.Len(t, res, 1)
+		require.Equal(t, signals.DecidedByUser, res[0].DecidedBy)
+	}
+}
+
+// rawPromptWithStart sends a prompt with Update-with-Start straight through the SDK, with
+// none of signals.Client's checks.
+func rawPromptWithStart(t *testing.T, queue string, cfg signals.SessionConfig) error {
+	t.Helper()
+	ctx := ctxFor(t, 30*time.Second)
+	start := tc.NewWithStartWorkflowOperation(client.StartWorkflowOptions{
+		ID: signals.SessionWorkflowID(cfg.SessionID), TaskQueue: queue,
+		WorkflowIDConflictPolicy: enumspb.WORKFLOW_ID_CONFLICT_POLICY_USE_EXISTING,
+	}, signals.SessionWorkflowType, cfg)
+	h, err := tc.UpdateWithStartWorkflow(ctx, client.UpdateWithStartWorkflowOptions{
+		StartWorkflowOperation: start,
+		UpdateOptions: client.UpdateWorkflowOptions{
+			UpdateName: signals.UpdatePrompt, Args: []any{signals.PromptRequest{Text: "hello", ClientMessageID: signals.NewID()}},
+			WaitForStage: client.WorkflowUpdateStageCompleted,
+		},
+	})
+	if err == nil {
+		err = h.Get(ctx, nil)
+	}
+	return err
+}
+
+func requireSessionFailed(t *testing.T, id string) {
+	t.Helper()
+	require.Eventually(t, func() bool {
+		d, err := tc.DescribeWorkflowExecution(context.Background(), signals.SessionWorkflowID(id), "")
+		return err == nil && d.WorkflowExecutionInfo.Status == enumspb.WORKFLOW_EXECUTION_STATUS_FAILED
+	}, 30*time.Second, 50*time.Millisecond, "the refused session's workflow failed")
+}
+
+// resolutionsIn returns the permission.resolved data of turn.
+func resolutionsIn(t *testing.T, evs []signals.Event, turn int64) []signals.PermissionResolution {
+	t.Helper()
+	var out []signals.PermissionResolution
+	for _, ev := range evs {
+		if ev.Kind == signals.EventPermissionResolved && ev.TurnID == turn {
+			var r signals.PermissionResolution
+			require.NoError(t, json.Unmarshal(ev.Data, &r))
+			out = append(out, r)
+		}
+	}
+	return out
+}

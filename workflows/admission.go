@@ -1,0 +1,87 @@
+package workflows
+
+// Admission: the worker's say on what a session may run (DESIGN §10). The session's config
+// names an agent profile and a workspace; only the worker knows which profiles it offers and
+// which roots it allows, so the workflow asks it through Admission:
+//
+//   - once when a session starts, inside a SideEffect, so that the answer is recorded and a
+//     replay on a worker with other settings takes the same path: a refused session fails
+//     at once with invalid_request, and its first prompt (Update-with-Start) gets the reason;
+//   - in the prompt validator, which never runs on replay, so that a session whose profile
+//     the operator has since removed is refused before any turn runs.
+//
+// The runner checks again before every turn: Admission is the clear early answer, the
+// runner the last gate.
+
+import (
+	"go.temporal.io/sdk/workflow"
+
+	"github.com/tacp-dev/tacp/signals"
+)
+
+// Admission is the worker's check of a session's config.
+type Admission interface {
+	// Admit refuses a config that names an agent profile the worker does not offer or a
+	// workspace outside its roots. It must not change anything.
+	Admit(cfg signals.SessionConfig) error
+	// Offer lists the profiles a session may pick; DefaultProfile names the one serving
+	// sessions that name none.
+	Offer() []signals.ProfileInfo
+	DefaultProfile() string
+}
+
+// admissionChange guards the start-of-session check for sessions started before it.
+const admissionChange = "admission"
+
+// NewSessionWorkflow returns SessionWorkflow bound to a worker's admission (nil admits
+// everything: the runner still refuses what its worker does not allow).
+func NewSessionWorkflow(adm Admission) func(workflow.Context, signals.SessionConfig) error {
+	return func(ctx workflow.Context, in signals.SessionConfig) error {
+		return sessionWorkflow(ctx, in, adm)
+	}
+}
+
+// admitAtStart asks adm about a new session's config, recorded as a SideEffect. It returns
+// the refusal's message ("" when admitted). Runs started by continue-as-new were admitted by
+// their first run and are not asked again here.
+func admitAtStart(ctx workflow.Context, adm Admission, cfg signals.SessionConfig) string {
+	if workflow.GetVersion(ctx, admissionChange, workflow.DefaultVersion, 1) == workflow.DefaultVersion {
+		return ""
+	}
+	var msg string
+	_ = workflow.SideEffect(ctx, func(workflow.Context) any {
+		return admissionMessage(adm, cfg)
+	}).Get(&msg)
+	return msg
+}
+
+// admissionMessage is adm's refusal of cfg as a message, "" when admitted.
+func admissionMessage(adm Admission, cfg signals.SessionConfig) string {
+	if adm == nil {
+		return ""
+	}
+	err := adm.Admit(cfg)
+	if err == nil {
+		return ""
+	}
+	if rej, ok := err.(*signals.Rejection); ok {
+		return rej.Message
+	}
+	return err.Error()
+}
+
+// NewProfilesWorkflow returns ProfilesWorkflow bound to a worker's admission: it answers
+// with the agent profiles the worker that runs it offers, so that a client can show them
+// before it creates a session (signals.Client.Profiles). One workflow task, no activity.
+func NewProfilesWorkflow(adm Admission) func(workflow.Context) ([]signals.ProfileInfo, error) {
+	return func(ctx workflow.Context) ([]signals.ProfileInfo, error) {
+		var offer []signals.ProfileInfo
+		err := workflow.SideEffect(ctx, func(workflow.Context) any {
+			if adm == nil {
+				return []signals.ProfileInfo{}
+			}
+			return adm.Offer()
+		}).Get(&offer)
+		return offer, err
+	}
+}
