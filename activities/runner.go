@@ -112,6 +112,8 @@ func (r *Runner) RunTurn(ctx context.Context, in signals.RunTurnInput) (signals.
 			AgentSessionID: res.AgentSessionID, Usage: res.Usage, Batches: res.Batches,
 		}); serr != nil {
 			r.Logger.Warn("early turn_finished failed: the TurnWorkflow will report", "session", in.SessionID, "turn", in.TurnID, "error", serr)
+		} else {
+			res.Reported = true
 		}
 	}
 	return res, err
@@ -234,10 +236,25 @@ func (r *Runner) runTurn(ctx context.Context, in signals.RunTurnInput) (signals.
 		}()
 	}
 	send(prompt)
-	activity.RecordHeartbeat(ctx, turnHeartbeat{AgentSessionID: res.AgentSessionID})
-
-	hb := time.NewTicker(heartbeatEvery)
-	defer hb.Stop()
+	// Heartbeats beat on their own: nothing the loop below waits for (a steer's injection,
+	// bounded at 10 s — the heartbeat timeout itself —, a write to an agent that stopped
+	// reading its stdin) may starve them, or a healthy worker's turn is taken for lost.
+	beat := turnHeartbeat{AgentSessionID: res.AgentSessionID}
+	activity.RecordHeartbeat(ctx, beat)
+	stopBeating := make(chan struct{})
+	defer close(stopBeating)
+	go func() {
+		hb := time.NewTicker(heartbeatEvery)
+		defer hb.Stop()
+		for {
+			select {
+			case <-hb.C:
+				activity.RecordHeartbeat(ctx, beat)
+			case <-stopBeating:
+				return
+			}
+		}
+	}()
 	var (
 		cancelling   bool
 		killAt       <-chan time.Time
@@ -305,8 +322,6 @@ func (r *Runner) runTurn(ctx context.Context, in signals.RunTurnInput) (signals.
 				}
 			}
 			interrupting = append(interrupting, req)
-		case <-hb.C:
-			activity.RecordHeartbeat(ctx, turnHeartbeat{AgentSessionID: res.AgentSessionID})
 		case <-lt.cancel:
 			startCancel("delivery")
 		case <-ctx.Done():

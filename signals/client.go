@@ -264,6 +264,10 @@ type SessionInfo struct {
 	// AwaitingApproval: a permission request waits for a person.
 	AwaitingApproval bool      `json:"awaiting_approval"`
 	StartedAt        time.Time `json:"started_at"`
+	// LastOutcome is how the last turn ended (a stop reason, or "failed"); LastActivity when
+	// the session's state last changed (zero for sessions whose worker predates them).
+	LastOutcome  string    `json:"last_outcome,omitempty"`
+	LastActivity time.Time `json:"last_activity,omitempty"`
 }
 
 // List lists sessions from visibility, newest first (at most limit; 0 means 100).
@@ -283,11 +287,13 @@ func (c *Client) ListWhere(ctx context.Context, where string, limit int) ([]Sess
 	if limit <= 0 {
 		limit = 100
 	}
-	query := fmt.Sprintf("WorkflowType = '%s'", SessionWorkflowType)
+	// One row per session: a run that continued as new is not the session's.
+	query := fmt.Sprintf("WorkflowType = '%s' AND ExecutionStatus != 'ContinuedAsNew'", SessionWorkflowType)
 	if where != "" {
 		query += " AND " + where
 	}
 	var out []SessionInfo
+	seen := map[string]bool{}
 	var token []byte
 	for len(out) < limit {
 		resp, err := c.Temporal.ListWorkflow(ctx, &workflowservice.ListWorkflowExecutionsRequest{
@@ -304,13 +310,22 @@ func (c *Client) ListWhere(ctx context.Context, where string, limit int) ([]Sess
 				Running:   e.GetStatus() == enumspb.WORKFLOW_EXECUTION_STATUS_RUNNING,
 				StartedAt: e.GetStartTime().AsTime(),
 			}
+			if seen[info.SessionID] {
+				continue // visibility can lag a continue-as-new: the newest run listed first wins
+			}
+			seen[info.SessionID] = true
 			fields := e.GetSearchAttributes().GetIndexedFields()
+			info.LastOutcome = decodeString(fields[SearchAttrLastOutcome])
+			info.LastActivity = decodeTime(fields[SearchAttrLastActivity])
 			info.State = decodeString(fields[SearchAttrSessionState])
 			info.Agent = decodeString(fields[SearchAttrAgent])
 			info.Turn = decodeInt(fields[SearchAttrTurn])
 			info.AwaitingApproval = decodeBool(fields[SearchAttrAwaitingApproval])
 			if !info.Running {
 				info.State = StateClosed
+				if e.GetStatus() != enumspb.WORKFLOW_EXECUTION_STATUS_COMPLETED {
+					info.State = strings.ToLower(strings.TrimPrefix(e.GetStatus().String(), "WORKFLOW_EXECUTION_STATUS_")) // failed, terminated, …
+				}
 			}
 			out = append(out, info)
 		}
@@ -412,6 +427,14 @@ func decodeString(p *commonpb.Payload) string {
 		_ = converter.GetDefaultDataConverter().FromPayload(p, &s)
 	}
 	return s
+}
+
+func decodeTime(p *commonpb.Payload) time.Time {
+	var t time.Time
+	if p != nil {
+		_ = converter.GetDefaultDataConverter().FromPayload(p, &t)
+	}
+	return t
 }
 
 func decodeBool(p *commonpb.Payload) bool {

@@ -102,6 +102,9 @@ const (
 	DecidedByRule     = "rule"
 	DecidedByDeadline = "deadline"
 	DecidedByCancel   = "cancel"
+	// DecidedByRestart withdraws the open requests of a turn attempt that was lost; the
+	// next attempt asks again, and an answer to the withdrawn id goes to the new request.
+	DecidedByRestart = "restart"
 )
 
 // PermissionResolution is how a permission request was resolved: the data of
@@ -112,6 +115,12 @@ type PermissionResolution struct {
 	OptionID  string `json:"option_id,omitempty"`
 	DecidedBy string `json:"decided_by"`
 	Remember  bool   `json:"remember,omitempty"`
+	// Reason says why a request was withdrawn (decided_by cancel or restart): who or what
+	// cancelled ("user", "grace", "deadline", "close", "turn ended"), or the lost attempt.
+	Reason string `json:"reason,omitempty"`
+	// Via is the request id a person answered when that request had been withdrawn by a
+	// restart and asked again as RequestID by the next attempt.
+	Via string `json:"via,omitempty"`
 }
 
 // PermissionRespondRequest is the payload of the permission_respond update and signal.
@@ -140,6 +149,9 @@ type PendingPermission struct {
 	Kind      string             `json:"kind,omitempty"`
 	Options   []PermissionOption `json:"options"`
 	Deadline  time.Time          `json:"deadline"`
+	// Replaces lists requests a restart withdrew that this one asks again: an answer to any
+	// of them is an answer to this one.
+	Replaces []string `json:"replaces,omitempty"`
 }
 
 // Viewer roles.

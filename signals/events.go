@@ -58,6 +58,8 @@ type RejectedData struct {
 type TurnStartedData struct {
 	Attempt               int32  `json:"attempt"`
 	PromptClientMessageID string `json:"prompt_client_message_id"`
+	// Cause says, on turn.restarted, why the previous attempt was given up.
+	Cause string `json:"cause,omitempty"`
 }
 
 // SteerAcceptedData is the data of steer.accepted.

@@ -61,6 +61,11 @@ const (
 	SearchAttrTurn             = "TacpTurn"
 	SearchAttrAgent            = "TacpAgent"
 	SearchAttrAwaitingApproval = "TacpAwaitingApproval"
+	// SearchAttrLastOutcome is how the session's last turn ended: its stop reason
+	// (end_turn, cancelled, …) or "failed".
+	SearchAttrLastOutcome = "TacpLastOutcome"
+	// SearchAttrLastActivity is when the session's state last changed (Datetime).
+	SearchAttrLastActivity = "TacpLastActivity"
 )
 
 // Session states (status `state` and the TacpSessionState search attribute).

@@ -17,6 +17,8 @@ var SearchAttributeTypes = map[string]enumspb.IndexedValueType{
 	SearchAttrTurn:             enumspb.INDEXED_VALUE_TYPE_INT,
 	SearchAttrAgent:            enumspb.INDEXED_VALUE_TYPE_KEYWORD,
 	SearchAttrAwaitingApproval: enumspb.INDEXED_VALUE_TYPE_BOOL,
+	SearchAttrLastOutcome:      enumspb.INDEXED_VALUE_TYPE_KEYWORD,
+	SearchAttrLastActivity:     enumspb.INDEXED_VALUE_TYPE_DATETIME,
 }
 
 // EnsureSearchAttributes registers on namespace the search attributes it lacks, and returns
@@ -29,7 +31,7 @@ func EnsureSearchAttributes(ctx context.Context, c client.Client, namespace stri
 	}
 	missing := map[string]enumspb.IndexedValueType{}
 	var names []string
-	for _, name := range []string{SearchAttrSessionState, SearchAttrTurn, SearchAttrAgent, SearchAttrAwaitingApproval} {
+	for _, name := range []string{SearchAttrSessionState, SearchAttrTurn, SearchAttrAgent, SearchAttrAwaitingApproval, SearchAttrLastOutcome, SearchAttrLastActivity} {
 		if _, ok := resp.GetCustomAttributes()[name]; !ok {
 			missing[name] = SearchAttributeTypes[name]
 			names = append(names, name)

@@ -210,6 +210,9 @@ type RunTurnResult struct {
 	// it sent.
 	Attempt int32 `json:"attempt"`
 	Batches int64 `json:"batches"`
+	// Reported is set when the runner has already sent the session this turn_finished, so
+	// the TurnWorkflow need not send it again.
+	Reported bool `json:"reported,omitempty"`
 }
 
 // ErrAgent is the ApplicationError type of a turn the agent itself failed (it answered the

@@ -11,6 +11,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"slices"
 	"sort"
 	"strings"
 	"syscall"
@@ -193,6 +194,7 @@ func textArg(args []string, stdin io.Reader) (string, error) {
 }
 
 func cmdPrompt(ctx context.Context, e *env, fs *flag.FlagSet, args []string) int {
+	policy := fs.String("policy", "", "permission level of a new session: allow_all, ask_for_risky (the default) or ask_always (an existing session keeps its own: starter policy)")
 	noWait := fs.Bool("no-wait", false, "return once the prompt is queued")
 	id := fs.String("id", "", "client_message_id (default: a new id; repeat one to retry safely)")
 	if !e.parse(fs, args, true) {
@@ -210,7 +212,7 @@ func cmdPrompt(ctx context.Context, e *env, fs *flag.FlagSet, args []string) int
 	if st, err := e.c.Status(ctx, e.session); err == nil {
 		after = st.Journal.LastSeq
 	}
-	cfg := signals.SessionConfig{SessionID: e.session, Agent: e.agent, Workspace: e.workspace}
+	cfg := signals.SessionConfig{SessionID: e.session, Agent: e.agent, Workspace: e.workspace, Policy: *policy}
 	res, err := e.c.Prompt(ctx, cfg, signals.PromptRequest{Text: text, ClientMessageID: *id})
 	if err != nil {
 		return e.fail(err)
@@ -377,6 +379,20 @@ func cmdStatus(ctx context.Context, e *env, fs *flag.FlagSet, args []string) int
 	}
 	fmt.Fprintf(e.out, "session   %s\nstate     %s\nturn      %d\ntoken     %s\nqueue     %d\njournal   %d..%d\nrun       %d (history %d events)\nagent     %s\n",
 		st.SessionID, st.State, st.TurnID, orDash(st.SteerToken), len(st.Queue), st.Journal.FirstSeq, st.Journal.LastSeq, st.Run, st.HistoryLength, orDash(st.Agent))
+	for _, p := range st.PendingPermissions {
+		opts := make([]string, len(p.Options))
+		for i, o := range p.Options {
+			opts[i] = fmt.Sprintf("%s (%s)", o.OptionID, o.Kind)
+		}
+		fmt.Fprintf(e.out, "waiting   %s: %s [%s] turn %d, until %s; options %s\n",
+			p.RequestID, orDash(p.Title), orDash(p.Kind), p.TurnID, p.Deadline.Local().Format("15:04:05"), strings.Join(opts, ", "))
+		if len(p.Replaces) > 0 {
+			fmt.Fprintf(e.out, "          asks again what %s asked before a restart\n", strings.Join(p.Replaces, ", "))
+		}
+	}
+	if len(st.PendingPermissions) > 0 {
+		fmt.Fprintf(e.out, "answer    starter approve|deny --session %s REQUEST_ID [OPTION_ID]\n", st.SessionID)
+	}
 	if len(st.Profiles) > 0 {
 		names := make([]string, len(st.Profiles))
 		for i, p := range st.Profiles {
@@ -529,7 +545,11 @@ func cmdList(ctx context.Context, e *env, fs *flag.FlagSet, args []string) int {
 		if e.json {
 			e.printJSON(s)
 		} else {
-			fmt.Fprintf(e.out, "%-32s %-10s turn %-4d %s%s\n", s.SessionID, orDash(s.State), s.Turn, orDash(s.Agent), awaitingNote(s.AwaitingApproval))
+			last := "-"
+			if !s.LastActivity.IsZero() {
+				last = s.LastActivity.Local().Format("2006-01-02 15:04:05")
+			}
+			fmt.Fprintf(e.out, "%-32s %-10s turn %-4d last %-10s %-19s %s%s\n", s.SessionID, orDash(s.State), s.Turn, orDash(s.LastOutcome), last, orDash(s.Agent), awaitingNote(s.AwaitingApproval))
 		}
 	}
 	return exitOK
@@ -564,7 +584,7 @@ func (e *env) answer(ctx context.Context, fs *flag.FlagSet, args []string, kinds
 		}
 	find:
 		for _, p := range st.PendingPermissions {
-			if p.RequestID != req.RequestID {
+			if p.RequestID != req.RequestID && !slices.Contains(p.Replaces, req.RequestID) {
 				continue
 			}
 			for _, kind := range kinds {
@@ -588,7 +608,14 @@ func (e *env) answer(ctx context.Context, fs *flag.FlagSet, args []string, kinds
 		e.printJSON(res)
 	} else {
 		r := res.Resolution
-		fmt.Fprintf(e.out, "%s: %s %s (decided by %s)\n", r.RequestID, r.Outcome, r.OptionID, r.DecidedBy)
+		fmt.Fprintf(e.out, "%s: %s %s (decided by %s", r.RequestID, r.Outcome, r.OptionID, r.DecidedBy)
+		if r.Reason != "" {
+			fmt.Fprintf(e.out, ": %s", r.Reason)
+		}
+		fmt.Fprintln(e.out, ")")
+		if r.Via != "" {
+			fmt.Fprintf(e.out, "%s was withdrawn when its turn restarted; it was asked again as %s, which this answered\n", r.Via, r.RequestID)
+		}
 	}
 	return exitOK
 }
@@ -636,6 +663,11 @@ func cmdPolicy(ctx context.Context, e *env, fs *flag.FlagSet, args []string) int
 		return exitOK
 	}
 	res, err := e.c.SetPolicy(ctx, e.session, signals.SetPolicyRequest{Level: fs.Arg(0)})
+	if rej, ok := signals.AsRejection(err); ok && rej.Type == signals.RejectUnknownSession {
+		fmt.Fprintf(e.err, "starter: session %s does not exist yet: a new session takes its policy from its first prompt, starter prompt --session %s --policy %s TEXT\n",
+			e.session, e.session, fs.Arg(0))
+		return exitRejected
+	}
 	if err != nil {
 		return e.fail(err)
 	}

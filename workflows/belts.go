@@ -204,30 +204,43 @@ func (s *session) forget(ctx workflow.Context, req signals.PermissionForgetReque
 
 // --- the alarm clock ---
 
-// nextAlarm is the earliest absolute time at which a belt or a permission deadline is due.
+// nextAlarm is the earliest absolute time at which a belt or a permission deadline is due,
+// and what is due then (the timer's summary in the Temporal UI).
 func (s *session) nextAlarm() (time.Time, bool) {
+	at, _ := s.nextAlarmLabelled()
+	return at, !at.IsZero()
+}
+
+func (s *session) nextAlarmLabelled() (time.Time, string) {
 	var at time.Time
-	consider := func(t time.Time) {
+	var label string
+	consider := func(t time.Time, what func() string) {
 		if at.IsZero() || t.Before(at) {
-			at = t
+			at, label = t, what()
 		}
 	}
 	for _, p := range s.Permissions {
-		consider(p.Deadline)
+		consider(p.Deadline, func() string { return "permission " + p.RequestID + " expires" })
 	}
 	for _, v := range s.Viewers {
-		consider(v.LeaseUntil)
+		consider(v.LeaseUntil, func() string { return "viewer " + v.ID + "'s lease lapses" })
 	}
 	if s.Turn != nil && !s.Turn.Cancelling {
 		if s.GraceUntil != nil {
-			consider(*s.GraceUntil)
+			consider(*s.GraceUntil, func() string { return fmt.Sprintf("grace ends: turn %d is cancelled", s.Turn.TurnID) })
 		}
 		if d, ok := s.Turn.Clock.deadline(s.cfg.Deadline); ok {
-			consider(d)
+			consider(d, func() string { return fmt.Sprintf("turn %d's deadline", s.Turn.TurnID) })
 		}
 	}
-	return at, !at.IsZero()
+	return at, label
 }
+
+// Versions of the alarm clock (alarmsChange): 1 re-arms the timer whenever the earliest
+// alarm moves; 2 only when it moves earlier, so a lease renewal (an alarm that moves later)
+// costs no timer cancel and start: the armed timer fires, finds nothing due, and arms the
+// next.
+const alarmsEarlierOnly workflow.Version = 2
 
 // alarmNeedsArming reports whether the earliest alarm moved since the timer was set (a
 // handler attached, a permission arrived...), so the main loop wakes to re-arm it.
@@ -236,18 +249,32 @@ func (s *session) alarmNeedsArming() bool {
 		return false
 	}
 	at, ok := s.nextAlarm()
-	return ok && !at.Equal(s.alarmAt)
+	return ok && s.rearms(at)
+}
+
+// rearms reports whether an alarm at at needs the timer set again.
+func (s *session) rearms(at time.Time) bool {
+	if at.Equal(s.alarmAt) {
+		return false
+	}
+	if s.alarmsVersion != nil && *s.alarmsVersion >= alarmsEarlierOnly && !s.alarmAt.IsZero() && at.After(s.alarmAt) {
+		return false // the armed timer fires first and re-arms then
+	}
+	return true
 }
 
 // armAlarm keeps one timer running for the earliest alarm, re-arming only on change.
 func (s *session) armAlarm(ctx workflow.Context) {
-	at, ok := s.nextAlarm()
-	if !ok || at.Equal(s.alarmAt) {
+	at, label := s.nextAlarmLabelled()
+	if at.IsZero() || !s.rearms(at) {
 		return
 	}
 	if s.alarmsVersion == nil {
-		v := workflow.GetVersion(ctx, alarmsChange, workflow.DefaultVersion, 1)
+		v := workflow.GetVersion(ctx, alarmsChange, workflow.DefaultVersion, alarmsEarlierOnly)
 		s.alarmsVersion = &v
+		if !s.rearms(at) {
+			return
+		}
 	}
 	if *s.alarmsVersion == workflow.DefaultVersion {
 		return
@@ -261,7 +288,11 @@ func (s *session) armAlarm(ctx workflow.Context) {
 	tctx, cancel := workflow.WithCancel(ctx)
 	s.cancelAlarm = cancel
 	d := max(at.Sub(workflow.Now(ctx)), time.Millisecond)
-	timer := workflow.NewTimerWithOptions(tctx, d, workflow.TimerOptions{Summary: "next deadline"})
+	summary := "next deadline"
+	if *s.alarmsVersion >= alarmsEarlierOnly {
+		summary = label + " at " + at.UTC().Format("15:04:05 UTC")
+	}
+	timer := workflow.NewTimerWithOptions(tctx, d, workflow.TimerOptions{Summary: summary})
 	workflow.Go(ctx, func(ctx workflow.Context) {
 		if timer.Get(ctx, nil) == nil && gen == s.alarmGen {
 			s.alarmAt, s.alarmFired = time.Time{}, true

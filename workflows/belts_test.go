@@ -99,7 +99,7 @@ func TestSession_PolicyLevelsRulesAndForget(t *testing.T) {
 	require.NoError(t, h.run(signals.SessionConfig{SessionID: "s1"}))
 	// p4 was still open when the turn ended: resolved cancelled.
 	last := resolutions(t, h.events())
-	require.Equal(t, signals.PermissionResolution{RequestID: "p4", Outcome: "cancelled", DecidedBy: "cancel"}, last[len(last)-1])
+	require.Equal(t, signals.PermissionResolution{RequestID: "p4", Outcome: "cancelled", DecidedBy: "cancel", Reason: "turn ended"}, last[len(last)-1])
 }
 
 func TestSession_AskedPermissionExpiresFailingClosed(t *testing.T) {

@@ -187,7 +187,21 @@ func (s *session) checkRespond(req signals.PermissionRespondRequest) (signals.Pe
 		return signals.PermissionResolution{}, false, rej
 	}
 	if prev, ok := s.Resolved.Get(req.RequestID); ok {
-		return prev, true, nil
+		// A request withdrawn by a restart and asked again: the answer goes to the new one.
+		if prev.DecidedBy != signals.DecidedByRestart {
+			return prev, true, nil
+		}
+		again := s.reasked(req.RequestID)
+		if again == "" {
+			return prev, true, nil
+		}
+		via := req.RequestID
+		req.RequestID = again
+		res, dup, rej := s.checkRespond(req)
+		if !dup {
+			res.Via = via
+		}
+		return res, dup, rej
 	}
 	i := s.findPermission(req.RequestID)
 	if i < 0 {
@@ -226,9 +240,9 @@ func (s *session) respond(ctx workflow.Context, req signals.PermissionRespondReq
 		return signals.PermissionRespondResult{}, rej.ApplicationError()
 	}
 	if !done {
-		s.resolve(ctx, s.findPermission(req.RequestID), res, true)
+		s.resolve(ctx, s.findPermission(res.RequestID), res, true)
 	}
-	return signals.PermissionRespondResult{RequestID: req.RequestID, Resolution: res}, nil
+	return signals.PermissionRespondResult{RequestID: res.RequestID, Resolution: res}, nil
 }
 
 // resolve closes open request i with res, journals it, and (when the agent still waits for
@@ -248,18 +262,65 @@ func (s *session) resolve(ctx workflow.Context, i int, res signals.PermissionRes
 	}
 }
 
-// cancelPermissions resolves every open request of turnID cancelled: the runner answers the
-// agent itself when its turn is cancelled or ends.
-func (s *session) cancelPermissions(ctx workflow.Context, turnID int64) {
+// cancelPermissions resolves every open request of turnID cancelled, decided by decidedBy
+// (cancel, or restart for a lost attempt's) for reason: the runner answers the agent itself
+// when its turn is cancelled or ends. A request a restart withdraws is remembered, so that
+// an answer to its id reaches the request the next attempt asks in its place.
+func (s *session) cancelPermissions(ctx workflow.Context, turnID int64, decidedBy, reason string) {
 	for i := 0; i < len(s.Permissions); {
-		if s.Permissions[i].TurnID != turnID {
+		p := s.Permissions[i]
+		if p.TurnID != turnID {
 			i++
 			continue
 		}
+		if decidedBy == signals.DecidedByRestart {
+			s.Withdrawn = append(s.Withdrawn, withdrawnRequest{RequestID: p.RequestID, TurnID: p.TurnID, Key: ToolKey(p.ToolCall)})
+			if len(s.Withdrawn) > maxWithdrawn {
+				s.Withdrawn = s.Withdrawn[len(s.Withdrawn)-maxWithdrawn:]
+			}
+		}
 		s.resolve(ctx, i, signals.PermissionResolution{
-			RequestID: s.Permissions[i].RequestID, Outcome: signals.OutcomeCancelled, DecidedBy: signals.DecidedByCancel,
+			RequestID: p.RequestID, Outcome: signals.OutcomeCancelled, DecidedBy: decidedBy, Reason: reason,
 		}, false)
 	}
+}
+
+// withdrawnRequest is a request a restart withdrew: its id, its turn and its tool's key.
+type withdrawnRequest struct {
+	RequestID string `json:"request_id"`
+	TurnID    int64  `json:"turn_id"`
+	Key       string `json:"key"`
+}
+
+// maxWithdrawn bounds the withdrawn requests remembered.
+const maxWithdrawn = 32
+
+// replaces lists the withdrawn requests open request p asks again.
+func (s *session) replaces(p openPermission) []string {
+	var out []string
+	for _, w := range s.Withdrawn {
+		if w.Key != "" && w.TurnID == p.TurnID && s.reasked(w.RequestID) == p.RequestID {
+			out = append(out, w.RequestID)
+		}
+	}
+	return out
+}
+
+// reasked returns the open request that asks again what withdrawn request id asked: the same
+// turn, the same tool (key), the newest first. "" when there is none.
+func (s *session) reasked(id string) string {
+	for _, w := range s.Withdrawn {
+		if w.RequestID != id || w.Key == "" {
+			continue
+		}
+		for i := len(s.Permissions) - 1; i >= 0; i-- {
+			p := s.Permissions[i]
+			if p.TurnID == w.TurnID && ToolKey(p.ToolCall) == w.Key {
+				return p.RequestID
+			}
+		}
+	}
+	return ""
 }
 
 // pendingPermissions lists the open requests for status, without tool arguments.
@@ -273,6 +334,7 @@ func (s *session) pendingPermissions() []signals.PendingPermission {
 		_ = json.Unmarshal(p.ToolCall, &tc)
 		out = append(out, signals.PendingPermission{
 			RequestID: p.RequestID, TurnID: p.TurnID, Title: tc.Title, Kind: tc.Kind, Options: p.Options, Deadline: p.Deadline,
+			Replaces: s.replaces(p),
 		})
 	}
 	return out

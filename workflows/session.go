@@ -69,7 +69,14 @@ type sessionState struct {
 	Policy     *Policy    `json:"policy,omitempty"`
 	Viewers    []viewer   `json:"viewers,omitempty"`
 	GraceUntil *time.Time `json:"grace_until,omitempty"`
+	// LastOutcome is how the last turn ended: its stop reason or OutcomeFailed.
+	LastOutcome string `json:"last_outcome,omitempty"`
+	// Withdrawn are requests a restart withdrew, newest last (cancelPermissions).
+	Withdrawn []withdrawnRequest `json:"withdrawn,omitempty"`
 }
+
+// OutcomeFailed is the TacpLastOutcome of a session whose last turn failed.
+const OutcomeFailed = "failed"
 
 // hostBatch is the last between-turn batch journaled from one agent process.
 type hostBatch struct {
@@ -101,6 +108,9 @@ type session struct {
 	alarmGen      int
 	cancelAlarm   workflow.CancelFunc
 	alarmsVersion *workflow.Version
+	alarmLabel    string
+
+	saVersion *workflow.Version
 }
 
 // SessionWorkflow runs one tacp session with no admission of its own (tests; a worker
@@ -400,7 +410,7 @@ func (s *session) startCancel(ctx workflow.Context, reason string) {
 	s.GraceUntil = nil
 	s.Steer.Halt()
 	s.journal(ctx, signals.EventTurnCancelling, s.Turn.TurnID, signals.TurnCancellingData{Reason: reason})
-	s.cancelPermissions(ctx, s.Turn.TurnID)
+	s.cancelPermissions(ctx, s.Turn.TurnID, signals.DecidedByCancel, reason)
 	if s.Turn.Finished == nil {
 		s.queueDelivery(signals.Delivery{Kind: signals.DeliverCancel})
 	}
@@ -433,9 +443,25 @@ func (s *session) advanceAttempt(ctx workflow.Context, t *LiveTurn, attempt int3
 	if attempt <= t.Attempt {
 		return
 	}
+	cause := restartCause(t, attempt)
 	t.Attempt, t.LastBatch, t.HostQueue, t.HostLost = attempt, 0, "", false
-	s.cancelPermissions(ctx, t.TurnID) // they belonged to the lost attempt
-	s.journal(ctx, signals.EventTurnRestarted, t.TurnID, signals.TurnStartedData{Attempt: attempt, PromptClientMessageID: t.ClientMessageID})
+	s.cancelPermissions(ctx, t.TurnID, signals.DecidedByRestart, cause) // they belonged to the lost attempt
+	s.journal(ctx, signals.EventTurnRestarted, t.TurnID, signals.TurnStartedData{Attempt: attempt, PromptClientMessageID: t.ClientMessageID, Cause: cause})
+}
+
+// restartCause says why the attempt before attempt was given up, from what the session saw
+// of it: the server retries a turn's activity only when its attempt stopped heartbeating
+// (its worker died, stopped, or was cut off past the heartbeat timeout) or lost its worker.
+func restartCause(t *LiveTurn, attempt int32) string {
+	host := t.HostQueue
+	if host == "" {
+		host = "a worker that had not reported yet"
+	}
+	why := "stopped reporting for longer than the heartbeat timeout (its worker died, stopped or was cut off)"
+	if t.HostLost {
+		why = "was lost: its worker's host queue stopped taking deliveries"
+	}
+	return fmt.Sprintf("attempt %d on %s %s; attempt %d took the turn over", attempt-1, host, why, attempt)
 }
 
 func (s *session) turnStarted(ctx workflow.Context, sig signals.TurnStartedSignal) {
@@ -536,7 +562,7 @@ func (s *session) maybeFinish(ctx workflow.Context) {
 	if fin.AgentSessionID != "" {
 		s.AgentSessionID = fin.AgentSessionID
 	}
-	s.cancelPermissions(ctx, t.TurnID)
+	s.cancelPermissions(ctx, t.TurnID, signals.DecidedByCancel, "turn ended")
 	if len(fin.Usage) > 0 {
 		s.addUsage(ctx, t.TurnID, fin.Usage)
 	}
@@ -546,8 +572,10 @@ func (s *session) maybeFinish(ctx workflow.Context) {
 	s.GraceUntil = nil
 	if fin.Error != "" {
 		s.journal(ctx, signals.EventTurnFailed, t.TurnID, signals.TurnFailedData{Error: fin.Error, Orphaned: fin.Orphaned})
+		s.LastOutcome = OutcomeFailed
 	} else {
 		s.journal(ctx, signals.EventTurnEnded, t.TurnID, signals.TurnEndedData{StopReason: fin.StopReason})
+		s.LastOutcome = fin.StopReason
 	}
 	countTurnFinished(ctx, fin)
 	s.Turn = nil
@@ -754,22 +782,78 @@ func (s *session) upsertSearchAttributes(ctx workflow.Context) {
 		turn = s.Queue.LastTurnID
 	}
 	awaiting := len(s.Permissions) > 0
-	key := fmt.Sprintf("%s/%d/%t", state, turn, awaiting)
+	// What the session is doing and waiting for, for the Temporal UI's Current Details (not
+	// history: the SDK answers it from the workflow's state).
+	workflow.SetCurrentDetails(ctx, s.currentDetails(state, turn))
+	outcome := ""
+	v := s.searchAttrsVersion(ctx)
+	if v > workflow.DefaultVersion {
+		outcome = s.LastOutcome
+	}
+	key := fmt.Sprintf("%s/%d/%t/%s", state, turn, awaiting, outcome)
 	if key == s.lastSA {
 		return
 	}
 	s.lastSA = key
-	err := workflow.UpsertTypedSearchAttributes(ctx,
+	attrs := []temporal.SearchAttributeUpdate{
 		temporal.NewSearchAttributeKeyKeyword(signals.SearchAttrSessionState).ValueSet(state),
 		temporal.NewSearchAttributeKeyInt64(signals.SearchAttrTurn).ValueSet(turn),
 		temporal.NewSearchAttributeKeyKeyword(signals.SearchAttrAgent).ValueSet(agentName(s.cfg.Agent)),
 		temporal.NewSearchAttributeKeyBool(signals.SearchAttrAwaitingApproval).ValueSet(awaiting),
-	)
-	if err != nil {
+	}
+	if v > workflow.DefaultVersion {
+		attrs = append(attrs, temporal.NewSearchAttributeKeyTime(signals.SearchAttrLastActivity).ValueSet(workflow.Now(ctx)))
+	}
+	if outcome != "" {
+		attrs = append(attrs, temporal.NewSearchAttributeKeyKeyword(signals.SearchAttrLastOutcome).ValueSet(outcome))
+	}
+	if err := workflow.UpsertTypedSearchAttributes(ctx, attrs...); err != nil {
 		workflow.GetLogger(ctx).Warn("upsert search attributes", "error", err)
 	}
-	workflow.SetCurrentDetails(ctx, fmt.Sprintf("**%s** · turn %d · %d queued · journal seq %d · run %d",
-		state, turn, len(s.Queue.Items), s.Journal.LastSeq, s.Run))
+}
+
+// searchAttrsChange guards the TacpLastOutcome and TacpLastActivity search attributes for
+// runs that upserted without them.
+const searchAttrsChange = "search-attributes-v2"
+
+// searchAttrsVersion is asked once per run, at its first upsert.
+func (s *session) searchAttrsVersion(ctx workflow.Context) workflow.Version {
+	if s.saVersion == nil {
+		v := workflow.GetVersion(ctx, searchAttrsChange, workflow.DefaultVersion, 1)
+		s.saVersion = &v
+	}
+	return *s.saVersion
+}
+
+// currentDetails is the session's Current Details in the Temporal UI (markdown): its state,
+// what it waits for (the open requests with their titles and deadlines), the steer token,
+// the queue, the last outcome.
+func (s *session) currentDetails(state string, turn int64) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "**%s** · turn %d", state, turn)
+	if s.Turn != nil && !s.Turn.Cancelling {
+		fmt.Fprintf(&b, " · steer token `%s`", s.Steer.Token())
+	}
+	if s.Turn != nil && s.Turn.Cancelling {
+		fmt.Fprintf(&b, " · cancelling (%s)", s.Turn.CancelReason)
+	}
+	fmt.Fprintf(&b, " · %d queued", len(s.Queue.Items))
+	if s.LastOutcome != "" {
+		fmt.Fprintf(&b, " · last turn: %s", s.LastOutcome)
+	}
+	for _, p := range s.pendingPermissions() {
+		title := p.Title
+		if title == "" {
+			title = p.Kind
+		}
+		fmt.Fprintf(&b, "\n\nwaiting for approval of *%s* (`%s`, turn %d) until %s — `starter approve --session %s %s`",
+			title, p.RequestID, p.TurnID, p.Deadline.UTC().Format("2006-01-02 15:04:05 UTC"), s.cfg.SessionID, p.RequestID)
+	}
+	if s.GraceUntil != nil {
+		fmt.Fprintf(&b, "\n\nno viewer: the turn is cancelled at %s unless one attaches", s.GraceUntil.UTC().Format("15:04:05 UTC"))
+	}
+	fmt.Fprintf(&b, "\n\njournal seq %d · run %d", s.Journal.LastSeq, s.Run)
+	return b.String()
 }
 
 // agentName is the agent's program name, for the TacpAgent search attribute.

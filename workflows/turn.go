@@ -20,6 +20,9 @@ import (
 // turnAttempts bounds the RunTurn attempts: a lost worker is retried on another worker.
 const turnAttempts = 3
 
+// reportOnceChange guards TurnWorkflow's skipping of the turn_finished the runner sent.
+const reportOnceChange = "report-once"
+
 // TurnWorkflow runs one turn of a session.
 func TurnWorkflow(ctx workflow.Context, in signals.TurnInput) error {
 	actx := workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
@@ -33,7 +36,7 @@ func TurnWorkflow(ctx workflow.Context, in signals.TurnInput) error {
 			MaximumAttempts:        turnAttempts,
 			NonRetryableErrorTypes: []string{signals.ErrAgent},
 		},
-		Summary: fmt.Sprintf("turn %d: prompting", in.TurnID),
+		Summary: fmt.Sprintf("turn %d: the agent works on the prompt (up to %d attempts)", in.TurnID, turnAttempts),
 	})
 	var res signals.RunTurnResult
 	err := workflow.ExecuteActivity(actx, signals.ActivityRunTurn, signals.RunTurnInput{
@@ -61,6 +64,11 @@ func TurnWorkflow(ctx workflow.Context, in signals.TurnInput) error {
 		fin.Orphaned = true
 	default:
 		fin.Error = err.Error()
+	}
+	// The runner reported an answered turn itself, straight away: a second turn_finished
+	// would only cost the session a signal and a workflow task.
+	if err == nil && res.Reported && workflow.GetVersion(ctx, reportOnceChange, workflow.DefaultVersion, 1) >= 1 {
+		return nil
 	}
 	// The turn's own context may be cancelled; the report must go out regardless.
 	dctx, _ := workflow.NewDisconnectedContext(ctx)

@@ -1,0 +1,102 @@
+package e2e
+
+// What operators see: one row per session in list, a failed turn visible as failed in
+// visibility, what a session waits for in status, policies set at creation, turns that a
+// loaded but healthy worker keeps, and re-asked permissions an operator can still answer.
+
+import (
+	"context"
+	"fmt"
+	"os/exec"
+	"runtime"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	"go.temporal.io/api/workflowservice/v1"
+
+	"github.com/tacp-dev/tacp/signals"
+)
+
+func TestOperatorsListShowsOneRowPerSessionAfterContinueAsNew(t *testing.T) {
+	t.Parallel()
+	id := session(t)
+	// A short run budget: the idle session continues as new after every few turns.
+	cfg := signals.SessionConfig{SessionID: id, MaxRunEvents: 40}
+	for i := 0; i < 4; i++ {
+		res, err := sc.Prompt(ctxFor(t, 30*time.Second), cfg, signals.PromptRequest{Text: "/chunks 3"})
+		require.NoError(t, err)
+		turnEnd(t, id, res.TurnID)
+	}
+	require.Eventually(t, func() bool {
+		st, err := sc.Status(context.Background(), id)
+		return err == nil && st.Run > 1
+	}, 30*time.Second, 50*time.Millisecond, "the session continued as new")
+	var rows []string
+	require.Eventually(t, func() bool {
+		out, _, code := starter(t, "list")
+		if code != 0 {
+			return false
+		}
+		rows = nil
+		for _, l := range strings.Split(out, "\n") {
+			if strings.HasPrefix(l, id+" ") {
+				rows = append(rows, l)
+			}
+		}
+		return len(rows) == 1 && strings.Contains(rows[0], "idle") && strings.Contains(rows[0], "last end_turn")
+	}, 30*time.Second, 200*time.Millisecond, "one row, idle, last outcome end_turn: %q", rows)
+}
+
+func TestOperatorsFailedTurnIsVisibleAsFailed(t *testing.T) {
+	t.Parallel()
+	id := session(t)
+	res := prompt(t, signals.SessionConfig{SessionID: id}, "/fail")
+	turnEnd(t, id, res.TurnID)
+	query := fmt.Sprintf("WorkflowId = '%s' AND %s = 'failed'", signals.SessionWorkflowID(id), signals.SearchAttrLastOutcome)
+	require.Eventually(t, func() bool {
+		resp, err := tc.ListWorkflow(context.Background(), &workflowservice.ListWorkflowExecutionsRequest{Query: query})
+		return err == nil && len(resp.GetExecutions()) == 1
+	}, 30*time.Second, 100*time.Millisecond, "visibility finds the session by %s", query)
+}
+
+func TestOperatorsStatusTextShowsWhatTheSessionWaitsFor(t *testing.T) {
+	t.Parallel()
+	id := session(t)
+	// A new session's policy comes with its first prompt: ask_always asks for a read too.
+	out, errOut, code := starter(t, "policy", "--session", id, "ask_always")
+	require.Equal(t, 2, code, out)
+	require.Contains(t, errOut, "does not exist yet")
+	require.Contains(t, errOut, "--policy ask_always")
+	_, errOut, code = starter(t, "prompt", "--session", id, "--policy", "ask_always", "--no-wait", "/permission read README.md")
+	require.Equal(t, 0, code, errOut)
+	req := permissionRequested(t, id)
+	waitState(t, id, signals.StateSuspended)
+	out, _, code = starter(t, "status", "--session", id)
+	require.Equal(t, 0, code)
+	require.Contains(t, out, "waiting   "+req.RequestID+": read something [read] turn 1, until ")
+	require.Contains(t, out, "options allow (allow_once), allow_always (allow_always), reject (reject_once)")
+	_, _, code = starter(t, "approve", "--session", id, req.RequestID)
+	require.Equal(t, 0, code)
+	turnEnd(t, id, 1)
+}
+
+func TestOperatorsALoadedHealthyWorkerKeepsItsTurn(t *testing.T) {
+	t.Parallel()
+	id := session(t)
+	res := prompt(t, signals.SessionConfig{SessionID: id}, "/sleep 40s")
+	waitRunning(t, id, res.TurnID)
+	// A busy loop on every core for 30 s, in processes of their own.
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	for i := 0; i < runtime.NumCPU(); i++ {
+		cmd := exec.CommandContext(ctx, "sh", "-c", "while :; do :; done")
+		require.NoError(t, cmd.Start())
+		t.Cleanup(func() { _ = cmd.Wait() })
+	}
+	evs := turnEnd(t, id, res.TurnID)
+	require.Equal(t, 0, countKind(evs, signals.EventTurnRestarted, res.TurnID), "a loaded worker's turn was restarted")
+	kind, data := terminalData(t, evs)
+	require.Equal(t, signals.EventTurnEnded, kind, "%v", data)
+}
