@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/api/workflowservice/v1"
 
 	"github.com/tacp-dev/tacp/signals"
@@ -99,4 +100,45 @@ func TestOperatorsALoadedHealthyWorkerKeepsItsTurn(t *testing.T) {
 	require.Equal(t, 0, countKind(evs, signals.EventTurnRestarted, res.TurnID), "a loaded worker's turn was restarted")
 	kind, data := terminalData(t, evs)
 	require.Equal(t, signals.EventTurnEnded, kind, "%v", data)
+}
+
+// TestOperatorsHistoryEventsPerShortPrompt counts what one short prompt costs in history:
+// the session's events and the turn's (53 before the duplicate turn_finished and the alarm
+// re-arms went, issue 15).
+func TestOperatorsHistoryEventsPerShortPrompt(t *testing.T) {
+	t.Parallel()
+	id := session(t)
+	first := prompt(t, signals.SessionConfig{SessionID: id}, "/chunks 1")
+	turnEnd(t, id, first.TurnID)
+	before := historyLength(t, id)
+	res := prompt(t, signals.SessionConfig{SessionID: id}, "/chunks 1")
+	turnEnd(t, id, res.TurnID)
+	turnID := signals.TurnWorkflowID(id, res.TurnID)
+	require.Eventually(t, func() bool {
+		d, err := tc.DescribeWorkflowExecution(context.Background(), turnID, "")
+		return err == nil && d.WorkflowExecutionInfo.CloseTime != nil
+	}, 30*time.Second, 20*time.Millisecond)
+	// The session settles once the turn's end has been taken.
+	var session int
+	require.Eventually(t, func() bool {
+		n := historyLength(t, id)
+		settled := n == session
+		session = n
+		return settled
+	}, 30*time.Second, 300*time.Millisecond)
+	turn := workflowHistoryLength(t, turnID)
+	t.Logf("a warm short prompt: %d session events + %d turn events = %d", session-before, turn, session-before+turn)
+	require.Less(t, session-before+turn, 53)
+}
+
+func workflowHistoryLength(t *testing.T, workflowID string) int {
+	t.Helper()
+	iter := tc.GetWorkflowHistory(ctxFor(t, 10*time.Second), workflowID, "", false, enumspb.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)
+	n := 0
+	for iter.HasNext() {
+		_, err := iter.Next()
+		require.NoError(t, err)
+		n++
+	}
+	return n
 }
