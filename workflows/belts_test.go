@@ -251,3 +251,50 @@ func TestSession_ContinueAsNewWhileAPermissionWaitsKeepsItsDeadline(t *testing.T
 	h2.closeSession()
 	require.NoError(t, h2.run(next))
 }
+
+// Reference: issue 15 — a restarted turn's re-asked permission can be answered by the id an
+// operator holds, and turn.restarted says why the attempt was given up.
+func TestSession_AWithdrawnRequestIsAnsweredThroughTheOneAskedAgain(t *testing.T) {
+	h := newHarness(t)
+	h.step(func() { h.prompt("work", "m1", func(signals.PromptResult, error) {}) })
+	h.step(func() {
+		h.env.SignalWorkflow(signals.SignalTurnStarted, signals.TurnStartedSignal{TurnID: 1, Attempt: 1, HostQueue: "host-a"})
+		h.env.SignalWorkflow(signals.SignalPermissionRequested, permissionSignal(1, "p1.1.1", "edit"))
+	})
+	h.step(func() {
+		require.Len(t, h.status().PendingPermissions, 1)
+		// Attempt 1 is lost; attempt 2 asks the same thing again under a new id.
+		sig := permissionSignal(1, "p1.2.1", "edit")
+		sig.Attempt = 2
+		h.env.SignalWorkflow(signals.SignalPermissionRequested, sig)
+	})
+	h.step(func() {
+		st := h.status()
+		require.Len(t, st.PendingPermissions, 1)
+		require.Equal(t, "p1.2.1", st.PendingPermissions[0].RequestID)
+		require.Equal(t, []string{"p1.1.1"}, st.PendingPermissions[0].Replaces)
+		h.update(signals.UpdatePermissionRespond, signals.PermissionRespondRequest{RequestID: "p1.1.1", OptionID: "allow"}, func(res any, err error) {
+			require.NoError(t, err)
+			r := res.(signals.PermissionRespondResult)
+			require.Equal(t, "p1.2.1", r.RequestID)
+			require.Equal(t, signals.PermissionResolution{RequestID: "p1.2.1", Outcome: "selected", OptionID: "allow", DecidedBy: "user", Via: "p1.1.1"}, r.Resolution)
+		})
+	})
+	h.step(func() {
+		require.Empty(t, h.status().PendingPermissions)
+		evs := h.events()
+		res := resolutions(t, evs)
+		require.Equal(t, signals.DecidedByRestart, res[0].DecidedBy)
+		require.Contains(t, res[0].Reason, "attempt 1 on host-a")
+		for _, ev := range evs {
+			if ev.Kind == signals.EventTurnRestarted {
+				var d signals.TurnStartedData
+				require.NoError(t, json.Unmarshal(ev.Data, &d))
+				require.Contains(t, d.Cause, "attempt 1 on host-a stopped reporting")
+			}
+		}
+		h.finishTurn(1, "end_turn")
+	})
+	h.closeSession()
+	require.NoError(t, h.run(signals.SessionConfig{SessionID: "s1"}))
+}
