@@ -234,11 +234,13 @@ type promptRequest struct {
 	Text            string `json:"text"`
 	ClientMessageID string `json:"client_message_id,omitempty"`
 	Agent           string `json:"agent,omitempty"`
+	// Policy is a new session's permission level (an existing one keeps its own).
+	Policy string `json:"policy,omitempty"`
 }
 
 func (s *Server) prompt(w http.ResponseWriter, r *http.Request, _ string) {
 	act(s, w, r, "deck prompt", func(ctx context.Context, id string, req promptRequest) (signals.PromptResult, error) {
-		return s.c.Prompt(ctx, signals.SessionConfig{SessionID: id, Agent: req.Agent}, signals.PromptRequest{Text: req.Text, ClientMessageID: req.ClientMessageID})
+		return s.c.Prompt(ctx, signals.SessionConfig{SessionID: id, Agent: req.Agent, Policy: req.Policy}, signals.PromptRequest{Text: req.Text, ClientMessageID: req.ClientMessageID})
 	}, func(res signals.PromptResult) []any { return []any{"turn", res.TurnID, "duplicate", res.Duplicate} })
 }
 

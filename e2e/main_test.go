@@ -21,6 +21,7 @@ import (
 	"github.com/tacp-dev/tacp/activities"
 	"github.com/tacp-dev/tacp/devserver"
 	"github.com/tacp-dev/tacp/internal/app"
+	"github.com/tacp-dev/tacp/internal/freeport"
 	"github.com/tacp-dev/tacp/signals"
 )
 
@@ -62,7 +63,13 @@ func runMain(m *testing.M) int {
 	if bin := os.Getenv("TACP_E2E_STARTER"); bin != "" {
 		starterBin = bin
 	}
-	if srv, err = devserver.Start(ctx, devserver.Options{}); err != nil {
+	// With the Temporal Web UI: the operators' browser test reads it (e2e/operators_test.go).
+	uiPort, err := freeport.Take("127.0.0.1", 1)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "ui port:", err)
+		return 1
+	}
+	if srv, err = devserver.Start(ctx, devserver.Options{UIPort: uiPort[0]}); err != nil {
 		fmt.Fprintln(os.Stderr, "start server:", err)
 		return 1
 	}

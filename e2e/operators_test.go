@@ -7,12 +7,14 @@ package e2e
 import (
 	"context"
 	"fmt"
+	neturl "net/url"
 	"os/exec"
 	"runtime"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/chromedp/chromedp"
 	"github.com/stretchr/testify/require"
 	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/api/workflowservice/v1"
@@ -141,4 +143,65 @@ func workflowHistoryLength(t *testing.T, workflowID string) int {
 		n++
 	}
 	return n
+}
+
+// pageText is the page's text with that of its same-origin frames (the UI renders Current
+// Details, markdown, in an iframe).
+const pageText = `[document.body.innerText, ...[...document.querySelectorAll('iframe')].map((f) => {
+  try { return f.contentDocument.body.innerText } catch (e) { return '' }
+})].join('\n')`
+
+// TestOperatorsTemporalUIShowsTheSessionsStateAndPendingRequest opens the Temporal Web UI
+// in a real headless Chromium: the workflow list filtered to sessions, then the session's
+// page, whose rendered text names the session's state and the request it waits for.
+func TestOperatorsTemporalUIShowsTheSessionsStateAndPendingRequest(t *testing.T) {
+	t.Parallel()
+	ctx := browser(t)
+	id := session(t)
+	res := prompt(t, signals.SessionConfig{SessionID: id}, "/permission edit")
+	req := permissionRequestedIn(t, id, res.TurnID)
+	waitState(t, id, signals.StateSuspended)
+
+	bodyText := func(url string, want ...string) string {
+		t.Helper()
+		_, err := chromedp.Run(ctx, chromedp.Navigate(url))
+		require.NoError(t, err)
+		var text string
+		shows := func() bool {
+			if text, err = chromedp.Run(ctx, chromedp.Evaluate[string](pageText)); err != nil {
+				return false
+			}
+			for _, w := range want {
+				if !strings.Contains(text, w) {
+					return false
+				}
+			}
+			return true
+		}
+		deadline := time.Now().Add(60 * time.Second)
+		for !shows() {
+			if time.Now().After(deadline) {
+				t.Fatalf("the UI at %s does not show %q; it shows:\n%s", url, want, text)
+			}
+			// The page renders asynchronously: wait for its next state.
+			_, _ = chromedp.Run(ctx, chromedp.Poll[bool](`true`, chromedp.WithPollingInterval(250*time.Millisecond), chromedp.WithPollingTimeout(time.Second)))
+			time.Sleep(250 * time.Millisecond)
+		}
+		return text
+	}
+	// The documented saved filter: sessions apart from their turns.
+	list := srv.UIURL() + "/namespaces/" + srv.Namespace() + "/workflows?query=" +
+		neturl.QueryEscape("WorkflowType = 'SessionWorkflow' AND TacpAwaitingApproval = true")
+	text := bodyText(list, signals.SessionWorkflowID(id))
+	require.NotContains(t, text, signals.TurnWorkflowID(id, res.TurnID), "the filter lists sessions, not turns")
+
+	d, err := tc.DescribeWorkflowExecution(context.Background(), signals.SessionWorkflowID(id), "")
+	require.NoError(t, err)
+	// The session page's User Metadata tab: its summary and Current Details.
+	page := srv.UIURL() + "/namespaces/" + srv.Namespace() + "/workflows/" + signals.SessionWorkflowID(id) + "/" + d.WorkflowExecutionInfo.Execution.RunId + "/user-metadata"
+	bodyText(page, "suspended", "waiting for approval of", "edit something", req.RequestID)
+
+	_, err = sc.PermissionRespond(ctxFor(t, 30*time.Second), id, signals.PermissionRespondRequest{RequestID: req.RequestID, OptionID: "allow"})
+	require.NoError(t, err)
+	turnEnd(t, id, res.TurnID)
 }

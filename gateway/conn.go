@@ -81,7 +81,7 @@ func (c *conn) NewSession(ctx context.Context, p acp.NewSessionRequest) (acp.New
 	if id == "" {
 		id = "acp-" + signals.NewID()
 	}
-	cfg := signals.SessionConfig{SessionID: id, Agent: c.g.o.Agent, Workspace: c.g.o.Workspace}
+	cfg := signals.SessionConfig{SessionID: id, Agent: c.g.o.Agent, Workspace: c.g.o.Workspace, Policy: metaPolicy(p.Meta)}
 	if cfg.Workspace == "" {
 		cfg.Workspace = p.Cwd
 	}
@@ -92,6 +92,14 @@ func (c *conn) NewSession(ctx context.Context, p acp.NewSessionRequest) (acp.New
 		return acp.NewSessionResponse{}, err
 	}
 	return acp.NewSessionResponse{SessionId: acp.SessionId(id)}, nil
+}
+
+// metaPolicy is the permission level a client asks for a new session in
+// session/new's _meta.tacp.policy ("" : the default). The worker validates it.
+func metaPolicy(meta map[string]any) string {
+	t, _ := meta["tacp"].(map[string]any)
+	level, _ := t["policy"].(string)
+	return level
 }
 
 func (c *conn) LoadSession(ctx context.Context, p acp.LoadSessionRequest) (acp.LoadSessionResponse, error) {
