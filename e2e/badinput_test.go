@@ -74,14 +74,7 @@ func takeSnapshot(t *testing.T, id string) snapshot {
 // historyLength counts the events of the session's current run in the server's history.
 func historyLength(t *testing.T, id string) int {
 	t.Helper()
-	iter := tc.GetWorkflowHistory(ctxFor(t, 10*time.Second), signals.SessionWorkflowID(id), "", false, enumspb.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)
-	n := 0
-	for iter.HasNext() {
-		_, err := iter.Next()
-		require.NoError(t, err)
-		n++
-	}
-	return n
+	return workflowHistoryLength(t, signals.SessionWorkflowID(id))
 }
 
 // checkRefused asserts that err is the clear refusal c wants.

@@ -57,28 +57,8 @@ func (c *Client) Prompt(ctx context.Context, cfg SessionConfig, req PromptReques
 	}
 	defer release()
 	var res PromptResult
-	err = resendNotReady(ctx, func() error {
-		// An operation is good for one call: each send builds its own.
-		start := c.Temporal.NewWithStartWorkflowOperation(c.startOptions(cfg), SessionWorkflowType, cfg)
-		h, err := c.Temporal.UpdateWithStartWorkflow(ctx, client.UpdateWithStartWorkflowOptions{
-			StartWorkflowOperation: start,
-			UpdateOptions: client.UpdateWorkflowOptions{
-				UpdateName:   UpdatePrompt,
-				Args:         []any{req},
-				WaitForStage: client.WorkflowUpdateStageCompleted,
-			},
-		})
-		if err == nil {
-			err = h.Get(ctx, &res)
-		}
-		return err
-	})
-	if err != nil {
-		var started *serviceerror.WorkflowExecutionAlreadyStarted
-		if errors.As(err, &started) {
-			return res, Reject(RejectSessionClosed, "session %s is closed", cfg.SessionID)
-		}
-		return res, c.mapErr(ctx, cfg.SessionID, err)
+	if err := c.updateWithStart(ctx, cfg, UpdatePrompt, req, &res); err != nil {
+		return res, err
 	}
 	return res, nil
 }
@@ -98,27 +78,8 @@ func (c *Client) Start(ctx context.Context, cfg SessionConfig, req AttachRequest
 	}
 	defer release()
 	var st Status
-	err = resendNotReady(ctx, func() error {
-		start := c.Temporal.NewWithStartWorkflowOperation(c.startOptions(cfg), SessionWorkflowType, cfg)
-		h, err := c.Temporal.UpdateWithStartWorkflow(ctx, client.UpdateWithStartWorkflowOptions{
-			StartWorkflowOperation: start,
-			UpdateOptions: client.UpdateWorkflowOptions{
-				UpdateName:   UpdateAttach,
-				Args:         []any{req},
-				WaitForStage: client.WorkflowUpdateStageCompleted,
-			},
-		})
-		if err == nil {
-			err = h.Get(ctx, &st)
-		}
-		return err
-	})
-	if err != nil {
-		var started *serviceerror.WorkflowExecutionAlreadyStarted
-		if errors.As(err, &started) {
-			return st, Reject(RejectSessionClosed, "session %s is closed", cfg.SessionID)
-		}
-		return st, c.mapErr(ctx, cfg.SessionID, err)
+	if err := c.updateWithStart(ctx, cfg, UpdateAttach, req, &st); err != nil {
+		return st, err
 	}
 	return st, nil
 }
@@ -147,7 +108,48 @@ func (c *Client) Profiles(ctx context.Context) ([]ProfileInfo, error) {
 	return out, nil
 }
 
-func (c *Client) startOptions(cfg SessionConfig) client.StartWorkflowOptions {
+// updateWithStart sends update name with arg to session cfg.SessionID, starting the session
+// with cfg when it does not run (Update-with-Start), and decodes the result into res.
+func (c *Client) updateWithStart(ctx context.Context, cfg SessionConfig, name string, arg, res any) error {
+	err := resendNotReady(ctx, func() error {
+		// An operation is good for one call: each send builds its own.
+		start := c.Temporal.NewWithStartWorkflowOperation(c.startOptions(cfg, arg), SessionWorkflowType, cfg)
+		h, err := c.Temporal.UpdateWithStartWorkflow(ctx, client.UpdateWithStartWorkflowOptions{
+			StartWorkflowOperation: start,
+			UpdateOptions: client.UpdateWorkflowOptions{
+				UpdateName:   name,
+				Args:         []any{arg},
+				WaitForStage: client.WorkflowUpdateStageCompleted,
+			},
+		})
+		if err == nil {
+			err = h.Get(ctx, res)
+		}
+		return err
+	})
+	if err != nil {
+		var started *serviceerror.WorkflowExecutionAlreadyStarted
+		if errors.As(err, &started) {
+			return Reject(RejectSessionClosed, "session %s is closed", cfg.SessionID)
+		}
+		return c.mapErr(ctx, cfg.SessionID, err)
+	}
+	return nil
+}
+
+// startOptions are a session's start options. The static summary and details, what the
+// Temporal UI shows of a session at a glance, name its agent profile and workspace and,
+// when first is a prompt, how that prompt begins.
+func (c *Client) startOptions(cfg SessionConfig, first any) client.StartWorkflowOptions {
+	summary := fmt.Sprintf("tacp session · agent %s · workspace %s", orDefault(cfg.Agent, "the worker's default"), orDefault(cfg.Workspace, "its own folder"))
+	details := fmt.Sprintf("agent profile: %s\nworkspace: %s", orDefault(cfg.Agent, "worker default"), orDefault(cfg.Workspace, "worker default"))
+	if p, ok := first.(PromptRequest); ok && p.Text != "" {
+		begin := []rune(strings.Join(strings.Fields(p.Text), " "))
+		if len(begin) > 80 {
+			begin = append(begin[:80], '…')
+		}
+		details += "\nstarted by the prompt: " + string(begin)
+	}
 	return client.StartWorkflowOptions{
 		ID:                       SessionWorkflowID(cfg.SessionID),
 		TaskQueue:                c.TaskQueue,
@@ -156,8 +158,8 @@ func (c *Client) startOptions(cfg SessionConfig) client.StartWorkflowOptions {
 		// failed (the worker refused its config at the start, before anything ran) may be
 		// started again with a config the worker admits.
 		WorkflowIDReusePolicy: enumspb.WORKFLOW_ID_REUSE_POLICY_ALLOW_DUPLICATE_FAILED_ONLY,
-		StaticSummary:         "tacp session " + cfg.SessionID,
-		StaticDetails:         fmt.Sprintf("agent: %s\nworkspace: %s", orDefault(cfg.Agent, "worker default"), orDefault(cfg.Workspace, "worker default")),
+		StaticSummary:         summary,
+		StaticDetails:         details,
 	}
 }
 
