@@ -173,11 +173,12 @@ type liveAgent struct {
 	log         *syncBuffer
 }
 
-func startTestAgent(t *testing.T) *liveAgent {
+func startTestAgent(t *testing.T, flags ...string) *liveAgent {
 	t.Helper()
 	logger, logs := testLogger(t)
 	transcripts, dir := t.TempDir(), t.TempDir()
-	proc, err := startAgent([]string{testagentBin, "-transcripts", transcripts}, dir, &hostClient{log: logger}, logger)
+	argv := append([]string{testagentBin, "-transcripts", transcripts}, flags...)
+	proc, err := startAgent(argv, dir, &hostClient{log: logger}, logger)
 	require.NoError(t, err)
 	t.Cleanup(func() { proc.stop(5 * time.Second) })
 

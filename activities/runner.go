@@ -379,9 +379,6 @@ type turnHeartbeat struct {
 	AgentSessionID string `json:"agent_session_id"`
 }
 
-// steeringMethod is the ACP extension that injects text into a running prompt.
-const steeringMethod = "_session/steering"
-
 // steeringSupported reports whether the agent advertised _meta.steering.supported.
 func steeringSupported(caps acp.InitializeResponse) bool {
 	st, _ := caps.Meta["steering"].(map[string]any)
@@ -389,12 +386,26 @@ func steeringSupported(caps acp.InitializeResponse) bool {
 	return ok
 }
 
+// steeringParams are the params of _session/steering as the agents that serve it take them
+// (claude-agent-acp): the prompt as content blocks, like session/prompt's, and idleBehavior
+// "promptRequired", so that an agent whose turn has already ended answers that instead of
+// starting a detached turn of its own: the steer then goes in by interrupt-and-continue,
+// inside the tacp turn.
+func steeringParams(sid acp.SessionId, text string) map[string]any {
+	return map[string]any{
+		"sessionId": sid,
+		"prompt":    []acp.ContentBlock{acp.TextBlock(text)},
+		"_meta":     map[string]any{"steering": map[string]any{"idleBehavior": signals.SteeringIdlePromptRequired}},
+	}
+}
+
 // inject delivers a steer through _session/steering; any answer but "injected" (or
-// "startedNewTurn") is an error, so the caller falls back to interrupt-and-continue.
+// "startedNewTurn", from an agent that ignores idleBehavior) is an error, so the caller
+// falls back to interrupt-and-continue.
 func (r *Runner) inject(ctx context.Context, proc *agentProc, sid acp.SessionId, text string) (string, error) {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
 	defer cancel()
-	raw, err := proc.conn.CallExtension(ctx, steeringMethod, map[string]any{"sessionId": sid, "prompt": text})
+	raw, err := proc.conn.CallExtension(ctx, signals.SteeringMethod, steeringParams(sid, text))
 	if err != nil {
 		return "", err
 	}
@@ -402,13 +413,13 @@ func (r *Runner) inject(ctx context.Context, proc *agentProc, sid acp.SessionId,
 		Outcome string `json:"outcome"`
 	}
 	if err := json.Unmarshal(raw, &resp); err != nil {
-		return "", fmt.Errorf("decode %s answer: %w", steeringMethod, err)
+		return "", fmt.Errorf("decode %s answer: %w", signals.SteeringMethod, err)
 	}
 	switch resp.Outcome {
-	case "injected", "startedNewTurn":
+	case signals.SteerInjected, signals.SteerStartedNewTurn:
 		return signals.HowInjected, nil
 	default:
-		return "", fmt.Errorf("%s answered %q", steeringMethod, resp.Outcome)
+		return "", fmt.Errorf("%s answered %q", signals.SteeringMethod, resp.Outcome)
 	}
 }
 

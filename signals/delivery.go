@@ -26,6 +26,19 @@ const (
 	HowFailed      = "failed"      // the turn's host could not be reached or refused it
 )
 
+// The ACP steering extension as agents serve it (claude-agent-acp): the request
+// `_session/steering {sessionId, prompt: [content blocks], _meta?: {steering: {idleBehavior}}}`
+// answered `{outcome}`. With idleBehavior "promptRequired" an agent whose turn has already
+// ended answers SteerPromptRequired instead of starting a detached turn nobody asked for.
+const (
+	SteeringMethod             = "_session/steering"
+	SteeringIdlePromptRequired = "promptRequired"
+
+	SteerInjected       = "injected"
+	SteerStartedNewTurn = "startedNewTurn"
+	SteerPromptRequired = "promptRequired"
+)
+
 // Delivery is one decision carried into a running turn.
 type Delivery struct {
 	Kind      string `json:"kind"`

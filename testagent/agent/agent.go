@@ -30,9 +30,13 @@
 // appended to <transcripts>/<sessionId>.jsonl, so session/load replays a session
 // even in another process. With Options.Steering, initialize advertises
 // _meta.steering.supported and the _session/steering extension request
-// {sessionId, prompt} is honoured: while a prompt runs in that session the agent
-// sends "steered: <prompt>" in the running turn and answers {"outcome":"injected"},
-// otherwise {"outcome":"failed"}.
+// {sessionId, prompt: [content blocks], _meta?: {steering: {idleBehavior}}} is
+// honoured as claude-agent-acp honours it: while a prompt runs in that session the
+// agent sends "steered: <text>" in the running turn and answers
+// {"outcome":"injected"}; with none running, {"outcome":"promptRequired",
+// "reason":"noRunningTurn"} when idleBehavior is "promptRequired", else it sends
+// "steered: <text>" outside any turn and answers {"outcome":"startedNewTurn"}. A
+// prompt that is not a non-empty array is refused with -32602.
 package agent
 
 import (
@@ -551,40 +555,103 @@ func (a *testAgent) unknown(s *session) error {
 	return a.notifyRaw(params)
 }
 
-// HandleExtensionMethod serves _session/steering when steering is enabled.
+// HandleExtensionMethod serves _session/steering when steering is enabled, with the params
+// and answers of claude-agent-acp: prompt is a non-empty array of content blocks (a string is
+// refused with -32602, as that agent refuses it); while a prompt runs the text is injected
+// into it ("injected"); with no turn running, "promptRequired" when the request's
+// _meta.steering.idleBehavior asks for it, else the text starts a turn of its own
+// ("startedNewTurn": here one "steered: <text>" update outside any prompt).
 func (a *testAgent) HandleExtensionMethod(_ context.Context, method string, params json.RawMessage) (any, error) {
 	if !a.opts.Steering || method != steeringMethod {
 		return nil, acp.NewMethodNotFound(method)
 	}
-	var p struct {
-		SessionID acp.SessionId `json:"sessionId"`
-		Prompt    string        `json:"prompt"`
+	req, err := parseSteer(params)
+	if err != nil {
+		return nil, err
 	}
-	if err := json.Unmarshal(params, &p); err != nil {
-		return nil, acp.NewInvalidParams(map[string]any{"error": err.Error()})
+	s, err := a.lookup(req.SessionID)
+	if err != nil {
+		return nil, err
 	}
-	outcome := "failed"
-	if s, err := a.lookup(p.SessionID); err == nil {
-		ok, err := a.steer(s, p.Prompt)
-		if err != nil {
-			return nil, err
-		}
-		if ok {
-			outcome = "injected"
-		}
+	injected, err := a.steer(s, req.text, req.idle != steerIdlePromptRequired)
+	switch {
+	case err != nil:
+		return nil, err
+	case injected:
+		return map[string]string{"outcome": "injected"}, nil
+	case req.idle == steerIdlePromptRequired:
+		return map[string]string{"outcome": "promptRequired", "reason": "noRunningTurn"}, nil
+	default:
+		return map[string]string{"outcome": "startedNewTurn"}, nil
 	}
-	return map[string]string{"outcome": outcome}, nil
 }
 
-// steer injects prompt into the running turn of s, reporting whether one ran.
-// Holding s.mu keeps the turn from answering before the injected chunk is out.
-func (a *testAgent) steer(s *session, prompt string) (bool, error) {
+const steerIdlePromptRequired = "promptRequired"
+
+type steerRequest struct {
+	SessionID acp.SessionId
+	text      string
+	idle      string
+}
+
+// invalidSteer is claude-agent-acp's refusal of bad steering params.
+func invalidSteer(why string) error {
+	return &acp.RequestError{Code: -32602, Message: "Invalid params: " + why}
+}
+
+// parseSteer validates _session/steering params the way claude-agent-acp does.
+func parseSteer(params json.RawMessage) (steerRequest, error) {
+	var p struct {
+		SessionID json.RawMessage `json:"sessionId"`
+		Prompt    json.RawMessage `json:"prompt"`
+		Meta      struct {
+			Steering struct {
+				IdleBehavior *string `json:"idleBehavior"`
+			} `json:"steering"`
+		} `json:"_meta"`
+	}
+	if err := json.Unmarshal(params, &p); err != nil {
+		return steerRequest{}, invalidSteer("steer params must be an object")
+	}
+	var req steerRequest
+	if json.Unmarshal(p.SessionID, &req.SessionID) != nil || req.SessionID == "" {
+		return steerRequest{}, invalidSteer("steer params require a non-empty sessionId")
+	}
+	var raw []json.RawMessage
+	if json.Unmarshal(p.Prompt, &raw) != nil || len(raw) == 0 {
+		return steerRequest{}, invalidSteer("steer params require a non-empty prompt array")
+	}
+	var blocks []acp.ContentBlock
+	if err := json.Unmarshal(p.Prompt, &blocks); err != nil {
+		return steerRequest{}, invalidSteer("steer prompt: " + err.Error())
+	}
+	if b := p.Meta.Steering.IdleBehavior; b != nil {
+		if *b != steerIdlePromptRequired {
+			return steerRequest{}, invalidSteer("unsupported steering idleBehavior")
+		}
+		req.idle = *b
+	}
+	var texts []string
+	for _, b := range blocks {
+		if b.Text != nil {
+			texts = append(texts, b.Text.Text)
+		}
+	}
+	req.text = strings.Join(texts, "\n")
+	return req, nil
+}
+
+// steer injects text into the running turn of s, reporting whether one ran; with none
+// running, startIdle answers the text outside any turn. Holding s.mu keeps the turn from
+// answering before the injected chunk is out.
+func (a *testAgent) steer(s *session, text string, startIdle bool) (bool, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.turn == nil || s.turn.Err() != nil {
+	running := s.turn != nil && s.turn.Err() == nil
+	if !running && !startIdle {
 		return false, nil
 	}
-	return true, a.emitLocked(s, acp.UpdateAgentMessageText("steered: "+prompt))
+	return running, a.emitLocked(s, acp.UpdateAgentMessageText("steered: "+text))
 }
 
 var validID = regexp.MustCompile(`^[A-Za-z0-9._-]+$`)

@@ -571,20 +571,23 @@ func TestLoad(t *testing.T) {
 func TestSteering(t *testing.T) {
 	h := start(t, Options{Steering: true})
 	ctx := context.Background()
-	steer := func() string {
+	blocks := []acp.ContentBlock{acp.TextBlock("go left")}
+	promptRequired := map[string]any{"steering": map[string]any{"idleBehavior": "promptRequired"}}
+	steer := func(params map[string]any) map[string]string {
 		t.Helper()
-		raw, err := h.conn.CallExtension(ctx, "_session/steering", map[string]any{"sessionId": h.sid, "prompt": "go left"})
+		raw, err := h.conn.CallExtension(ctx, "_session/steering", params)
 		if err != nil {
 			t.Fatalf("steering: %v", err)
 		}
-		var r struct{ Outcome string }
+		var r map[string]string
 		if err := json.Unmarshal(raw, &r); err != nil {
 			t.Fatal(err)
 		}
-		return r.Outcome
+		return r
 	}
-	if got := steer(); got != "failed" {
-		t.Errorf("idle session: outcome %q, want failed", got)
+	idle := map[string]any{"sessionId": h.sid, "prompt": blocks, "_meta": promptRequired}
+	if got := steer(idle); got["outcome"] != "promptRequired" || got["reason"] != "noRunningTurn" {
+		t.Errorf("idle session with idleBehavior promptRequired: %v", got)
 	}
 	res := make(chan acp.StopReason, 1)
 	go func() {
@@ -592,21 +595,47 @@ func TestSteering(t *testing.T) {
 		res <- resp.StopReason
 	}()
 	h.client.waitFor(t, ".")
-	if got := steer(); got != "injected" {
-		t.Errorf("running turn: outcome %q, want injected", got)
+	if got := steer(map[string]any{"sessionId": h.sid, "prompt": blocks}); got["outcome"] != "injected" {
+		t.Errorf("running turn: %v, want injected", got)
 	}
 	h.client.waitFor(t, "steered: go left")
 	h.conn.Cancel(ctx, acp.CancelNotification{SessionId: h.sid})
 	if got := <-res; got != acp.StopReasonCancelled {
 		t.Errorf("stopReason %q", got)
 	}
-	if got := steer(); got != "failed" {
-		t.Errorf("after turn: outcome %q, want failed", got)
+	// Without idleBehavior an idle agent starts a turn of its own, as claude-agent-acp does.
+	if got := steer(map[string]any{"sessionId": h.sid, "prompt": []acp.ContentBlock{acp.TextBlock("alone")}}); got["outcome"] != "startedNewTurn" {
+		t.Errorf("after turn: %v, want startedNewTurn", got)
 	}
+	h.client.waitFor(t, "steered: alone")
 
 	plain := start(t, Options{})
-	_, err := plain.conn.CallExtension(ctx, "_session/steering", map[string]any{"sessionId": plain.sid, "prompt": "x"})
+	_, err := plain.conn.CallExtension(ctx, "_session/steering", map[string]any{"sessionId": plain.sid, "prompt": blocks})
 	wantRequestError(t, err, -32601, "Method not found")
+}
+
+// The real agents' refusals of steering params (claude-agent-acp 0.101.0), -32602 each.
+func TestSteeringRefusesWhatClaudeAgentACPRefuses(t *testing.T) {
+	h := start(t, Options{Steering: true})
+	blocks := []acp.ContentBlock{acp.TextBlock("x")}
+	tests := []struct {
+		name   string
+		params any
+		want   string
+	}{
+		{"prompt as a string", map[string]any{"sessionId": h.sid, "prompt": "go left"}, "steer params require a non-empty prompt array"},
+		{"empty prompt", map[string]any{"sessionId": h.sid, "prompt": []any{}}, "steer params require a non-empty prompt array"},
+		{"no prompt", map[string]any{"sessionId": h.sid}, "steer params require a non-empty prompt array"},
+		{"no session", map[string]any{"prompt": blocks}, "steer params require a non-empty sessionId"},
+		{"not an object", []any{1}, "steer params must be an object"},
+		{"unknown idleBehavior", map[string]any{"sessionId": h.sid, "prompt": blocks, "_meta": map[string]any{"steering": map[string]any{"idleBehavior": "queue"}}}, "unsupported steering idleBehavior"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := h.conn.CallExtension(context.Background(), "_session/steering", tt.params)
+			wantRequestError(t, err, -32602, tt.want)
+		})
+	}
 }
 
 func TestOtherMethods(t *testing.T) {
