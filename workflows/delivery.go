@@ -28,6 +28,9 @@ const (
 	// hostDeliveryChange guards the delivery activities: histories recorded before them have
 	// no marker, replay the old way, and never schedule one.
 	hostDeliveryChange = "host-delivery"
+	// steerOrderChange guards holding a turn's end for the steer delivery in flight into it:
+	// histories recorded before it ended such a turn at once.
+	steerOrderChange = "steer-before-end"
 )
 
 // openPermission is a permission request waiting for an answer.
@@ -92,7 +95,7 @@ func (s *session) deliverNext(ctx workflow.Context) {
 		RetryPolicy:            &temporal.RetryPolicy{MaximumAttempts: 1},
 		Summary:                deliverySummary(d),
 	})
-	s.delivering = true
+	s.delivering, s.inFlight = true, d
 	f := workflow.ExecuteActivity(actx, signals.ActivityDeliver, d)
 	var res signals.DeliveryResult
 	s.pending++
@@ -109,7 +112,26 @@ func (s *session) deliverNext(ctx workflow.Context) {
 			}
 		}
 		s.delivered(ctx, d, res, err)
+		s.maybeFinish(ctx) // a turn_finished may have waited for this steer's outcome
 	})
+}
+
+// steerInFlight reports whether the turn's end must wait for the steer delivery in flight
+// into the same attempt: the runner's early turn_finished can reach the session before the
+// Deliver activity's result, and a steer delivered into a turn is reported before the turn's
+// end. The delivery is bounded (deliverStartToClose), so the wait is too.
+func (s *session) steerInFlight(ctx workflow.Context, fin *signals.TurnFinishedSignal) bool {
+	t := s.Turn
+	d := s.inFlight
+	if !s.delivering || d.Kind != signals.DeliverSteer || d.TurnID != t.TurnID || d.Attempt != t.Attempt ||
+		(fin.Attempt != 0 && fin.Attempt != t.Attempt) || fin.Orphaned {
+		return false
+	}
+	if s.steerOrderVersion == nil {
+		v := workflow.GetVersion(ctx, steerOrderChange, workflow.DefaultVersion, 1)
+		s.steerOrderVersion = &v
+	}
+	return *s.steerOrderVersion != workflow.DefaultVersion
 }
 
 func deliverySummary(d signals.Delivery) string {

@@ -92,7 +92,9 @@ type session struct {
 	pending              int // commands whose futures have not resolved
 	lastSA               string
 	delivering           bool
+	inFlight             signals.Delivery // the delivery being sent, while delivering
 	deliveryVersion      *workflow.Version
+	steerOrderVersion    *workflow.Version
 
 	// the alarm timer of this run (belts.go)
 	alarmAt       time.Time
@@ -514,6 +516,9 @@ func (s *session) maybeFinish(ctx workflow.Context) {
 	fin := t.Finished
 	if fin.Attempt == t.Attempt && fin.Batches > t.LastBatch {
 		return
+	}
+	if s.steerInFlight(ctx, fin) {
+		return // delivered() finishes the turn once the steer's outcome is journaled
 	}
 	if fin.AgentSessionID != "" {
 		s.AgentSessionID = fin.AgentSessionID
