@@ -36,7 +36,10 @@ type agentProc struct {
 	caps  acp.InitializeResponse
 
 	// tap receives the params of every session/update line; nil drops them.
-	tap    atomic.Pointer[func(json.RawMessage)]
+	tap atomic.Pointer[func(json.RawMessage)]
+	// replay, while set, receives the session/update params in place of tap, until the
+	// agent's next JSON-RPC answer (the answer to session/load: see replayUntilAnswer).
+	replay atomic.Pointer[func(json.RawMessage)]
 	exited chan struct{}
 	waitMu sync.Mutex
 	err    error
@@ -120,8 +123,10 @@ func readLine(r *bufio.Reader) ([]byte, error) {
 }
 
 func (p *agentProc) inspect(line []byte) {
+	replay := p.replay.Load()
 	// A cheap filter before decoding; "update" survives any JSON escaping of the method name.
-	if !bytes.Contains(line, []byte("update")) {
+	// While a replay runs every line is decoded: its end is an answer.
+	if replay == nil && !bytes.Contains(line, []byte("update")) {
 		return
 	}
 	var msg struct {
@@ -129,10 +134,21 @@ func (p *agentProc) inspect(line []byte) {
 		Method string          `json:"method"`
 		Params json.RawMessage `json:"params"`
 	}
-	if json.Unmarshal(line, &msg) != nil || msg.Method != acp.ClientMethodSessionUpdate || len(msg.ID) > 0 {
-		return // garbage or not a notification: the SDK deals with it
+	if json.Unmarshal(line, &msg) != nil {
+		return // garbage: the SDK deals with it
 	}
-	if fn := p.tap.Load(); fn != nil {
+	if replay != nil && msg.Method == "" && len(msg.ID) > 0 {
+		// The agent's answer to session/load ends its replay, in wire order: what it says
+		// next is live again.
+		p.replay.CompareAndSwap(replay, nil)
+		return
+	}
+	if msg.Method != acp.ClientMethodSessionUpdate || len(msg.ID) > 0 {
+		return // not a notification: the SDK deals with it
+	}
+	if replay != nil {
+		(*replay)(msg.Params)
+	} else if fn := p.tap.Load(); fn != nil {
 		(*fn)(msg.Params)
 	}
 }
@@ -144,6 +160,17 @@ func (p *agentProc) setTap(fn func(json.RawMessage)) {
 		return
 	}
 	p.tap.Store(&fn)
+}
+
+// replayUntilAnswer diverts session/update params to fn until the agent's next JSON-RPC
+// answer: called just before session/load, it separates the load's replay of history from
+// what the agent says after answering, on the wire itself (a switch after LoadSession
+// returns would race the lines that follow the answer). Nothing else may be asked of the
+// agent meanwhile. The returned func ends the diversion if no answer came (a timeout).
+func (p *agentProc) replayUntilAnswer(fn func(json.RawMessage)) (end func()) {
+	ptr := &fn
+	p.replay.Store(ptr)
+	return func() { p.replay.CompareAndSwap(ptr, nil) }
 }
 
 // initialize runs the ACP handshake.

@@ -370,6 +370,38 @@ func TestAgentProcInspectWithoutTap(t *testing.T) {
 	require.Empty(t, rec.snapshot())
 }
 
+// A session/load's replay goes to the replay sink up to the agent's answer, and the tap gets
+// what follows it, line by line in wire order.
+func TestAgentProcReplayEndsAtTheAgentsAnswer(t *testing.T) {
+	p := &agentProc{}
+	var live, replay tapRecorder
+	p.setTap(live.tap)
+	end := p.replayUntilAnswer(replay.tap)
+	for _, line := range []string{
+		`{"jsonrpc":"2.0","method":"session/update","params":{"n":1}}`,
+		`{"jsonrpc":"2.0","id":4,"method":"session/request_permission","params":{}}`, // a request, not an answer
+		`{"jsonrpc":"2.0","method":"session/update","params":{"n":2}}`,
+		`{"jsonrpc":"2.0","id":3,"result":{}}`, // the answer to session/load
+		`{"jsonrpc":"2.0","method":"session/update","params":{"n":3}}`,
+	} {
+		p.inspect([]byte(line))
+	}
+	require.Equal(t, []json.RawMessage{json.RawMessage(`{"n":1}`), json.RawMessage(`{"n":2}`)}, replay.snapshot())
+	require.Equal(t, []json.RawMessage{json.RawMessage(`{"n":3}`)}, live.snapshot())
+	end() // after the answer: a no-op
+
+	// An error answer ends it too, and so does end when no answer came.
+	end = p.replayUntilAnswer(replay.tap)
+	p.inspect([]byte(`{"jsonrpc":"2.0","id":5,"error":{"code":-32602,"message":"no"}}`))
+	p.inspect([]byte(`{"jsonrpc":"2.0","method":"session/update","params":{"n":4}}`))
+	end()
+	end = p.replayUntilAnswer(replay.tap)
+	end()
+	p.inspect([]byte(`{"jsonrpc":"2.0","method":"session/update","params":{"n":5}}`))
+	require.Len(t, replay.snapshot(), 2)
+	require.Len(t, live.snapshot(), 3)
+}
+
 // The method name is a JSON string, which an encoder may legally write with escapes (PHP's
 // json_encode writes "session\/update" by default). The SDK decodes such a line as a
 // session/update; the tap must capture it too, or every update of that agent is lost.

@@ -14,6 +14,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	acp "github.com/coder/acp-go-sdk"
@@ -194,7 +195,10 @@ func (r *Runner) runTurn(ctx context.Context, in signals.RunTurnInput) (signals.
 	keep := true
 	defer func() { r.Host.release(ag, keep) }()
 	proc := ag.proc
-	proc.setTap(nil) // a loaded session's replay is history the session has already journaled
+	// What the agent says while its session opens belongs to this turn (claude-agent-acp
+	// sends its commands right after session/new); only a session/load's replay of history,
+	// which the session has journaled already, is left out (openSession).
+	proc.setTap(b.add)
 	sid, err := r.openSession(setupCtx, ag, in, dir)
 	if err != nil {
 		keep = false
@@ -209,7 +213,6 @@ func (r *Runner) runTurn(ctx context.Context, in signals.RunTurnInput) (signals.
 		return r.signal(ctx, in.SessionWorkflowID, signals.SignalPermissionRequested, sig)
 	}
 	ag.client.setTurn(lt)
-	proc.setTap(b.add)
 
 	// turn_started tells the session where to deliver decisions. The prompt does not wait for
 	// it: the session takes events and requests of an attempt in any order.
@@ -462,10 +465,17 @@ func (r *Runner) openSession(ctx context.Context, ag *hostedAgent, in signals.Ru
 		return ag.acpSession, nil
 	}
 	if in.AgentSessionID != "" && proc.caps.AgentCapabilities.LoadSession {
+		// The replay is the conversation the session has journaled already (a lost attempt's
+		// partial output was superseded by turn.restarted): it is counted in the worker's log,
+		// not journaled twice.
+		var replayed atomic.Int64
+		endReplay := proc.replayUntilAnswer(func(json.RawMessage) { replayed.Add(1) })
 		_, err := proc.conn.LoadSession(ctx, acp.LoadSessionRequest{
 			SessionId: acp.SessionId(in.AgentSessionID), Cwd: dir, McpServers: []acp.McpServer{},
 		})
+		endReplay()
 		if err == nil {
+			r.Logger.Info("session/load: the agent replayed the conversation", "session", in.SessionID, "updates", replayed.Load())
 			ag.acpSession = acp.SessionId(in.AgentSessionID)
 			return ag.acpSession, nil
 		}

@@ -37,6 +37,10 @@
 // "reason":"noRunningTurn"} when idleBehavior is "promptRequired", else it sends
 // "steered: <text>" outside any turn and answers {"outcome":"startedNewTurn"}. A
 // prompt that is not a non-empty array is refused with -32602.
+//
+// With Options.Commands (-commands) the agent sends an available_commands_update
+// right after answering session/new and session/load, outside any prompt, as
+// claude-agent-acp does.
 package agent
 
 import (
@@ -87,6 +91,9 @@ type Options struct {
 	Steering bool
 	// Name is reported as agentInfo.name; empty means DefaultName.
 	Name string
+	// Commands sends an available_commands_update right after answering session/new and
+	// session/load, as claude-agent-acp does: outside any prompt, on the heels of the answer.
+	Commands bool
 }
 
 // DefaultTranscriptDir is where transcripts go unless configured otherwise.
@@ -100,6 +107,7 @@ func Main(args []string) int {
 	fset.StringVar(&opts.TranscriptDir, "transcripts", DefaultTranscriptDir(), "directory of session transcripts (<sessionId>.jsonl)")
 	fset.BoolVar(&opts.Steering, "steering", false, "advertise and honour the _session/steering extension")
 	fset.StringVar(&opts.Name, "name", DefaultName, "agentInfo name reported by initialize")
+	fset.BoolVar(&opts.Commands, "commands", false, "send available_commands_update right after answering session/new and session/load")
 	if err := fset.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return 0
@@ -159,14 +167,48 @@ func Serve(ctx context.Context, opts Options, in io.Reader, out io.Writer) error
 // message with a single Write call, so sharing this writer lets the agent emit
 // raw lines (unknown update kinds, transcript replay) without interleaving.
 type lockedWriter struct {
-	mu sync.Mutex
-	w  io.Writer
+	mu    sync.Mutex
+	w     io.Writer
+	after []afterAnswer
+}
+
+// afterAnswer is a line to write right after the answer (a JSON-RPC result) whose line
+// contains match.
+type afterAnswer struct {
+	match, line []byte
 }
 
 func (l *lockedWriter) Write(p []byte) (int, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	return l.w.Write(p)
+	n, err := l.w.Write(p)
+	if err != nil || len(l.after) == 0 || !isAnswer(p) {
+		return n, err
+	}
+	for i, a := range l.after {
+		if bytes.Contains(p, a.match) {
+			l.after = slices.Delete(l.after, i, i+1)
+			_, err = l.w.Write(a.line)
+			break
+		}
+	}
+	return n, err
+}
+
+// afterAnswer writes line right after the next answer whose line contains match.
+func (l *lockedWriter) afterAnswer(match, line []byte) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.after = append(l.after, afterAnswer{match, line})
+}
+
+// isAnswer reports whether a JSON-RPC line is a result (not a request or notification).
+func isAnswer(line []byte) bool {
+	var m struct {
+		Method *string         `json:"method"`
+		Result json.RawMessage `json:"result"`
+	}
+	return json.Unmarshal(line, &m) == nil && m.Method == nil && len(m.Result) > 0
 }
 
 // session is one ACP session. Its mutex orders transcript appends with the
@@ -251,7 +293,34 @@ func (a *testAgent) NewSession(context.Context, acp.NewSessionRequest) (acp.NewS
 	if _, err := a.register(id, true); err != nil {
 		return acp.NewSessionResponse{}, acp.NewInternalError(map[string]any{"error": err.Error()})
 	}
+	a.commandsAfter([]byte(strconv.Quote(string(id))), id)
 	return acp.NewSessionResponse{SessionId: id}, nil
+}
+
+// commands are what -commands advertises: the directives.
+var commands = []acp.AvailableCommand{
+	{Name: "echo", Description: "echo the text"},
+	{Name: "chunks", Description: "send N numbered chunks"},
+	{Name: "sleep", Description: "stream dots for a while"},
+	{Name: "permission", Description: "walk a tool call through a permission request"},
+}
+
+// commandsAfter queues an available_commands_update of session id right after the answer
+// whose line contains match (with -commands).
+func (a *testAgent) commandsAfter(match []byte, id acp.SessionId) {
+	if !a.opts.Commands {
+		return
+	}
+	line, err := json.Marshal(struct {
+		JSONRPC string                  `json:"jsonrpc"`
+		Method  string                  `json:"method"`
+		Params  acp.SessionNotification `json:"params"`
+	}{"2.0", acp.ClientMethodSessionUpdate, acp.SessionNotification{SessionId: id, Update: acp.SessionUpdate{
+		AvailableCommandsUpdate: &acp.SessionAvailableCommandsUpdate{AvailableCommands: commands},
+	}}})
+	if err == nil {
+		a.out.afterAnswer(match, append(line, '\n'))
+	}
 }
 
 // LoadSession replays the session's transcript line by line, exactly as the
@@ -283,6 +352,9 @@ func (a *testAgent) LoadSession(_ context.Context, p acp.LoadSessionRequest) (ac
 			return acp.LoadSessionResponse{}, err
 		}
 	}
+	// The load's answer is the next result this agent writes: nothing else is asked of a
+	// session while it loads.
+	a.commandsAfter([]byte(`"result"`), p.SessionId)
 	return acp.LoadSessionResponse{}, nil
 }
 

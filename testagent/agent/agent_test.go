@@ -16,6 +16,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/coder/acp-go-sdk"
+	"github.com/stretchr/testify/require"
 )
 
 // testClient records session updates and answers permission requests with
@@ -126,6 +127,13 @@ func (w *wire) Write(p []byte) (int, error) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	return w.buf.Write(p)
+}
+
+// lines returns every line the agent wrote so far.
+func (w *wire) lines() []string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return strings.Split(strings.TrimSpace(w.buf.String()), "\n")
 }
 
 // updates returns the raw "update" objects of all session/update lines.
@@ -664,5 +672,44 @@ func TestMainFlags(t *testing.T) {
 	}
 	if code := Main([]string{"-h"}); code != 0 {
 		t.Errorf("-h: exit %d, want 0", code)
+	}
+}
+
+// With -commands the agent advertises its commands right after answering session/new and
+// session/load, outside any prompt, as claude-agent-acp does.
+func TestCommandsFollowTheAnswerToNewAndLoad(t *testing.T) {
+	dir := t.TempDir()
+	h := start(t, Options{Commands: true, TranscriptDir: dir})
+	afterAnswer := func(h *harness, sid acp.SessionId) {
+		t.Helper()
+		require.Eventually(t, func() bool {
+			lines := h.wire.lines()
+			for i, l := range lines {
+				if strings.Contains(l, `"available_commands_update"`) {
+					require.Contains(t, l, string(sid))
+					require.Contains(t, lines[i-1], `"result"`, "the update follows the answer")
+					return true
+				}
+			}
+			return false
+		}, 5*time.Second, time.Millisecond)
+	}
+	afterAnswer(h, h.sid)
+	for _, u := range h.wire.updates(t) {
+		if u["sessionUpdate"] == "available_commands_update" {
+			require.NotEmpty(t, u["availableCommands"])
+		}
+	}
+	h.mustPrompt(t, "hello", acp.StopReasonEndTurn)
+
+	h2 := startNoSession(t, Options{Commands: true, TranscriptDir: dir})
+	_, err := h2.conn.LoadSession(context.Background(), acp.LoadSessionRequest{SessionId: h.sid, Cwd: "/", McpServers: []acp.McpServer{}})
+	require.NoError(t, err)
+	afterAnswer(h2, h.sid)
+
+	plain := start(t, Options{})
+	plain.mustPrompt(t, "hello", acp.StopReasonEndTurn)
+	for _, u := range plain.wire.updates(t) {
+		require.NotEqual(t, "available_commands_update", u["sessionUpdate"], "only with -commands")
 	}
 }

@@ -1,0 +1,193 @@
+package activities
+
+// Tests of RunTurn with the real testagent binary under the SDK's activity test
+// environment. The session workflow is played by signalRecorder, a client.Client that only
+// records the signals the runner sends.
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"sort"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	"go.temporal.io/sdk/activity"
+	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/testsuite"
+
+	"github.com/tacp-dev/tacp/signals"
+)
+
+// signalRecorder is the session workflow as the runner sees it: it records every signal.
+// The embedded interface is nil: the runner calls SignalWorkflow only.
+type signalRecorder struct {
+	client.Client
+
+	mu   sync.Mutex
+	sigs []recordedSignal
+	// onPermission, when set, answers a permission request as the workflow would (it runs
+	// on the runner's goroutine, after the request is recorded).
+	onPermission func(signals.PermissionRequestedSignal)
+}
+
+type recordedSignal struct {
+	name string
+	arg  any
+}
+
+func (c *signalRecorder) SignalWorkflow(_ context.Context, _, _, name string, arg any) error {
+	c.mu.Lock()
+	c.sigs = append(c.sigs, recordedSignal{name, arg})
+	answer := c.onPermission
+	c.mu.Unlock()
+	if p, ok := arg.(signals.PermissionRequestedSignal); ok && answer != nil {
+		go answer(p)
+	}
+	return nil
+}
+
+func (c *signalRecorder) all() []recordedSignal {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return append([]recordedSignal(nil), c.sigs...)
+}
+
+// events returns the session/update params the runner sent for turn (0: between turns), in
+// batch order.
+func (c *signalRecorder) events(turn int64) []json.RawMessage {
+	var batches []signals.TurnEventsSignal
+	for _, s := range c.all() {
+		if ev, ok := s.arg.(signals.TurnEventsSignal); ok && ev.TurnID == turn {
+			batches = append(batches, ev)
+		}
+	}
+	sort.SliceStable(batches, func(i, j int) bool { return batches[i].Batch < batches[j].Batch })
+	var out []json.RawMessage
+	for _, b := range batches {
+		out = append(out, b.Events...)
+	}
+	return out
+}
+
+func (c *signalRecorder) permissions() []signals.PermissionRequestedSignal {
+	var out []signals.PermissionRequestedSignal
+	for _, s := range c.all() {
+		if p, ok := s.arg.(signals.PermissionRequestedSignal); ok {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// kindsOf returns the sessionUpdate kind of each update.
+func kindsOf(t *testing.T, events []json.RawMessage) []string {
+	t.Helper()
+	var out []string
+	for _, u := range decodeUpdates(t, events) {
+		out = append(out, u.Update.Kind)
+	}
+	return out
+}
+
+// turnRig is a runner on a host of its own, signalling a recorder.
+type turnRig struct {
+	t           *testing.T
+	rec         *signalRecorder
+	host        *Host
+	runner      *Runner
+	transcripts string
+}
+
+func newTurnRig(t *testing.T, transcripts string) *turnRig {
+	t.Helper()
+	logger, _ := testLogger(t)
+	rec := &signalRecorder{}
+	host := &Host{Queue: "test-host-" + t.Name(), Client: rec, Logger: logger, FlushInterval: 5 * time.Millisecond}
+	t.Cleanup(host.Close)
+	if transcripts == "" {
+		transcripts = t.TempDir()
+	}
+	return &turnRig{t: t, rec: rec, host: host, transcripts: transcripts, runner: &Runner{
+		Client: rec, Host: host, DataDir: t.TempDir(), Logger: logger,
+		FlushInterval: 5 * time.Millisecond, CancelGrace: 10 * time.Second,
+	}}
+}
+
+// agent is the testagent command line with flags, sharing the rig's transcripts.
+func (r *turnRig) agent(flags ...string) string {
+	cmd := fmt.Sprintf("%s -transcripts %s", testagentBin, r.transcripts)
+	for _, f := range flags {
+		cmd += " " + f
+	}
+	return cmd
+}
+
+// run runs one turn to its end.
+func (r *turnRig) run(in signals.RunTurnInput) (signals.RunTurnResult, error) {
+	r.t.Helper()
+	var suite testsuite.WorkflowTestSuite
+	env := suite.NewTestActivityEnvironment()
+	env.SetTestTimeout(60 * time.Second)
+	env.RegisterActivityWithOptions(r.runner.RunTurn, activity.RegisterOptions{Name: signals.ActivityRunTurn})
+	if in.SessionWorkflowID == "" {
+		in.SessionWorkflowID = signals.SessionWorkflowID(in.SessionID)
+	}
+	val, err := env.ExecuteActivity(signals.ActivityRunTurn, in)
+	var res signals.RunTurnResult
+	if err == nil {
+		require.NoError(r.t, val.Get(&res))
+	}
+	return res, err
+}
+
+func (r *turnRig) mustRun(in signals.RunTurnInput) signals.RunTurnResult {
+	r.t.Helper()
+	res, err := r.run(in)
+	require.NoError(r.t, err)
+	return res
+}
+
+func turnInput(session string, turn int64, agent, text string) signals.RunTurnInput {
+	return signals.RunTurnInput{TurnInput: signals.TurnInput{SessionID: session, TurnID: turn, Agent: agent, Text: text}}
+}
+
+// What an agent says right after answering session/new belongs to the turn that opened the
+// session (claude-agent-acp sends its available_commands_update then): it is journaled,
+// never dropped (DESIGN §7). A session/load's replay of history is not journaled again, but
+// what the agent says after the load's answer is.
+func TestRunTurnRecordsWhatTheAgentSaysAroundSessionNewAndLoad(t *testing.T) {
+	transcripts := t.TempDir()
+	rig := newTurnRig(t, transcripts)
+	agent := rig.agent("-commands")
+	res := rig.mustRun(turnInput("s1", 1, agent, "/echo\nhello"))
+	require.Equal(t, "end_turn", res.StopReason)
+	kinds := kindsOf(t, rig.rec.events(1))
+	require.Contains(t, kinds, "available_commands_update", "the update sent right after session/new")
+	require.Empty(t, rig.rec.events(0), "nothing leaked between turns")
+
+	// Another worker takes the session over with session/load.
+	other := newTurnRig(t, transcripts)
+	in := turnInput("s1", 2, agent, "/echo\nagain")
+	in.AgentSessionID = res.AgentSessionID
+	res2 := other.mustRun(in)
+	require.Equal(t, res.AgentSessionID, res2.AgentSessionID, "the session was loaded, not replaced")
+	events := other.rec.events(2)
+	require.Contains(t, kindsOf(t, events), "available_commands_update", "the update sent right after the load's answer")
+	require.Equal(t, []string{"again"}, joinedTexts(t, events), "the replay of turn 1 is not journaled again")
+}
+
+// joinedTexts is the agent's message text of events, joined.
+func joinedTexts(t *testing.T, events []json.RawMessage) []string {
+	t.Helper()
+	var s string
+	for _, x := range messageTexts(decodeUpdates(t, events)) {
+		s += x
+	}
+	if s == "" {
+		return nil
+	}
+	return []string{s}
+}
