@@ -173,11 +173,30 @@ func (p *agentProc) replayUntilAnswer(fn func(json.RawMessage)) (end func()) {
 	return func() { p.replay.CompareAndSwap(ptr, nil) }
 }
 
+// clientCapabilities is what tacp offers an agent as its ACP client: the workspace's files
+// (fs/read_text_file, fs/write_text_file through the Sandbox, inside the session's
+// workspace only), and no terminal.
+//
+// terminal/* is not offered on purpose. A client terminal runs any command the agent names
+// as a process of the worker, outside whatever sandbox and permission flow the agent applies
+// to its own shell tool, with the worker's privileges: the worker is the trust boundary
+// (DESIGN §10), and a terminal would make it a remote shell for every agent. The agents tacp
+// runs execute commands with their own shell tool whether a client terminal is offered or not
+// (claude-agent-acp and codex-acp use one to show a command's output), and report them as tool
+// calls that the session's permissions govern; serving one would add a second process tree
+// per command whose output bounds and lifetime (killed with the turn) tacp would have to get
+// right for every agent. Revisit with an operator's command policy (like the MCP stdio
+// policy), not before.
+var clientCapabilities = acp.ClientCapabilities{
+	Fs:       acp.FileSystemCapabilities{ReadTextFile: true, WriteTextFile: true},
+	Terminal: false,
+}
+
 // initialize runs the ACP handshake.
 func (p *agentProc) initialize(ctx context.Context) error {
 	resp, err := p.conn.Initialize(ctx, acp.InitializeRequest{
 		ProtocolVersion:    acp.ProtocolVersionNumber,
-		ClientCapabilities: acp.ClientCapabilities{},
+		ClientCapabilities: clientCapabilities,
 		ClientInfo:         &acp.Implementation{Name: "tacp", Version: "0.1.0"},
 	})
 	if err != nil {

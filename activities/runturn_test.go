@@ -8,6 +8,8 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"os"
+	"path/filepath"
 	"sort"
 	"sync"
 	"testing"
@@ -190,4 +192,25 @@ func joinedTexts(t *testing.T, events []json.RawMessage) []string {
 		return nil
 	}
 	return []string{s}
+}
+
+// The runner offers the agent the client's file system (initialize advertises
+// fs.readTextFile and fs.writeTextFile), served inside the session's workspace only.
+func TestRunTurnOffersTheWorkspaceFilesToTheAgent(t *testing.T) {
+	rig := newTurnRig(t, "")
+	agent := rig.agent()
+	rig.mustRun(turnInput("s1", 1, agent, "/write notes.txt\nhello tacp"))
+	require.Equal(t, []string{"wrote notes.txt"}, joinedTexts(t, rig.rec.events(1)))
+	got, err := os.ReadFile(filepath.Join(rig.runner.DataDir, "workspaces", "s1", "notes.txt"))
+	require.NoError(t, err)
+	require.Equal(t, "hello tacp", string(got))
+
+	rig.mustRun(turnInput("s1", 2, agent, "/read notes.txt"))
+	require.Equal(t, []string{"read: hello tacp"}, joinedTexts(t, rig.rec.events(2)))
+
+	rig.mustRun(turnInput("s1", 3, agent, "/read ../../outside.txt"))
+	texts := joinedTexts(t, rig.rec.events(3))
+	require.Len(t, texts, 1)
+	require.Contains(t, texts[0], "read refused:")
+	require.Contains(t, texts[0], "escapes the workspace")
 }

@@ -21,6 +21,12 @@
 //	/usage               send "usage" and a usage_update (used 30, size 200000), then answer
 //	                     with PromptResponse.usage {inputTokens 10, outputTokens 20, totalTokens 30}
 //	/unknown             send a session/update of kind "tacp_custom_kind" that no SDK knows
+//	/read PATH           read PATH (relative to the session's cwd) with the client's
+//	                     fs/read_text_file and say "read: <content>"; "read refused: …"
+//	                     when the client refuses, "read: the client offers no
+//	                     fs/read_text_file" when initialize did not offer it
+//	/write PATH          write the body to PATH with fs/write_text_file and say
+//	                     "wrote PATH" (or why not, as /read)
 //
 // Any other first line starting with "/" is answered with invalid params. Turns
 // end with stopReason end_turn, or cancelled once session/cancel arrived. Turns
@@ -220,6 +226,7 @@ type session struct {
 	turn   context.Context    // running prompt turn; nil when idle
 	cancel context.CancelFunc // cancels turn
 	done   chan struct{}      // closed when turn has finished
+	cwd    string             // the cwd of session/new or session/load: /read and /write resolve against it
 }
 
 // testAgent implements acp.Agent, acp.AgentLoader and acp.ExtensionMethodHandler.
@@ -234,6 +241,7 @@ type testAgent struct {
 	mu       sync.Mutex
 	sessions map[acp.SessionId]*session
 	closed   bool
+	client   acp.ClientCapabilities // what initialize offered
 }
 
 var (
@@ -249,7 +257,10 @@ func (a *testAgent) connection() *acp.AgentSideConnection {
 	return a.conn
 }
 
-func (a *testAgent) Initialize(context.Context, acp.InitializeRequest) (acp.InitializeResponse, error) {
+func (a *testAgent) Initialize(_ context.Context, req acp.InitializeRequest) (acp.InitializeResponse, error) {
+	a.mu.Lock()
+	a.client = req.ClientCapabilities
+	a.mu.Unlock()
 	resp := acp.InitializeResponse{
 		ProtocolVersion:   acp.ProtocolVersionNumber,
 		AgentCapabilities: acp.AgentCapabilities{LoadSession: true},
@@ -286,13 +297,17 @@ func (a *testAgent) CloseSession(context.Context, acp.CloseSessionRequest) (acp.
 	return acp.CloseSessionResponse{}, acp.NewMethodNotFound(acp.AgentMethodSessionClose)
 }
 
-func (a *testAgent) NewSession(context.Context, acp.NewSessionRequest) (acp.NewSessionResponse, error) {
+func (a *testAgent) NewSession(_ context.Context, p acp.NewSessionRequest) (acp.NewSessionResponse, error) {
 	var b [12]byte
 	_, _ = rand.Read(b[:]) // never fails since Go 1.24
 	id := acp.SessionId("ts_" + hex.EncodeToString(b[:]))
-	if _, err := a.register(id, true); err != nil {
+	s, err := a.register(id, true)
+	if err != nil {
 		return acp.NewSessionResponse{}, acp.NewInternalError(map[string]any{"error": err.Error()})
 	}
+	s.mu.Lock()
+	s.cwd = p.Cwd
+	s.mu.Unlock()
 	a.commandsAfter([]byte(strconv.Quote(string(id))), id)
 	return acp.NewSessionResponse{SessionId: id}, nil
 }
@@ -335,6 +350,7 @@ func (a *testAgent) LoadSession(_ context.Context, p acp.LoadSessionRequest) (ac
 	if s.turn != nil {
 		return acp.LoadSessionResponse{}, acp.NewInvalidRequest(map[string]any{"error": "a prompt is running in this session"})
 	}
+	s.cwd = p.Cwd
 	data, err := os.ReadFile(a.transcriptPath(p.SessionId))
 	if err != nil {
 		return acp.LoadSessionResponse{}, acp.NewInternalError(map[string]any{"error": err.Error()})
@@ -467,6 +483,16 @@ func (a *testAgent) run(ctx context.Context, s *session, text string) (acp.Promp
 		usage = &acp.Usage{InputTokens: 10, OutputTokens: 20, TotalTokens: 30}
 	case "/unknown":
 		err = a.unknown(s)
+	case "/read":
+		if len(args) != 1 {
+			return acp.PromptResponse{}, usageErr("/read PATH")
+		}
+		err = a.readFile(ctx, s, args[0])
+	case "/write":
+		if len(args) != 1 {
+			return acp.PromptResponse{}, usageErr("/write PATH (the body is the content)")
+		}
+		err = a.writeFile(ctx, s, args[0], body)
 	default:
 		return acp.PromptResponse{}, acp.NewInvalidParams(map[string]any{"directive": dir, "error": "unknown directive " + dir})
 	}
@@ -610,6 +636,48 @@ func (a *testAgent) permission(ctx context.Context, s *session, kind acp.ToolKin
 		return err
 	}
 	return a.say(s, text)
+}
+
+// clientPath resolves a path of /read or /write against the session's cwd: ACP's fs
+// methods take absolute paths.
+func (s *session) clientPath(path string) string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if filepath.IsAbs(path) || s.cwd == "" {
+		return path
+	}
+	return filepath.Join(s.cwd, path)
+}
+
+// readFile reads a file through the client's fs/read_text_file, when the client offered it,
+// and says what it read (or why it could not).
+func (a *testAgent) readFile(ctx context.Context, s *session, path string) error {
+	a.mu.Lock()
+	offered := a.client.Fs.ReadTextFile
+	a.mu.Unlock()
+	if !offered {
+		return a.say(s, "read: the client offers no fs/read_text_file")
+	}
+	resp, err := a.connection().ReadTextFile(ctx, acp.ReadTextFileRequest{SessionId: s.id, Path: s.clientPath(path)})
+	if err != nil {
+		return a.say(s, "read refused: "+err.Error())
+	}
+	return a.say(s, "read: "+resp.Content)
+}
+
+// writeFile writes content through the client's fs/write_text_file, when the client offered
+// it, and says how that went.
+func (a *testAgent) writeFile(ctx context.Context, s *session, path, content string) error {
+	a.mu.Lock()
+	offered := a.client.Fs.WriteTextFile
+	a.mu.Unlock()
+	if !offered {
+		return a.say(s, "write: the client offers no fs/write_text_file")
+	}
+	if _, err := a.connection().WriteTextFile(ctx, acp.WriteTextFileRequest{SessionId: s.id, Path: s.clientPath(path), Content: content}); err != nil {
+		return a.say(s, "write refused: "+err.Error())
+	}
+	return a.say(s, "wrote "+path)
 }
 
 // unknown sends an update kind the SDK cannot express, bypassing its types.

@@ -713,3 +713,13 @@ func TestCommandsFollowTheAnswerToNewAndLoad(t *testing.T) {
 		require.NotEqual(t, "available_commands_update", u["sessionUpdate"], "only with -commands")
 	}
 }
+
+// /read and /write use the client's file system only when initialize offered it.
+func TestReadWriteNeedTheClientsOffer(t *testing.T) {
+	h := start(t, Options{})
+	h.mustPrompt(t, "/read notes.txt", acp.StopReasonEndTurn)
+	h.mustPrompt(t, "/write notes.txt\nx", acp.StopReasonEndTurn)
+	require.Equal(t, []string{"read: the client offers no fs/read_text_file", "write: the client offers no fs/write_text_file"}, texts(h.client.take()))
+	_, err := h.prompt(t, "/read")
+	wantRequestError(t, err, -32602, "usage: /read PATH")
+}
