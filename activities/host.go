@@ -290,6 +290,8 @@ type liveTurn struct {
 	// after the tool call it is about.
 	beforePermission func()
 	askPermission    func(ctx context.Context, sig signals.PermissionRequestedSignal) error
+	// watch names the turn's tool calls (from their tool_call updates).
+	watch *turnObserver
 }
 
 type steerRequest struct {
@@ -407,6 +409,7 @@ func (lt *liveTurn) requestPermission(ctx context.Context, p acp.RequestPermissi
 	lt.beforePermission()
 	if err := lt.askPermission(ctx, signals.PermissionRequestedSignal{
 		TurnID: lt.key.turn, Attempt: lt.attempt, RequestID: id, ToolCall: toolCall, Options: opts,
+		ToolName: lt.watch.toolName(string(p.ToolCall.ToolCallId)),
 	}); err != nil {
 		return acp.RequestPermissionResponse{}, err
 	}

@@ -198,7 +198,11 @@ func (r *Runner) runTurn(ctx context.Context, in signals.RunTurnInput) (signals.
 	// What the agent says while its session opens belongs to this turn (claude-agent-acp
 	// sends its commands right after session/new); only a session/load's replay of history,
 	// which the session has journaled already, is left out (openSession).
-	proc.setTap(b.add)
+	watch := newTurnObserver()
+	proc.setTap(func(raw json.RawMessage) {
+		watch.observe(raw)
+		b.add(raw)
+	})
 	sid, err := r.openSession(setupCtx, ag, in, dir)
 	if err != nil {
 		keep = false
@@ -209,6 +213,7 @@ func (r *Runner) runTurn(ctx context.Context, in signals.RunTurnInput) (signals.
 	lt := r.Host.register(in.SessionID, in.TurnID, attempt)
 	defer r.Host.unregister(lt)
 	lt.beforePermission = b.flushNow
+	lt.watch = watch
 	lt.askPermission = func(ctx context.Context, sig signals.PermissionRequestedSignal) error {
 		return r.signal(ctx, in.SessionWorkflowID, signals.SignalPermissionRequested, sig)
 	}

@@ -214,3 +214,33 @@ func TestRunTurnOffersTheWorkspaceFilesToTheAgent(t *testing.T) {
 	require.Contains(t, texts[0], "read refused:")
 	require.Contains(t, texts[0], "escapes the workspace")
 }
+
+// answerPermissions makes the recorder answer every permission request with optionID, as
+// the session would through Deliver.
+func (r *turnRig) answerPermissions(session string, optionID string) {
+	r.rec.mu.Lock()
+	defer r.rec.mu.Unlock()
+	r.rec.onPermission = func(p signals.PermissionRequestedSignal) {
+		_, err := r.host.Deliver(context.Background(), signals.Delivery{
+			Kind: signals.DeliverPermission, SessionID: session, TurnID: p.TurnID, Attempt: p.Attempt,
+			RequestID: p.RequestID, Outcome: signals.OutcomeSelected, OptionID: optionID,
+		})
+		if err != nil {
+			r.t.Errorf("deliver the permission answer: %v", err)
+		}
+	}
+}
+
+// The permission request of claude-agent-acp names no tool; the tool_call before it does
+// (_meta.claudeCode.toolName). The runner passes that name with the request, so "always
+// allow" remembers the tool.
+func TestRunTurnNamesTheToolOfAPermissionRequest(t *testing.T) {
+	rig := newTurnRig(t, "")
+	rig.answerPermissions("s1", "allow_always")
+	rig.mustRun(turnInput("s1", 1, rig.agent(), "/permission edit main.go"))
+	require.Equal(t, []string{"permission: selected allow_always"}, joinedTexts(t, rig.rec.events(1)))
+	perms := rig.rec.permissions()
+	require.Len(t, perms, 1)
+	require.Equal(t, "Edit", perms[0].ToolName)
+	require.NotContains(t, string(perms[0].ToolCall), "toolName", "the request as the agent sent it")
+}

@@ -277,10 +277,10 @@ func TestPermissionPoliciesWithTheRealAgent(t *testing.T) {
 	turnEnd(t, id, 2)
 	st, err := sc.Status(ctx, id)
 	require.NoError(t, err)
-	require.Equal(t, []string{"edit:edit something"}, st.Rules)
+	require.Equal(t, []string{"tool:Edit"}, st.Rules, "the tool the tool_call named, not the one file")
 
-	// The remembered tool is allowed by rule: nobody is asked.
-	prompt(t, cfg, "/permission edit")
+	// The remembered tool is allowed by rule, on another file too: nobody is asked.
+	prompt(t, cfg, "/permission edit other.go")
 	evs = turnEnd(t, id, 3)
 	require.Contains(t, strings.Join(agentTexts(t, evs, 3), ""), "permission: selected allow_always")
 	var deciders []string

@@ -2,6 +2,7 @@ package signals
 
 import (
 	"encoding/json"
+	"slices"
 	"time"
 )
 
@@ -74,13 +75,42 @@ type PermissionOption struct {
 }
 
 // PermissionRequestedSignal carries an agent's session/request_permission to the session.
-// ToolCall is the ACP tool call as the agent sent it.
+// ToolCall is the ACP tool call as the agent sent it. ToolName, when set, is the agent's
+// own name of the tool, from the tool_call update that announced the call (claude-agent-acp
+// names it there, in _meta.claudeCode.toolName, and not in the request): the key a rule
+// remembers the tool by when the request's own _meta names none.
 type PermissionRequestedSignal struct {
 	TurnID    int64              `json:"turn_id"`
 	Attempt   int32              `json:"attempt"`
 	RequestID string             `json:"request_id"`
 	ToolCall  json.RawMessage    `json:"tool_call"`
 	Options   []PermissionOption `json:"options"`
+	ToolName  string             `json:"tool_name,omitempty"`
+}
+
+// MetaToolName is the agent's own tool name in an ACP _meta object: `toolName`, or else the
+// `toolName` of the first object in _meta in sorted key order (claude-agent-acp's
+// `claudeCode.toolName`); "" when it names none. Sorted, so the name is the same whichever
+// order the agent wrote the keys in, on every replay.
+func MetaToolName(meta map[string]json.RawMessage) string {
+	var name string
+	if json.Unmarshal(meta["toolName"], &name) == nil && name != "" {
+		return name
+	}
+	keys := make([]string, 0, len(meta))
+	for k := range meta {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	for _, k := range keys {
+		var inner struct {
+			ToolName string `json:"toolName"`
+		}
+		if json.Unmarshal(meta[k], &inner) == nil && inner.ToolName != "" {
+			return inner.ToolName
+		}
+	}
+	return ""
 }
 
 // PermissionRequestedData is the data of permission.requested.

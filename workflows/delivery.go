@@ -41,6 +41,8 @@ type openPermission struct {
 	ToolCall  json.RawMessage            `json:"tool_call"`
 	Options   []signals.PermissionOption `json:"options"`
 	Deadline  time.Time                  `json:"deadline"`
+	// ToolName is the runner's name of the tool (signals.PermissionRequestedSignal).
+	ToolName string `json:"tool_name,omitempty"`
 }
 
 // deliverable reports whether decisions can reach the live turn now.
@@ -174,7 +176,7 @@ func (s *session) permissionRequested(ctx workflow.Context, sig signals.Permissi
 	s.advanceAttempt(ctx, t, sig.Attempt)
 	p := openPermission{
 		RequestID: sig.RequestID, TurnID: sig.TurnID, Attempt: sig.Attempt,
-		ToolCall: sig.ToolCall, Options: sig.Options,
+		ToolCall: sig.ToolCall, Options: sig.Options, ToolName: sig.ToolName,
 		Deadline: workflow.Now(ctx).Add(s.cfg.PermissionTimeout),
 	}
 	s.Permissions = append(s.Permissions, p)
@@ -183,7 +185,7 @@ func (s *session) permissionRequested(ctx workflow.Context, sig signals.Permissi
 	})
 	// Every request is journaled; one the policy or a rule decides resolves in the same
 	// step, so nobody is asked and the session is never suspended for it.
-	if res, ask := s.Policy.Decide(p.RequestID, p.ToolCall, p.Options); !ask {
+	if res, ask := s.Policy.DecideNamed(p.RequestID, p.ToolCall, p.ToolName, p.Options); !ask {
 		s.resolve(ctx, len(s.Permissions)-1, res, true)
 		return
 	}
@@ -260,7 +262,7 @@ func (s *session) resolve(ctx workflow.Context, i int, res signals.PermissionRes
 	s.Permissions = append(s.Permissions[:i:i], s.Permissions[i+1:]...)
 	s.Resolved.Put(p.RequestID, res)
 	if res.Remember {
-		s.Policy.Remember(ToolKey(p.ToolCall))
+		s.Policy.Remember(RuleKey(p.ToolCall, p.ToolName))
 	}
 	s.journal(ctx, signals.EventPermissionResolved, p.TurnID, res)
 	s.timePermissionWait(ctx, p, res)

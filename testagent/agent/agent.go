@@ -13,10 +13,14 @@
 //	                     with stamp, "chunk i @<unix nanoseconds>\n", stamped as it is sent
 //	                     (benchmarks time the event path from it)
 //	/sleep D             send "." every 100ms for D; session/cancel stops it within one tick
-//	/permission KIND     tool_call call_<n> of kind KIND, then session/request_permission
-//	                     (allow, allow_always, reject), then a tool_call_update (completed
-//	                     if allowed, else failed) and the text "permission: selected <id>"
-//	                     or "permission: cancelled"
+//	/permission KIND [TARGET]
+//	                     tool_call call_<n> of kind KIND titled "KIND TARGET" (TARGET
+//	                     defaults to "something", its rawInput path to README.md) naming its tool in
+//	                     _meta.claudeCode.toolName (Edit for edit, Bash for execute, …),
+//	                     then session/request_permission (allow, allow_always, reject)
+//	                     without that name, as claude-agent-acp asks, then a
+//	                     tool_call_update (completed if allowed, else failed) and the
+//	                     text "permission: selected <id>" or "permission: cancelled"
 //	/fail                answer with the JSON-RPC error "testagent: scripted failure"
 //	/usage               send "usage" and a usage_update (used 30, size 200000), then answer
 //	                     with PromptResponse.usage {inputTokens 10, outputTokens 20, totalTokens 30}
@@ -470,10 +474,14 @@ func (a *testAgent) run(ctx context.Context, s *session, text string) (acp.Promp
 		}
 		err = a.sleep(ctx, s, d)
 	case "/permission":
-		if len(args) != 1 || !slices.Contains(toolKinds, acp.ToolKind(args[0])) {
-			return acp.PromptResponse{}, usageErr(fmt.Sprintf("/permission KIND (one of %v)", toolKinds))
+		if len(args) < 1 || len(args) > 2 || !slices.Contains(toolKinds, acp.ToolKind(args[0])) {
+			return acp.PromptResponse{}, usageErr(fmt.Sprintf("/permission KIND [TARGET] (KIND one of %v)", toolKinds))
 		}
-		err = a.permission(ctx, s, acp.ToolKind(args[0]))
+		target, path := "something", "README.md"
+		if len(args) == 2 {
+			target, path = args[1], args[1]
+		}
+		err = a.permission(ctx, s, acp.ToolKind(args[0]), target, path)
 	case "/fail":
 		return acp.PromptResponse{}, &acp.RequestError{Code: -32603, Message: "testagent: scripted failure"}
 	case "/usage":
@@ -598,14 +606,25 @@ func (a *testAgent) sleep(ctx context.Context, s *session, d time.Duration) erro
 	}
 }
 
-// permission walks a tool call through session/request_permission.
-func (a *testAgent) permission(ctx context.Context, s *session, kind acp.ToolKind) error {
+// toolNames are the names claude-agent-acp gives its tools, by ACP kind: /permission's tool
+// calls carry them as it does.
+var toolNames = map[acp.ToolKind]string{
+	acp.ToolKindRead: "Read", acp.ToolKindEdit: "Edit", acp.ToolKindDelete: "Delete", acp.ToolKindMove: "Move",
+	acp.ToolKindSearch: "Grep", acp.ToolKindExecute: "Bash", acp.ToolKindThink: "Task", acp.ToolKindFetch: "WebFetch",
+	acp.ToolKindOther: "Other",
+}
+
+// permission walks a tool call through session/request_permission, on claude-agent-acp's
+// wire: the tool_call names the tool in _meta.claudeCode.toolName, the permission request
+// that follows does not (its title names the target: the file, the command).
+func (a *testAgent) permission(ctx context.Context, s *session, kind acp.ToolKind, target, path string) error {
 	id := acp.ToolCallId(fmt.Sprintf("call_%d", a.calls.Add(1)))
-	title := string(kind) + " something"
-	input := map[string]any{"path": "README.md"}
-	err := a.emit(s, acp.StartToolCall(id, title, acp.WithStartKind(kind),
-		acp.WithStartStatus(acp.ToolCallStatusPending), acp.WithStartRawInput(input)))
-	if err != nil {
+	title := string(kind) + " " + target
+	input := map[string]any{"path": path}
+	start := acp.StartToolCall(id, title, acp.WithStartKind(kind),
+		acp.WithStartStatus(acp.ToolCallStatusPending), acp.WithStartRawInput(input))
+	start.ToolCall.Meta = map[string]any{"claudeCode": map[string]any{"toolName": toolNames[kind]}}
+	if err := a.emit(s, start); err != nil {
 		return err
 	}
 	resp, err := a.connection().RequestPermission(ctx, acp.RequestPermissionRequest{

@@ -723,3 +723,24 @@ func TestReadWriteNeedTheClientsOffer(t *testing.T) {
 	_, err := h.prompt(t, "/read")
 	wantRequestError(t, err, -32602, "usage: /read PATH")
 }
+
+// The tool_call names its tool as claude-agent-acp names it (_meta.claudeCode.toolName);
+// the permission request about it does not, and its title names the target.
+func TestPermissionNamesTheToolOnTheToolCallOnly(t *testing.T) {
+	h := start(t, Options{})
+	h.mustPrompt(t, "/permission edit main.go", acp.StopReasonEndTurn)
+	var call map[string]any
+	for _, u := range h.wire.updates(t) {
+		if u["sessionUpdate"] == "tool_call" {
+			call = u
+		}
+	}
+	require.NotNil(t, call)
+	require.Equal(t, "edit main.go", call["title"])
+	require.Equal(t, map[string]any{"claudeCode": map[string]any{"toolName": "Edit"}}, call["_meta"])
+	h.client.mu.Lock()
+	defer h.client.mu.Unlock()
+	require.Len(t, h.client.perms, 1)
+	require.Nil(t, h.client.perms[0].ToolCall.Meta, "the request names no tool")
+	require.Equal(t, "edit main.go", *h.client.perms[0].ToolCall.Title)
+}
