@@ -169,9 +169,11 @@ func (r *Runner) runTurn(ctx context.Context, in signals.RunTurnInput) (signals.
 	})
 	b.budget = r.budget
 	go b.run(sendCtx)
+	watch := newTurnObserver()
 	finish := func(res signals.RunTurnResult, err error) (signals.RunTurnResult, error) {
 		n, serr := b.close()
 		res.Batches = n
+		res.Usage = watch.usageJSON() // a turn cut short reports what it has seen too
 		if err == nil && serr != nil {
 			err = serr // retryable: the next attempt replays the turn
 		}
@@ -198,7 +200,6 @@ func (r *Runner) runTurn(ctx context.Context, in signals.RunTurnInput) (signals.
 	// What the agent says while its session opens belongs to this turn (claude-agent-acp
 	// sends its commands right after session/new); only a session/load's replay of history,
 	// which the session has journaled already, is left out (openSession).
-	watch := newTurnObserver()
 	proc.setTap(func(raw json.RawMessage) {
 		watch.observe(raw)
 		b.add(raw)
@@ -275,9 +276,7 @@ func (r *Runner) runTurn(ctx context.Context, in signals.RunTurnInput) (signals.
 				keep = proc.alive()
 				return finish(res, r.agentErr(proc, a.err, res))
 			}
-			if a.resp.Usage != nil {
-				res.Usage = addUsage(res.Usage, a.resp.Usage)
-			}
+			watch.addPromptUsage(a.resp.Usage)
 			if len(interrupting) > 0 && !cancelling {
 				// Interrupt-and-continue: the same turn goes on with the steer text.
 				texts := make([]string, len(interrupting))
@@ -429,17 +428,6 @@ func (r *Runner) inject(ctx context.Context, proc *agentProc, sid acp.SessionId,
 	default:
 		return "", fmt.Errorf("%s answered %q", signals.SteeringMethod, resp.Outcome)
 	}
-}
-
-// addUsage adds one prompt's token usage to the turn's.
-func addUsage(prev json.RawMessage, u *acp.Usage) json.RawMessage {
-	var sum acp.Usage
-	_ = json.Unmarshal(prev, &sum)
-	sum.InputTokens += u.InputTokens
-	sum.OutputTokens += u.OutputTokens
-	sum.TotalTokens += u.TotalTokens
-	b, _ := json.Marshal(sum)
-	return b
 }
 
 // agentErr is the error of a turn the agent failed: not retried, with the partial result

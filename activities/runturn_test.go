@@ -244,3 +244,46 @@ func TestRunTurnNamesTheToolOfAPermissionRequest(t *testing.T) {
 	require.Equal(t, "Edit", perms[0].ToolName)
 	require.NotContains(t, string(perms[0].ToolCall), "toolName", "the request as the agent sent it")
 }
+
+// Every usage field the agent reports is kept: the prompt answer's counters (cached and
+// thought tokens too) and the last usage_update, whose context gauge and cumulative cost
+// are objects the session keeps as the latest value rather than sums.
+func TestRunTurnKeepsEveryUsageFieldTheAgentReports(t *testing.T) {
+	rig := newTurnRig(t, "")
+	res := rig.mustRun(turnInput("s1", 1, rig.agent(), "/usage"))
+	require.JSONEq(t, `{
+		"inputTokens": 10, "outputTokens": 20, "totalTokens": 38, "cachedReadTokens": 5, "thoughtTokens": 3,
+		"context": {"used": 30, "size": 200000},
+		"cost": {"amount": 0.0125, "currency": "USD"}
+	}`, string(res.Usage))
+}
+
+// A turn cut short still counts: an agent that never answers session/cancel is killed, and
+// what it reported before (its usage_update) is the turn's usage.
+func TestRunTurnCutShortStillReportsItsUsage(t *testing.T) {
+	rig := newTurnRig(t, "")
+	rig.runner.CancelGrace = 200 * time.Millisecond
+	type outcome struct {
+		res signals.RunTurnResult
+		err error
+	}
+	done := make(chan outcome, 1)
+	go func() {
+		res, err := rig.run(turnInput("s1", 1, rig.agent("-ignore-cancel"), "/usage 60s"))
+		done <- outcome{res, err}
+	}()
+	require.Eventually(t, func() bool {
+		for _, x := range messageTexts(decodeUpdates(t, rig.rec.events(1))) {
+			if x == "." {
+				return true
+			}
+		}
+		return false
+	}, 30*time.Second, 5*time.Millisecond)
+	_, err := rig.host.Deliver(context.Background(), signals.Delivery{Kind: signals.DeliverCancel, SessionID: "s1", TurnID: 1})
+	require.NoError(t, err)
+	out := <-done
+	require.NoError(t, out.err)
+	require.Equal(t, "cancelled", out.res.StopReason)
+	require.JSONEq(t, `{"context": {"used": 30, "size": 200000}, "cost": {"amount": 0.0125, "currency": "USD"}}`, string(out.res.Usage))
+}

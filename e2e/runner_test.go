@@ -256,7 +256,10 @@ func TestUsageIsJournaled(t *testing.T) {
 	require.NotNil(t, usage, "usage.updated")
 	st, err := sc.Status(ctxFor(t, 10*time.Second), id)
 	require.NoError(t, err)
-	require.EqualValues(t, 30, st.Usage["totalTokens"])
+	require.EqualValues(t, 38, st.Usage["totalTokens"])
+	require.EqualValues(t, 5, st.Usage["cachedReadTokens"], "every field the agent reports")
+	require.EqualValues(t, 3, st.Usage["thoughtTokens"])
+	require.Equal(t, map[string]any{"used": float64(30), "size": float64(200000)}, st.Usage["context"], "the usage_update's gauge, the latest")
 }
 
 func TestPermissionPoliciesWithTheRealAgent(t *testing.T) {

@@ -65,6 +65,9 @@ type sessionState struct {
 	Between []hostBatch `json:"between,omitempty"`
 	// Usage totals the token usage the agent reported, by field.
 	Usage map[string]int64 `json:"usage,omitempty"`
+	// UsageLatest holds the usage fields that are gauges, not counters (objects: the agent's
+	// context window, its cumulative cost): the latest value, never summed.
+	UsageLatest map[string]json.RawMessage `json:"usage_latest,omitempty"`
 	// Policy is the permission level and the remembered tools.
 	Policy     *Policy    `json:"policy,omitempty"`
 	Viewers    []viewer   `json:"viewers,omitempty"`
@@ -498,12 +501,18 @@ func (s *session) addUsage(ctx workflow.Context, turnID int64, raw json.RawMessa
 	if s.Usage == nil {
 		s.Usage = map[string]int64{}
 	}
-	for k, v := range turn { // sums: the order of the keys does not matter
-		if n, ok := v.(float64); ok {
-			s.Usage[k] += int64(n)
+	for k, v := range turn { // sums and replacements: the order of the keys does not matter
+		switch v := v.(type) {
+		case float64:
+			s.Usage[k] += int64(v)
+		case map[string]any: // a gauge (the runner's context and cost): the latest wins
+			if s.UsageLatest == nil {
+				s.UsageLatest = map[string]json.RawMessage{}
+			}
+			s.UsageLatest[k], _ = json.Marshal(v)
 		}
 	}
-	s.journal(ctx, signals.EventUsageUpdated, turnID, map[string]any{"turn": turn, "total": s.Usage})
+	s.journal(ctx, signals.EventUsageUpdated, turnID, map[string]any{"turn": turn, "total": usageView(s.Usage, s.UsageLatest)})
 }
 
 // maybeFinish ends the live turn once its turn_finished has arrived and, when it came from a
@@ -570,7 +579,7 @@ func (s *session) status(ctx workflow.Context) signals.Status {
 		PendingPermissions: s.pendingPermissions(),
 		Policy:             s.Policy.Level,
 		Rules:              append([]string{}, s.Policy.Rules...),
-		Usage:              usageView(s.Usage),
+		Usage:              usageView(s.Usage, s.UsageLatest),
 		Journal:            s.Journal.Range(),
 		Agent:              s.cfg.Agent,
 		AgentSessionID:     s.AgentSessionID,
@@ -792,12 +801,15 @@ func IsContinueAsNew(err error) bool {
 	return errors.As(err, &can)
 }
 
-func usageView(u map[string]int64) map[string]any {
-	if len(u) == 0 {
+func usageView(u map[string]int64, latest map[string]json.RawMessage) map[string]any {
+	if len(u) == 0 && len(latest) == 0 {
 		return nil
 	}
-	out := make(map[string]any, len(u))
+	out := make(map[string]any, len(u)+len(latest))
 	for k, v := range u { // building a map: order does not matter
+		out[k] = v
+	}
+	for k, v := range latest {
 		out[k] = v
 	}
 	return out

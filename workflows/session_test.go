@@ -448,3 +448,27 @@ func TestSession_SteerDeliveredBeforeTheTurnEndsWhenTurnFinishedOvertakesIt(t *t
 	h.closeSession()
 	require.NoError(t, h.run(signals.SessionConfig{SessionID: "s1"}))
 }
+
+// A turn's usage counters are summed into the session's; its gauges (objects: the agent's
+// context window and cumulative cost, from usage_update) are kept as the latest value.
+func TestSession_UsageSumsCountersAndKeepsTheLatestGauges(t *testing.T) {
+	h := newHarness(t)
+	finish := func(turn int64, usage string) {
+		h.env.SignalWorkflow(signals.SignalTurnFinished, signals.TurnFinishedSignal{TurnID: turn, Attempt: 1, StopReason: "end_turn", Usage: json.RawMessage(usage)})
+	}
+	h.step(func() { h.prompt("one", "m1", func(signals.PromptResult, error) {}) })
+	h.step(func() {
+		finish(1, `{"inputTokens":10,"totalTokens":38,"cachedReadTokens":5,"context":{"used":30,"size":200000},"cost":{"amount":0.01,"currency":"USD"}}`)
+	})
+	h.step(func() { h.prompt("two", "m2", func(signals.PromptResult, error) {}) })
+	// An agent that reports only usage_update (codex-acp): no counters, the gauges move on.
+	h.step(func() { finish(2, `{"context":{"used":900,"size":200000},"cost":{"amount":0.03,"currency":"USD"}}`) })
+	h.step(func() {
+		got, err := json.Marshal(h.status().Usage)
+		require.NoError(t, err)
+		require.JSONEq(t, `{"inputTokens":10,"totalTokens":38,"cachedReadTokens":5,
+			"context":{"used":900,"size":200000},"cost":{"amount":0.03,"currency":"USD"}}`, string(got))
+	})
+	h.closeSession()
+	require.NoError(t, h.run(signals.SessionConfig{SessionID: "s1"}))
+}

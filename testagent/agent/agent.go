@@ -22,8 +22,10 @@
 //	                     tool_call_update (completed if allowed, else failed) and the
 //	                     text "permission: selected <id>" or "permission: cancelled"
 //	/fail                answer with the JSON-RPC error "testagent: scripted failure"
-//	/usage               send "usage" and a usage_update (used 30, size 200000), then answer
-//	                     with PromptResponse.usage {inputTokens 10, outputTokens 20, totalTokens 30}
+//	/usage [D]           send "usage" and a usage_update (used 30, size 200000, cost 0.0125
+//	                     USD), then, with D, "." every 100ms for D as /sleep; answer (also
+//	                     when cancelled) with PromptResponse.usage {inputTokens 10,
+//	                     outputTokens 20, totalTokens 38, cachedReadTokens 5, thoughtTokens 3}
 //	/unknown             send a session/update of kind "tacp_custom_kind" that no SDK knows
 //	/read PATH           read PATH (relative to the session's cwd) with the client's
 //	                     fs/read_text_file and say "read: <content>"; "read refused: …"
@@ -104,6 +106,9 @@ type Options struct {
 	// Commands sends an available_commands_update right after answering session/new and
 	// session/load, as claude-agent-acp does: outside any prompt, on the heels of the answer.
 	Commands bool
+	// IgnoreCancel ignores session/cancel: an agent that never stops (the client's kill
+	// backstop is what ends its turn).
+	IgnoreCancel bool
 }
 
 // DefaultTranscriptDir is where transcripts go unless configured otherwise.
@@ -117,6 +122,7 @@ func Main(args []string) int {
 	fset.StringVar(&opts.TranscriptDir, "transcripts", DefaultTranscriptDir(), "directory of session transcripts (<sessionId>.jsonl)")
 	fset.BoolVar(&opts.Steering, "steering", false, "advertise and honour the _session/steering extension")
 	fset.StringVar(&opts.Name, "name", DefaultName, "agentInfo name reported by initialize")
+	fset.BoolVar(&opts.IgnoreCancel, "ignore-cancel", false, "ignore session/cancel (a stuck agent, for tests of the client's kill backstop)")
 	fset.BoolVar(&opts.Commands, "commands", false, "send available_commands_update right after answering session/new and session/load")
 	if err := fset.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
@@ -382,6 +388,9 @@ func (a *testAgent) LoadSession(_ context.Context, p acp.LoadSessionRequest) (ac
 // answers stopReason cancelled. The SDK cancels the prompt's context too, but
 // loses track of it after a pre-emption, so the agent keeps its own handle.
 func (a *testAgent) Cancel(_ context.Context, p acp.CancelNotification) error {
+	if a.opts.IgnoreCancel {
+		return nil
+	}
 	if s, err := a.lookup(p.SessionId); err == nil {
 		s.mu.Lock()
 		if s.cancel != nil {
@@ -485,10 +494,22 @@ func (a *testAgent) run(ctx context.Context, s *session, text string) (acp.Promp
 	case "/fail":
 		return acp.PromptResponse{}, &acp.RequestError{Code: -32603, Message: "testagent: scripted failure"}
 	case "/usage":
-		if err = a.say(s, "usage"); err == nil {
-			err = a.emit(s, acp.SessionUpdate{UsageUpdate: &acp.SessionUsageUpdate{Used: 30, Size: 200000}})
+		var d time.Duration
+		if len(args) > 0 {
+			if d, err = parseDuration(args); err != nil {
+				return acp.PromptResponse{}, usageErr("/usage [DURATION]")
+			}
 		}
-		usage = &acp.Usage{InputTokens: 10, OutputTokens: 20, TotalTokens: 30}
+		if err = a.say(s, "usage"); err == nil {
+			err = a.emit(s, acp.SessionUpdate{UsageUpdate: &acp.SessionUsageUpdate{
+				Used: 30, Size: 200000, Cost: &acp.Cost{Amount: 0.0125, Currency: "USD"},
+			}})
+		}
+		if err == nil && d > 0 {
+			err = a.sleep(ctx, s, d)
+		}
+		// The tokens were spent whether the turn ran to its end or was cancelled.
+		usage = &acp.Usage{InputTokens: 10, OutputTokens: 20, TotalTokens: 38, CachedReadTokens: acp.Ptr(5), ThoughtTokens: acp.Ptr(3)}
 	case "/unknown":
 		err = a.unknown(s)
 	case "/read":

@@ -496,16 +496,34 @@ func TestFail(t *testing.T) {
 func TestUsage(t *testing.T) {
 	h := start(t, Options{})
 	resp := h.mustPrompt(t, "/usage", acp.StopReasonEndTurn)
-	if u := resp.Usage; u == nil || u.InputTokens != 10 || u.OutputTokens != 20 || u.TotalTokens != 30 {
-		t.Errorf("usage = %+v", resp.Usage)
-	}
+	require.Equal(t, &acp.Usage{InputTokens: 10, OutputTokens: 20, TotalTokens: 38, CachedReadTokens: acp.Ptr(5), ThoughtTokens: acp.Ptr(3)}, resp.Usage)
 	u := h.client.take()
 	if got := texts(u); len(got) != 1 || got[0] != "usage" {
 		t.Errorf("messages %q", got)
 	}
-	if len(u) != 2 || u[1].Update.UsageUpdate == nil || u[1].Update.UsageUpdate.Used != 30 {
-		t.Errorf("want a usage_update after the message, got %+v", u)
-	}
+	require.Len(t, u, 2)
+	require.NotNil(t, u[1].Update.UsageUpdate, "a usage_update after the message")
+	require.Equal(t, 30, u[1].Update.UsageUpdate.Used)
+	require.Equal(t, &acp.Cost{Amount: 0.0125, Currency: "USD"}, u[1].Update.UsageUpdate.Cost)
+
+	// Cancelled, the turn still reports what it spent.
+	res := make(chan acp.PromptResponse, 1)
+	go func() { resp, _ := h.prompt(t, "/usage 30s"); res <- resp }()
+	h.client.waitFor(t, ".")
+	require.NoError(t, h.conn.Cancel(context.Background(), acp.CancelNotification{SessionId: h.sid}))
+	resp = <-res
+	require.Equal(t, acp.StopReasonCancelled, resp.StopReason)
+	require.NotNil(t, resp.Usage)
+	require.Equal(t, 38, resp.Usage.TotalTokens)
+}
+
+func TestIgnoreCancel(t *testing.T) {
+	h := start(t, Options{IgnoreCancel: true})
+	res := make(chan acp.StopReason, 1)
+	go func() { resp, _ := h.prompt(t, "/sleep 300ms"); res <- resp.StopReason }()
+	h.client.waitFor(t, ".")
+	require.NoError(t, h.conn.Cancel(context.Background(), acp.CancelNotification{SessionId: h.sid}))
+	require.Equal(t, acp.StopReasonEndTurn, <-res, "the turn ran to its end")
 }
 
 func TestUnknownKind(t *testing.T) {
