@@ -138,7 +138,7 @@ func SessionWorkflow(ctx workflow.Context, in signals.SessionConfig) error {
 		s.Journal = NewJournal(cfg.JournalSize)
 		s.Resolved = NewDedupIndex[signals.PermissionResolution]()
 		s.Policy = &Policy{Level: cfg.Policy}
-		s.journal(ctx, signals.EventSessionStarted, 0, signals.SessionStartedData{Agent: cfg.Agent, Workspace: cfg.Workspace, Run: 1})
+		s.journal(ctx, signals.EventSessionStarted, 0, signals.SessionStartedData{Agent: sessionAgent(cfg.Agent), Workspace: cfg.Workspace, Run: 1})
 	}
 	if err := s.register(ctx); err != nil {
 		return err
@@ -581,7 +581,7 @@ func (s *session) status(ctx workflow.Context) signals.Status {
 		Rules:              append([]string{}, s.Policy.Rules...),
 		Usage:              usageView(s.Usage, s.UsageLatest),
 		Journal:            s.Journal.Range(),
-		Agent:              s.cfg.Agent,
+		Agent:              sessionAgent(s.cfg.Agent),
 		AgentSessionID:     s.AgentSessionID,
 		HistoryLength:      workflow.GetInfo(ctx).GetCurrentHistoryLength(),
 		Run:                s.Run,
@@ -756,11 +756,23 @@ func (s *session) upsertSearchAttributes(ctx workflow.Context) {
 		state, turn, len(s.Queue.Items), s.Journal.LastSeq, s.Run))
 }
 
+// defaultAgent names the agent of a session that names none: the worker's default serves
+// it (status.agent, session.started, the TacpAgent search attribute).
+const defaultAgent = "default"
+
+// sessionAgent is what serves the session, as status and session.started name it.
+func sessionAgent(agent string) string {
+	if strings.TrimSpace(agent) == "" {
+		return defaultAgent
+	}
+	return agent
+}
+
 // agentName is the agent's program name, for the TacpAgent search attribute.
 func agentName(cmd string) string {
 	fields := strings.Fields(cmd)
 	if len(fields) == 0 {
-		return "default"
+		return defaultAgent
 	}
 	return path.Base(fields[0])
 }

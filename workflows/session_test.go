@@ -472,3 +472,19 @@ func TestSession_UsageSumsCountersAndKeepsTheLatestGauges(t *testing.T) {
 	h.closeSession()
 	require.NoError(t, h.run(signals.SessionConfig{SessionID: "s1"}))
 }
+
+// status.agent names what serves the session: the worker's default when the session names
+// no agent, never "".
+func TestSession_StatusNamesTheDefaultAgent(t *testing.T) {
+	for _, tt := range []struct{ agent, want string }{{"", "default"}, {"claude", "claude"}} {
+		h := newHarness(t)
+		h.step(func() {
+			require.Equal(t, tt.want, h.status().Agent)
+			var d signals.SessionStartedData
+			require.NoError(t, json.Unmarshal(h.events()[0].Data, &d))
+			require.Equal(t, tt.want, d.Agent)
+		})
+		h.closeSession()
+		require.NoError(t, h.run(signals.SessionConfig{SessionID: "s1", Agent: tt.agent}))
+	}
+}
