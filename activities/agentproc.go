@@ -67,6 +67,10 @@ func startAgent(argv []string, dir string, client acp.Client, log *slog.Logger) 
 	if err := cmd.Start(); err != nil {
 		return nil, fmt.Errorf("start agent %q: %w", argv[0], err)
 	}
+	// The agent's group dies with this worker, however the worker dies (reaper.go).
+	pgid := cmd.Process.Pid
+	reap := theReaper(log)
+	reap.watch(pgid)
 	p := &agentProc{cmd: cmd, stdin: stdin, exited: make(chan struct{}), log: log}
 	pr, pw := io.Pipe()
 	go p.pump(stdout, pw)
@@ -80,6 +84,9 @@ func startAgent(argv []string, dir string, client acp.Client, log *slog.Logger) 
 	}()
 	go func() {
 		err := cmd.Wait()
+		// What the agent left in its group (node children, tool processes) goes with it.
+		_ = syscall.Kill(-pgid, syscall.SIGKILL)
+		reap.forget(pgid)
 		p.waitMu.Lock()
 		p.err = err
 		p.waitMu.Unlock()

@@ -80,9 +80,50 @@ func runHelper(mode string) int {
 		fmt.Printf(`{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"s","update":{"sessionUpdate":"agent_message_chunk","content":{"type":"text","text":%q}}}}`+"\n", text)
 		_, _ = io.Copy(io.Discard, os.Stdin)
 		return 0
+	case "worker": // a worker with one agent (and its helper child), killed by the test
+		return runWorkerHelper()
 	}
 	fmt.Fprintln(os.Stderr, "unknown helper mode", mode)
 	return 2
+}
+
+// runWorkerHelper starts the testagent named by TACP_ACTIVITIES_TESTAGENT with a child in
+// its group, prints "pids AGENT CHILD", and waits to be killed.
+func runWorkerHelper() int {
+	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	dir, err := os.MkdirTemp("", "tacp-worker-helper-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	var tap tapRecorder
+	proc, err := startAgent([]string{os.Getenv("TACP_ACTIVITIES_TESTAGENT"), "-spawn-child", "-transcripts", dir}, dir, &hostClient{log: log}, log)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	proc.setTap(tap.tap)
+	ctx := context.Background()
+	if err := proc.initialize(ctx); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	sess, err := proc.conn.NewSession(ctx, acp.NewSessionRequest{Cwd: dir, McpServers: []acp.McpServer{}})
+	if err == nil {
+		_, err = proc.conn.Prompt(ctx, acp.PromptRequest{SessionId: sess.SessionId, Prompt: []acp.ContentBlock{acp.TextBlock("/pids")}})
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	for _, p := range tap.snapshot() {
+		var u update
+		if json.Unmarshal(p, &u) == nil && strings.HasPrefix(u.Update.Content.Text, "pids ") {
+			fmt.Println(u.Update.Content.Text)
+		}
+	}
+	time.Sleep(time.Hour) // until killed
+	return 0
 }
 
 // syncBuffer is a log sink safe to write after the test has returned (SDK goroutines may

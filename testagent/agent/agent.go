@@ -27,6 +27,7 @@
 //	                     when cancelled) with PromptResponse.usage {inputTokens 10,
 //	                     outputTokens 20, totalTokens 38, cachedReadTokens 5, thoughtTokens 3}
 //	/unknown             send a session/update of kind "tacp_custom_kind" that no SDK knows
+//	/pids                say "pids <agent pid> <child pid>" (0: no -spawn-child)
 //	/read PATH           read PATH (relative to the session's cwd) with the client's
 //	                     fs/read_text_file and say "read: <content>"; "read refused: …"
 //	                     when the client refuses, "read: the client offers no
@@ -68,6 +69,7 @@ import (
 	"log/slog"
 	"maps"
 	"os"
+	"os/exec"
 	"os/signal"
 	"path/filepath"
 	"regexp"
@@ -109,6 +111,9 @@ type Options struct {
 	// IgnoreCancel ignores session/cancel: an agent that never stops (the client's kill
 	// backstop is what ends its turn).
 	IgnoreCancel bool
+	// ChildPID is the pid of the helper process -spawn-child started (0: none), which /pids
+	// reports.
+	ChildPID int
 }
 
 // DefaultTranscriptDir is where transcripts go unless configured otherwise.
@@ -122,6 +127,8 @@ func Main(args []string) int {
 	fset.StringVar(&opts.TranscriptDir, "transcripts", DefaultTranscriptDir(), "directory of session transcripts (<sessionId>.jsonl)")
 	fset.BoolVar(&opts.Steering, "steering", false, "advertise and honour the _session/steering extension")
 	fset.StringVar(&opts.Name, "name", DefaultName, "agentInfo name reported by initialize")
+	spawnChild := fset.Bool("spawn-child", false, "start a helper process in the agent's process group that outlives the agent and ignores SIGTERM, as claude-agent-acp's node children do (/pids names it)")
+	hold := fset.Bool("hold", false, "be that helper: ignore SIGINT, SIGTERM and SIGHUP and wait to be killed")
 	fset.BoolVar(&opts.IgnoreCancel, "ignore-cancel", false, "ignore session/cancel (a stuck agent, for tests of the client's kill backstop)")
 	fset.BoolVar(&opts.Commands, "commands", false, "send available_commands_update right after answering session/new and session/load")
 	if err := fset.Parse(args); err != nil {
@@ -133,6 +140,25 @@ func Main(args []string) int {
 	if fset.NArg() > 0 {
 		fmt.Fprintf(os.Stderr, "%s: unexpected arguments %q\n", DefaultName, fset.Args())
 		return 2
+	}
+	if *hold {
+		signal.Ignore(syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP)
+		time.Sleep(24 * time.Hour) // until killed
+		return 0
+	}
+	if *spawnChild {
+		exe, err := os.Executable()
+		if err == nil {
+			child := exec.Command(exe, "-hold") // no stdio: the end of ours does not end it
+			if err = child.Start(); err == nil {
+				opts.ChildPID = child.Process.Pid
+				go func() { _ = child.Wait() }()
+			}
+		}
+		if err != nil {
+			fmt.Fprintf(os.Stderr, "%s: spawn child: %v\n", DefaultName, err)
+			return 1
+		}
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
@@ -512,6 +538,8 @@ func (a *testAgent) run(ctx context.Context, s *session, text string) (acp.Promp
 		usage = &acp.Usage{InputTokens: 10, OutputTokens: 20, TotalTokens: 38, CachedReadTokens: acp.Ptr(5), ThoughtTokens: acp.Ptr(3)}
 	case "/unknown":
 		err = a.unknown(s)
+	case "/pids":
+		err = a.say(s, fmt.Sprintf("pids %d %d", os.Getpid(), a.opts.ChildPID))
 	case "/read":
 		if len(args) != 1 {
 			return acp.PromptResponse{}, usageErr("/read PATH")
