@@ -163,7 +163,8 @@ func (w *wire) updates(t *testing.T) []map[string]any {
 type harness struct {
 	conn   *acp.ClientSideConnection
 	client *testClient
-	wire   *wire
+	wire   *wire // what the agent wrote
+	sent   *wire // what the client wrote
 	sid    acp.SessionId
 }
 
@@ -189,8 +190,8 @@ func startNoSession(t *testing.T, opts Options) *harness {
 	done := make(chan error, 1)
 	go func() { done <- Serve(context.Background(), opts, toAgentR, fromAgentW) }()
 
-	h := &harness{client: &testClient{changed: make(chan struct{}, 1)}, wire: &wire{}}
-	h.conn = acp.NewClientSideConnection(h.client, toAgentW, io.TeeReader(fromAgentR, h.wire))
+	h := &harness{client: &testClient{changed: make(chan struct{}, 1)}, wire: &wire{}, sent: &wire{}}
+	h.conn = acp.NewClientSideConnection(h.client, io.MultiWriter(toAgentW, h.sent), io.TeeReader(fromAgentR, h.wire))
 	t.Cleanup(func() {
 		toAgentW.Close()
 		select {
