@@ -36,7 +36,10 @@ type agentProc struct {
 	caps  acp.InitializeResponse
 
 	// tap receives the params of every session/update line; nil drops them.
-	tap    atomic.Pointer[func(json.RawMessage)]
+	tap atomic.Pointer[func(json.RawMessage)]
+	// replay, while set, receives the session/update params in place of tap, until the
+	// agent's next JSON-RPC answer (the answer to session/load: see replayUntilAnswer).
+	replay atomic.Pointer[func(json.RawMessage)]
 	exited chan struct{}
 	waitMu sync.Mutex
 	err    error
@@ -65,6 +68,10 @@ func startAgent(argv, env []string, dir string, client acp.Client, log *slog.Log
 	if err := cmd.Start(); err != nil {
 		return nil, fmt.Errorf("start agent %q: %w", argv[0], err)
 	}
+	// The agent's group dies with this worker, however the worker dies (reaper.go).
+	pgid := cmd.Process.Pid
+	reap := theReaper(log)
+	reap.watch(pgid)
 	p := &agentProc{cmd: cmd, stdin: stdin, exited: make(chan struct{}), log: log}
 	pr, pw := io.Pipe()
 	go p.pump(stdout, pw)
@@ -78,6 +85,9 @@ func startAgent(argv, env []string, dir string, client acp.Client, log *slog.Log
 	}()
 	go func() {
 		err := cmd.Wait()
+		// What the agent left in its group (node children, tool processes) goes with it.
+		_ = syscall.Kill(-pgid, syscall.SIGKILL)
+		reap.forget(pgid)
 		p.waitMu.Lock()
 		p.err = err
 		p.waitMu.Unlock()
@@ -121,8 +131,10 @@ func readLine(r *bufio.Reader) ([]byte, error) {
 }
 
 func (p *agentProc) inspect(line []byte) {
+	replay := p.replay.Load()
 	// A cheap filter before decoding; "update" survives any JSON escaping of the method name.
-	if !bytes.Contains(line, []byte("update")) {
+	// While a replay runs every line is decoded: its end is an answer.
+	if replay == nil && !bytes.Contains(line, []byte("update")) {
 		return
 	}
 	var msg struct {
@@ -130,10 +142,21 @@ func (p *agentProc) inspect(line []byte) {
 		Method string          `json:"method"`
 		Params json.RawMessage `json:"params"`
 	}
-	if json.Unmarshal(line, &msg) != nil || msg.Method != acp.ClientMethodSessionUpdate || len(msg.ID) > 0 {
-		return // garbage or not a notification: the SDK deals with it
+	if json.Unmarshal(line, &msg) != nil {
+		return // garbage: the SDK deals with it
 	}
-	if fn := p.tap.Load(); fn != nil {
+	if replay != nil && msg.Method == "" && len(msg.ID) > 0 {
+		// The agent's answer to session/load ends its replay, in wire order: what it says
+		// next is live again.
+		p.replay.CompareAndSwap(replay, nil)
+		return
+	}
+	if msg.Method != acp.ClientMethodSessionUpdate || len(msg.ID) > 0 {
+		return // not a notification: the SDK deals with it
+	}
+	if replay != nil {
+		(*replay)(msg.Params)
+	} else if fn := p.tap.Load(); fn != nil {
 		(*fn)(msg.Params)
 	}
 }
@@ -147,11 +170,41 @@ func (p *agentProc) setTap(fn func(json.RawMessage)) {
 	p.tap.Store(&fn)
 }
 
+// replayUntilAnswer diverts session/update params to fn until the agent's next JSON-RPC
+// answer: called just before session/load, it separates the load's replay of history from
+// what the agent says after answering, on the wire itself (a switch after LoadSession
+// returns would race the lines that follow the answer). Nothing else may be asked of the
+// agent meanwhile. The returned func ends the diversion if no answer came (a timeout).
+func (p *agentProc) replayUntilAnswer(fn func(json.RawMessage)) (end func()) {
+	ptr := &fn
+	p.replay.Store(ptr)
+	return func() { p.replay.CompareAndSwap(ptr, nil) }
+}
+
+// clientCapabilities is what tacp offers an agent as its ACP client: the workspace's files
+// (fs/read_text_file, fs/write_text_file through the Sandbox, inside the session's
+// workspace only), and no terminal.
+//
+// terminal/* is not offered on purpose. A client terminal runs any command the agent names
+// as a process of the worker, outside whatever sandbox and permission flow the agent applies
+// to its own shell tool, with the worker's privileges: the worker is the trust boundary
+// (DESIGN §10), and a terminal would make it a remote shell for every agent. The agents tacp
+// runs execute commands with their own shell tool whether a client terminal is offered or not
+// (claude-agent-acp and codex-acp use one to show a command's output), and report them as tool
+// calls that the session's permissions govern; serving one would add a second process tree
+// per command whose output bounds and lifetime (killed with the turn) tacp would have to get
+// right for every agent. Revisit with an operator's command policy (like the MCP stdio
+// policy), not before.
+var clientCapabilities = acp.ClientCapabilities{
+	Fs:       acp.FileSystemCapabilities{ReadTextFile: true, WriteTextFile: true},
+	Terminal: false,
+}
+
 // initialize runs the ACP handshake.
 func (p *agentProc) initialize(ctx context.Context) error {
 	resp, err := p.conn.Initialize(ctx, acp.InitializeRequest{
 		ProtocolVersion:    acp.ProtocolVersionNumber,
-		ClientCapabilities: acp.ClientCapabilities{},
+		ClientCapabilities: clientCapabilities,
 		ClientInfo:         &acp.Implementation{Name: "tacp", Version: "0.1.0"},
 	})
 	if err != nil {

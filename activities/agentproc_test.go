@@ -80,9 +80,50 @@ func runHelper(mode string) int {
 		fmt.Printf(`{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"s","update":{"sessionUpdate":"agent_message_chunk","content":{"type":"text","text":%q}}}}`+"\n", text)
 		_, _ = io.Copy(io.Discard, os.Stdin)
 		return 0
+	case "worker": // a worker with one agent (and its helper child), killed by the test
+		return runWorkerHelper()
 	}
 	fmt.Fprintln(os.Stderr, "unknown helper mode", mode)
 	return 2
+}
+
+// runWorkerHelper starts the testagent named by TACP_ACTIVITIES_TESTAGENT with a child in
+// its group, prints "pids AGENT CHILD", and waits to be killed.
+func runWorkerHelper() int {
+	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	dir, err := os.MkdirTemp("", "tacp-worker-helper-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	var tap tapRecorder
+	proc, err := startAgent([]string{os.Getenv("TACP_ACTIVITIES_TESTAGENT"), "-spawn-child", "-transcripts", dir}, nil, dir, &hostClient{log: log}, log)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	proc.setTap(tap.tap)
+	ctx := context.Background()
+	if err := proc.initialize(ctx); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	sess, err := proc.conn.NewSession(ctx, acp.NewSessionRequest{Cwd: dir, McpServers: []acp.McpServer{}})
+	if err == nil {
+		_, err = proc.conn.Prompt(ctx, acp.PromptRequest{SessionId: sess.SessionId, Prompt: []acp.ContentBlock{acp.TextBlock("/pids")}})
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	for _, p := range tap.snapshot() {
+		var u update
+		if json.Unmarshal(p, &u) == nil && strings.HasPrefix(u.Update.Content.Text, "pids ") {
+			fmt.Println(u.Update.Content.Text)
+		}
+	}
+	time.Sleep(time.Hour) // until killed
+	return 0
 }
 
 // syncBuffer is a log sink safe to write after the test has returned (SDK goroutines may
@@ -173,11 +214,12 @@ type liveAgent struct {
 	log         *syncBuffer
 }
 
-func startTestAgent(t *testing.T) *liveAgent {
+func startTestAgent(t *testing.T, flags ...string) *liveAgent {
 	t.Helper()
 	logger, logs := testLogger(t)
 	transcripts, dir := t.TempDir(), t.TempDir()
-	proc, err := startAgent([]string{testagentBin, "-transcripts", transcripts}, nil, dir, &hostClient{log: logger}, logger)
+	argv := append([]string{testagentBin, "-transcripts", transcripts}, flags...)
+	proc, err := startAgent(argv, nil, dir, &hostClient{log: logger}, logger)
 	require.NoError(t, err)
 	t.Cleanup(func() { proc.stop(5 * time.Second) })
 
@@ -367,6 +409,38 @@ func TestAgentProcInspectWithoutTap(t *testing.T) {
 	p.setTap(nil)
 	p.inspect([]byte(`{"method":"session/update","params":{}}`))
 	require.Empty(t, rec.snapshot())
+}
+
+// A session/load's replay goes to the replay sink up to the agent's answer, and the tap gets
+// what follows it, line by line in wire order.
+func TestAgentProcReplayEndsAtTheAgentsAnswer(t *testing.T) {
+	p := &agentProc{}
+	var live, replay tapRecorder
+	p.setTap(live.tap)
+	end := p.replayUntilAnswer(replay.tap)
+	for _, line := range []string{
+		`{"jsonrpc":"2.0","method":"session/update","params":{"n":1}}`,
+		`{"jsonrpc":"2.0","id":4,"method":"session/request_permission","params":{}}`, // a request, not an answer
+		`{"jsonrpc":"2.0","method":"session/update","params":{"n":2}}`,
+		`{"jsonrpc":"2.0","id":3,"result":{}}`, // the answer to session/load
+		`{"jsonrpc":"2.0","method":"session/update","params":{"n":3}}`,
+	} {
+		p.inspect([]byte(line))
+	}
+	require.Equal(t, []json.RawMessage{json.RawMessage(`{"n":1}`), json.RawMessage(`{"n":2}`)}, replay.snapshot())
+	require.Equal(t, []json.RawMessage{json.RawMessage(`{"n":3}`)}, live.snapshot())
+	end() // after the answer: a no-op
+
+	// An error answer ends it too, and so does end when no answer came.
+	end = p.replayUntilAnswer(replay.tap)
+	p.inspect([]byte(`{"jsonrpc":"2.0","id":5,"error":{"code":-32602,"message":"no"}}`))
+	p.inspect([]byte(`{"jsonrpc":"2.0","method":"session/update","params":{"n":4}}`))
+	end()
+	end = p.replayUntilAnswer(replay.tap)
+	end()
+	p.inspect([]byte(`{"jsonrpc":"2.0","method":"session/update","params":{"n":5}}`))
+	require.Len(t, replay.snapshot(), 2)
+	require.Len(t, live.snapshot(), 3)
 }
 
 // The method name is a JSON string, which an encoder may legally write with escapes (PHP's

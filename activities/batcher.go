@@ -44,6 +44,7 @@ type batcher struct {
 	kick      chan struct{}
 	flushReq  chan chan struct{}
 	stopped   chan struct{}
+	stopOnce  sync.Once
 	done      chan struct{}
 	batch     int64 // last batch sent (owned by run)
 	streaming bool  // counted in budget: the last timed flush sent events (owned by run)
@@ -223,9 +224,10 @@ func (b *batcher) flushNow() {
 }
 
 // close flushes everything enqueued so far and stops; it returns how many batches were sent
-// and the first send error.
+// and the first send error. Closing again is harmless: a worker shutting down (Host.Close)
+// and the turn that releases the same agent both close its between-turn batcher.
 func (b *batcher) close() (int64, error) {
-	close(b.stopped)
+	b.stopOnce.Do(func() { close(b.stopped) })
 	<-b.done
 	b.mu.Lock()
 	defer b.mu.Unlock()

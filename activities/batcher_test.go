@@ -503,3 +503,15 @@ func TestBatcherRepairsAgentBytesThatAreNotUTF8(t *testing.T) {
 		require.True(t, json.Valid([]byte(e)) && utf8.ValidString(e), e)
 	}
 }
+
+func TestBatcherCloseTwiceIsHarmless(t *testing.T) {
+	var rec recorder
+	b := startBatcher(t, never, 1<<20, rec.send)
+	b.add(ev(`1`))
+	n, err := b.close()
+	require.NoError(t, err)
+	require.Equal(t, int64(1), n)
+	require.NotPanics(t, func() { n, err = b.close() })
+	require.NoError(t, err)
+	require.Equal(t, int64(1), n, "the second close sends nothing")
+}

@@ -15,7 +15,8 @@ import (
 // hostClient is tacp's side of ACP toward one agent process. session/update is captured on
 // the wire (agentProc.inspect), so SessionUpdate has nothing left to do; permission requests
 // go to the turn running at the time (between turns they fail closed); files are served from
-// the workspace sandbox. No terminal capability is advertised, so those requests are refused.
+// the workspace sandbox (initialize offers both fs methods). No terminal capability is
+// advertised (why: clientCapabilities), so those requests are refused.
 type hostClient struct {
 	log     *slog.Logger
 	sandbox *Sandbox

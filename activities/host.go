@@ -24,10 +24,15 @@ import (
 	"github.com/tacp-dev/tacp/signals"
 )
 
-// Host defaults.
+// Host defaults, sized for real agents: claude-agent-acp holds ~280 MiB of RSS per live
+// process (the test agent ~5 MiB), so 8 live agents are ~2.2 GiB, what a laptop or a small
+// worker host spares; 64 were ~18 GiB. An agent idle 10 minutes is stopped: a person back
+// later pays one agent start and session/load (seconds) instead of every idle session
+// holding its agent for half an hour. Busy agents are never evicted: past the cap, a turn
+// still gets its agent once no idle one is left to stop.
 const (
-	DefaultIdleTTL   = 30 * time.Minute
-	DefaultMaxAgents = 64
+	DefaultIdleTTL   = 10 * time.Minute
+	DefaultMaxAgents = 8
 )
 
 // ErrTurnNotHere is the ApplicationError type of a delivery for a turn this host does not
@@ -293,6 +298,8 @@ type liveTurn struct {
 	// reach measures where a permission request's tool call reaches (ToolCallReach in the
 	// turn's workspace); nil: outside, so the request is asked.
 	reach func(toolCall json.RawMessage) string
+	// watch names the turn's tool calls (from their tool_call updates).
+	watch *turnObserver
 }
 
 type steerRequest struct {
@@ -414,6 +421,7 @@ func (lt *liveTurn) requestPermission(ctx context.Context, p acp.RequestPermissi
 	}
 	if err := lt.askPermission(ctx, signals.PermissionRequestedSignal{
 		TurnID: lt.key.turn, Attempt: lt.attempt, RequestID: id, ToolCall: toolCall, Options: opts, Paths: paths,
+		ToolName: lt.watch.toolName(string(p.ToolCall.ToolCallId)),
 	}); err != nil {
 		return acp.RequestPermissionResponse{}, err
 	}

@@ -14,6 +14,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	acp "github.com/coder/acp-go-sdk"
@@ -167,9 +168,11 @@ func (r *Runner) runTurn(ctx context.Context, in signals.RunTurnInput) (signals.
 	})
 	b.budget = r.budget
 	go b.run(sendCtx)
+	watch := newTurnObserver()
 	finish := func(res signals.RunTurnResult, err error) (signals.RunTurnResult, error) {
 		n, serr := b.close()
 		res.Batches = n
+		res.Usage = watch.usageJSON() // a turn cut short reports what it has seen too
 		if err == nil && serr != nil {
 			err = serr // retryable: the next attempt replays the turn
 		}
@@ -193,7 +196,13 @@ func (r *Runner) runTurn(ctx context.Context, in signals.RunTurnInput) (signals.
 	keep := true
 	defer func() { r.Host.release(ag, keep) }()
 	proc := ag.proc
-	proc.setTap(nil) // a loaded session's replay is history the session has already journaled
+	// What the agent says while its session opens belongs to this turn (claude-agent-acp
+	// sends its commands right after session/new); only a session/load's replay of history,
+	// which the session has journaled already, is left out (openSession).
+	proc.setTap(func(raw json.RawMessage) {
+		watch.observe(raw)
+		b.add(raw)
+	})
 	sid, err := r.openSession(setupCtx, ag, in, dir)
 	if err != nil {
 		keep = false
@@ -204,13 +213,13 @@ func (r *Runner) runTurn(ctx context.Context, in signals.RunTurnInput) (signals.
 	lt := r.Host.register(in.SessionID, in.TurnID, attempt)
 	defer r.Host.unregister(lt)
 	lt.beforePermission = b.flushNow
+	lt.watch = watch
 	lt.askPermission = func(ctx context.Context, sig signals.PermissionRequestedSignal) error {
 		return r.signal(ctx, in.SessionWorkflowID, signals.SignalPermissionRequested, sig)
 	}
 	home, _ := os.UserHomeDir()
 	lt.reach = func(toolCall json.RawMessage) string { return ToolCallReach(toolCall, dir, home) }
 	ag.client.setTurn(lt)
-	proc.setTap(b.add)
 
 	// turn_started tells the session where to deliver decisions. The prompt does not wait for
 	// it: the session takes events and requests of an attempt in any order.
@@ -283,9 +292,7 @@ func (r *Runner) runTurn(ctx context.Context, in signals.RunTurnInput) (signals.
 				keep = proc.alive()
 				return finish(res, r.agentErr(proc, a.err, res))
 			}
-			if a.resp.Usage != nil {
-				res.Usage = addUsage(res.Usage, a.resp.Usage)
-			}
+			watch.addPromptUsage(a.resp.Usage)
 			if len(interrupting) > 0 && !cancelling {
 				// Interrupt-and-continue: the same turn goes on with the steer text.
 				texts := make([]string, len(interrupting))
@@ -393,9 +400,6 @@ type turnHeartbeat struct {
 	AgentSessionID string `json:"agent_session_id"`
 }
 
-// steeringMethod is the ACP extension that injects text into a running prompt.
-const steeringMethod = "_session/steering"
-
 // steeringSupported reports whether the agent advertised _meta.steering.supported.
 func steeringSupported(caps acp.InitializeResponse) bool {
 	st, _ := caps.Meta["steering"].(map[string]any)
@@ -403,12 +407,26 @@ func steeringSupported(caps acp.InitializeResponse) bool {
 	return ok
 }
 
+// steeringParams are the params of _session/steering as the agents that serve it take them
+// (claude-agent-acp): the prompt as content blocks, like session/prompt's, and idleBehavior
+// "promptRequired", so that an agent whose turn has already ended answers that instead of
+// starting a detached turn of its own: the steer then goes in by interrupt-and-continue,
+// inside the tacp turn.
+func steeringParams(sid acp.SessionId, text string) map[string]any {
+	return map[string]any{
+		"sessionId": sid,
+		"prompt":    []acp.ContentBlock{acp.TextBlock(text)},
+		"_meta":     map[string]any{"steering": map[string]any{"idleBehavior": signals.SteeringIdlePromptRequired}},
+	}
+}
+
 // inject delivers a steer through _session/steering; any answer but "injected" (or
-// "startedNewTurn") is an error, so the caller falls back to interrupt-and-continue.
+// "startedNewTurn", from an agent that ignores idleBehavior) is an error, so the caller
+// falls back to interrupt-and-continue.
 func (r *Runner) inject(ctx context.Context, proc *agentProc, sid acp.SessionId, text string) (string, error) {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
 	defer cancel()
-	raw, err := proc.conn.CallExtension(ctx, steeringMethod, map[string]any{"sessionId": sid, "prompt": text})
+	raw, err := proc.conn.CallExtension(ctx, signals.SteeringMethod, steeringParams(sid, text))
 	if err != nil {
 		return "", err
 	}
@@ -416,25 +434,14 @@ func (r *Runner) inject(ctx context.Context, proc *agentProc, sid acp.SessionId,
 		Outcome string `json:"outcome"`
 	}
 	if err := json.Unmarshal(raw, &resp); err != nil {
-		return "", fmt.Errorf("decode %s answer: %w", steeringMethod, err)
+		return "", fmt.Errorf("decode %s answer: %w", signals.SteeringMethod, err)
 	}
 	switch resp.Outcome {
-	case "injected", "startedNewTurn":
+	case signals.SteerInjected, signals.SteerStartedNewTurn:
 		return signals.HowInjected, nil
 	default:
-		return "", fmt.Errorf("%s answered %q", steeringMethod, resp.Outcome)
+		return "", fmt.Errorf("%s answered %q", signals.SteeringMethod, resp.Outcome)
 	}
-}
-
-// addUsage adds one prompt's token usage to the turn's.
-func addUsage(prev json.RawMessage, u *acp.Usage) json.RawMessage {
-	var sum acp.Usage
-	_ = json.Unmarshal(prev, &sum)
-	sum.InputTokens += u.InputTokens
-	sum.OutputTokens += u.OutputTokens
-	sum.TotalTokens += u.TotalTokens
-	b, _ := json.Marshal(sum)
-	return b
 }
 
 // agentErr is the error of a turn the agent failed: not retried, with the partial result
@@ -465,10 +472,17 @@ func (r *Runner) openSession(ctx context.Context, ag *hostedAgent, in signals.Ru
 		return ag.acpSession, nil
 	}
 	if in.AgentSessionID != "" && proc.caps.AgentCapabilities.LoadSession {
+		// The replay is the conversation the session has journaled already (a lost attempt's
+		// partial output was superseded by turn.restarted): it is counted in the worker's log,
+		// not journaled twice.
+		var replayed atomic.Int64
+		endReplay := proc.replayUntilAnswer(func(json.RawMessage) { replayed.Add(1) })
 		_, err := proc.conn.LoadSession(ctx, acp.LoadSessionRequest{
 			SessionId: acp.SessionId(in.AgentSessionID), Cwd: dir, McpServers: []acp.McpServer{},
 		})
+		endReplay()
 		if err == nil {
+			r.Logger.Info("session/load: the agent replayed the conversation", "session", in.SessionID, "updates", replayed.Load())
 			ag.acpSession = acp.SessionId(in.AgentSessionID)
 			return ag.acpSession, nil
 		}

@@ -86,6 +86,9 @@ func runMain(m *testing.M) int {
 		DataDir:        dataDir,
 		// A short grace keeps the kill backstop inside the tests' patience.
 		CancelGrace: 5 * time.Second,
+		// The suite's parallel sessions each keep a test agent (~5 MiB): the default cap,
+		// sized for real agents, would evict them between a test's turns.
+		MaxAgents: 64,
 	})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "worker:", err)

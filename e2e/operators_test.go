@@ -78,7 +78,7 @@ func TestOperatorsStatusTextShowsWhatTheSessionWaitsFor(t *testing.T) {
 	waitState(t, id, signals.StateSuspended)
 	out, _, code = starter(t, "status", "--session", id)
 	require.Equal(t, 0, code)
-	require.Contains(t, out, "waiting   "+req.RequestID+": read something [read] turn 1, until ")
+	require.Contains(t, out, "waiting   "+req.RequestID+": read README.md [read] turn 1, until ")
 	require.Contains(t, out, "options allow (allow_once), allow_always (allow_always), reject (reject_once)")
 	_, _, code = starter(t, "approve", "--session", id, req.RequestID)
 	require.Equal(t, 0, code)

@@ -254,7 +254,10 @@ func TestUsageIsJournaled(t *testing.T) {
 	require.NotNil(t, usage, "usage.updated")
 	st, err := sc.Status(ctxFor(t, 10*time.Second), id)
 	require.NoError(t, err)
-	require.EqualValues(t, 30, st.Usage["totalTokens"])
+	require.EqualValues(t, 38, st.Usage["totalTokens"])
+	require.EqualValues(t, 5, st.Usage["cachedReadTokens"], "every field the agent reports")
+	require.EqualValues(t, 3, st.Usage["thoughtTokens"])
+	require.Equal(t, map[string]any{"used": float64(30), "size": float64(200000)}, st.Usage["context"], "the usage_update's gauge, the latest")
 }
 
 func TestPermissionPoliciesWithTheRealAgent(t *testing.T) {
@@ -275,10 +278,10 @@ func TestPermissionPoliciesWithTheRealAgent(t *testing.T) {
 	turnEnd(t, id, 2)
 	st, err := sc.Status(ctx, id)
 	require.NoError(t, err)
-	require.Equal(t, []string{"edit:edit something"}, st.Rules)
+	require.Equal(t, []string{"tool:Edit"}, st.Rules, "the tool the tool_call named, not the one file")
 
-	// The remembered tool is allowed by rule: nobody is asked.
-	prompt(t, cfg, "/permission edit")
+	// The remembered tool is allowed by rule, on another file too: nobody is asked.
+	prompt(t, cfg, "/permission edit other.go")
 	evs = turnEnd(t, id, 3)
 	require.Contains(t, strings.Join(agentTexts(t, evs, 3), ""), "permission: selected allow_always")
 	var deciders []string

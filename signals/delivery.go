@@ -2,6 +2,7 @@ package signals
 
 import (
 	"encoding/json"
+	"slices"
 	"time"
 )
 
@@ -24,6 +25,19 @@ const (
 	HowInjected    = "injected"    // the agent's _session/steering extension
 	HowInterrupted = "interrupted" // session/cancel, then session/prompt with the steer text
 	HowFailed      = "failed"      // the turn's host could not be reached or refused it
+)
+
+// The ACP steering extension as agents serve it (claude-agent-acp): the request
+// `_session/steering {sessionId, prompt: [content blocks], _meta?: {steering: {idleBehavior}}}`
+// answered `{outcome}`. With idleBehavior "promptRequired" an agent whose turn has already
+// ended answers SteerPromptRequired instead of starting a detached turn nobody asked for.
+const (
+	SteeringMethod             = "_session/steering"
+	SteeringIdlePromptRequired = "promptRequired"
+
+	SteerInjected       = "injected"
+	SteerStartedNewTurn = "startedNewTurn"
+	SteerPromptRequired = "promptRequired"
 )
 
 // Delivery is one decision carried into a running turn.
@@ -61,7 +75,10 @@ type PermissionOption struct {
 }
 
 // PermissionRequestedSignal carries an agent's session/request_permission to the session.
-// ToolCall is the ACP tool call as the agent sent it.
+// ToolCall is the ACP tool call as the agent sent it. ToolName, when set, is the agent's
+// own name of the tool, from the tool_call update that announced the call (claude-agent-acp
+// names it there, in _meta.claudeCode.toolName, and not in the request): the key a rule
+// remembers the tool by when the request's own _meta names none.
 type PermissionRequestedSignal struct {
 	TurnID    int64              `json:"turn_id"`
 	Attempt   int32              `json:"attempt"`
@@ -72,6 +89,32 @@ type PermissionRequestedSignal struct {
 	// session's workspace: PathsInside, PathsOutside or PathsNone ("" from a runner older
 	// than workspace roots).
 	Paths string `json:"paths,omitempty"`
+	ToolName  string             `json:"tool_name,omitempty"`
+}
+
+// MetaToolName is the agent's own tool name in an ACP _meta object: `toolName`, or else the
+// `toolName` of the first object in _meta in sorted key order (claude-agent-acp's
+// `claudeCode.toolName`); "" when it names none. Sorted, so the name is the same whichever
+// order the agent wrote the keys in, on every replay.
+func MetaToolName(meta map[string]json.RawMessage) string {
+	var name string
+	if json.Unmarshal(meta["toolName"], &name) == nil && name != "" {
+		return name
+	}
+	keys := make([]string, 0, len(meta))
+	for k := range meta {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	for _, k := range keys {
+		var inner struct {
+			ToolName string `json:"toolName"`
+		}
+		if json.Unmarshal(meta[k], &inner) == nil && inner.ToolName != "" {
+			return inner.ToolName
+		}
+	}
+	return ""
 }
 
 // Where a tool call's paths lie (PermissionRequestedSignal.Paths).

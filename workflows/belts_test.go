@@ -298,3 +298,36 @@ func TestSession_AWithdrawnRequestIsAnsweredThroughTheOneAskedAgain(t *testing.T
 	h.closeSession()
 	require.NoError(t, h.run(signals.SessionConfig{SessionID: "s1"}))
 }
+
+// claude-agent-acp names its tools only on the tool_call update (_meta.claudeCode.toolName);
+// its permission request carries kind and a title naming the file or command. The runner
+// passes the name along (PermissionRequestedSignal.ToolName), and "always allow" remembers
+// the tool, not the one file.
+func TestSession_AllowAlwaysRemembersTheToolTheRunnerNamed(t *testing.T) {
+	h := newHarness(t)
+	edit := func(id, file string) signals.PermissionRequestedSignal {
+		sig := permissionSignal(1, id, "edit")
+		sig.ToolCall, _ = json.Marshal(map[string]any{"toolCallId": "toolu_" + id, "title": "Edit " + file, "kind": "edit"})
+		sig.ToolName = "Edit"
+		return sig
+	}
+	h.step(func() { h.prompt("work", "m1", func(signals.PromptResult, error) {}) })
+	h.step(func() { h.env.SignalWorkflow(signals.SignalPermissionRequested, edit("p1", "a.go")) })
+	h.step(func() {
+		h.update(signals.UpdatePermissionRespond, signals.PermissionRespondRequest{RequestID: "p1", OptionID: "allow_always"}, func(_ any, err error) {
+			require.NoError(t, err)
+		})
+	})
+	h.step(func() {
+		require.Equal(t, []string{"tool:Edit"}, h.status().Rules)
+		h.env.SignalWorkflow(signals.SignalPermissionRequested, edit("p2", "b.go"))
+	})
+	h.step(func() {
+		res := resolutions(t, h.events())
+		require.Equal(t, signals.PermissionResolution{RequestID: "p2", Outcome: "selected", OptionID: "allow_always", DecidedBy: "rule"}, res[len(res)-1],
+			"another file, the same tool: decided by the rule")
+		h.finishTurn(1, "end_turn")
+	})
+	h.closeSession()
+	require.NoError(t, h.run(signals.SessionConfig{SessionID: "s1"}))
+}

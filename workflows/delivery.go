@@ -28,6 +28,9 @@ const (
 	// hostDeliveryChange guards the delivery activities: histories recorded before them have
 	// no marker, replay the old way, and never schedule one.
 	hostDeliveryChange = "host-delivery"
+	// steerOrderChange guards holding a turn's end for the steer delivery in flight into it:
+	// histories recorded before it ended such a turn at once.
+	steerOrderChange = "steer-before-end"
 )
 
 // openPermission is a permission request waiting for an answer.
@@ -38,6 +41,8 @@ type openPermission struct {
 	ToolCall  json.RawMessage            `json:"tool_call"`
 	Options   []signals.PermissionOption `json:"options"`
 	Deadline  time.Time                  `json:"deadline"`
+	// ToolName is the runner's name of the tool (signals.PermissionRequestedSignal).
+	ToolName string `json:"tool_name,omitempty"`
 }
 
 // deliverable reports whether decisions can reach the live turn now.
@@ -92,7 +97,7 @@ func (s *session) deliverNext(ctx workflow.Context) {
 		RetryPolicy:            &temporal.RetryPolicy{MaximumAttempts: 1},
 		Summary:                deliverySummary(d),
 	})
-	s.delivering = true
+	s.delivering, s.inFlight = true, d
 	f := workflow.ExecuteActivity(actx, signals.ActivityDeliver, d)
 	var res signals.DeliveryResult
 	s.pending++
@@ -109,7 +114,26 @@ func (s *session) deliverNext(ctx workflow.Context) {
 			}
 		}
 		s.delivered(ctx, d, res, err)
+		s.maybeFinish(ctx) // a turn_finished may have waited for this steer's outcome
 	})
+}
+
+// steerInFlight reports whether the turn's end must wait for the steer delivery in flight
+// into the same attempt: the runner's early turn_finished can reach the session before the
+// Deliver activity's result, and a steer delivered into a turn is reported before the turn's
+// end. The delivery is bounded (deliverStartToClose), so the wait is too.
+func (s *session) steerInFlight(ctx workflow.Context, fin *signals.TurnFinishedSignal) bool {
+	t := s.Turn
+	d := s.inFlight
+	if !s.delivering || d.Kind != signals.DeliverSteer || d.TurnID != t.TurnID || d.Attempt != t.Attempt ||
+		(fin.Attempt != 0 && fin.Attempt != t.Attempt) || fin.Orphaned {
+		return false
+	}
+	if s.steerOrderVersion == nil {
+		v := workflow.GetVersion(ctx, steerOrderChange, workflow.DefaultVersion, 1)
+		s.steerOrderVersion = &v
+	}
+	return *s.steerOrderVersion != workflow.DefaultVersion
 }
 
 func deliverySummary(d signals.Delivery) string {
@@ -152,7 +176,7 @@ func (s *session) permissionRequested(ctx workflow.Context, sig signals.Permissi
 	s.advanceAttempt(ctx, t, sig.Attempt)
 	p := openPermission{
 		RequestID: sig.RequestID, TurnID: sig.TurnID, Attempt: sig.Attempt,
-		ToolCall: sig.ToolCall, Options: sig.Options,
+		ToolCall: sig.ToolCall, Options: sig.Options, ToolName: sig.ToolName,
 		Deadline: workflow.Now(ctx).Add(s.cfg.PermissionTimeout),
 	}
 	s.Permissions = append(s.Permissions, p)
@@ -161,7 +185,7 @@ func (s *session) permissionRequested(ctx workflow.Context, sig signals.Permissi
 	})
 	// Every request is journaled; one the policy or a rule decides resolves in the same
 	// step, so nobody is asked and the session is never suspended for it.
-	if res, ask := s.Policy.Decide(p.RequestID, p.ToolCall, p.Options, sig.Paths); !ask {
+	if res, ask := s.Policy.DecideNamed(p.RequestID, p.ToolCall, p.ToolName, p.Options, sig.Paths); !ask {
 		s.resolve(ctx, len(s.Permissions)-1, res, true)
 		return
 	}
@@ -252,7 +276,7 @@ func (s *session) resolve(ctx workflow.Context, i int, res signals.PermissionRes
 	s.Permissions = append(s.Permissions[:i:i], s.Permissions[i+1:]...)
 	s.Resolved.Put(p.RequestID, res)
 	if res.Remember {
-		s.Policy.Remember(ToolKey(p.ToolCall))
+		s.Policy.Remember(RuleKey(p.ToolCall, p.ToolName))
 	}
 	s.journal(ctx, signals.EventPermissionResolved, p.TurnID, res)
 	s.timePermissionWait(ctx, p, res)

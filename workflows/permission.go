@@ -49,15 +49,24 @@ func ValidPolicyLevel(level string) bool { return policies[level] }
 // ToolKey is the key a rule remembers a tool by: the agent's own tool name when the tool
 // call's _meta gives one (`_meta.toolName`, or `toolName` of an object in `_meta`),
 // otherwise its kind and title; "" (never remembered) for a call with neither.
-func ToolKey(toolCall json.RawMessage) string {
+func ToolKey(toolCall json.RawMessage) string { return RuleKey(toolCall, "") }
+
+// RuleKey is ToolKey with the tool name the runner learned from the tool_call update that
+// announced the call (signals.PermissionRequestedSignal.ToolName), used when the request's
+// own _meta names none: claude-agent-acp names its tools only there, and kind + title would
+// remember one file or one command instead of the tool.
+func RuleKey(toolCall json.RawMessage, toolName string) string {
 	var tc struct {
 		Kind  string                     `json:"kind"`
 		Title string                     `json:"title"`
 		Meta  map[string]json.RawMessage `json:"_meta"`
 	}
 	_ = json.Unmarshal(toolCall, &tc)
-	if name := metaToolName(tc.Meta); name != "" {
+	if name := signals.MetaToolName(tc.Meta); name != "" {
 		return "tool:" + name
+	}
+	if toolName != "" {
+		return "tool:" + toolName
 	}
 	if tc.Title == "" {
 		// No identity: a rule for it would allow every untitled call of the kind, whatever
@@ -65,27 +74,6 @@ func ToolKey(toolCall json.RawMessage) string {
 		return ""
 	}
 	return tc.Kind + ":" + tc.Title
-}
-
-func metaToolName(meta map[string]json.RawMessage) string {
-	var name string
-	if json.Unmarshal(meta["toolName"], &name) == nil && name != "" {
-		return name
-	}
-	keys := make([]string, 0, len(meta))
-	for k := range meta {
-		keys = append(keys, k)
-	}
-	slices.Sort(keys) // the first vendor object in key order, deterministically
-	for _, k := range keys {
-		var inner struct {
-			ToolName string `json:"toolName"`
-		}
-		if json.Unmarshal(meta[k], &inner) == nil && inner.ToolName != "" {
-			return inner.ToolName
-		}
-	}
-	return ""
 }
 
 // harmless reports whether ask_for_risky lets a tool call of kind through, given where its
@@ -118,6 +106,11 @@ func toolKind(toolCall json.RawMessage) string {
 // verdict on where the tool call's files lie (signals.PathsInside, PathsOutside, PathsNone,
 // or "" from an older runner).
 func (p *Policy) Decide(requestID string, toolCall json.RawMessage, options []signals.PermissionOption, paths string) (signals.PermissionResolution, bool) {
+	return p.DecideNamed(requestID, toolCall, "", options, paths)
+}
+
+// DecideNamed is Decide for a request whose tool the runner named (see RuleKey).
+func (p *Policy) DecideNamed(requestID string, toolCall json.RawMessage, toolName string, options []signals.PermissionOption, paths string) (signals.PermissionResolution, bool) {
 	res := signals.PermissionResolution{RequestID: requestID, Outcome: signals.OutcomeSelected}
 	switch {
 	case p.Level == PolicyAllowAll:
@@ -125,7 +118,7 @@ func (p *Policy) Decide(requestID string, toolCall json.RawMessage, options []si
 		res.OptionID = pickOption(options, "allow_once", "allow_always")
 	case paths == signals.PathsOutside:
 		// Outside the workspace: a person decides (no rule or kind lets it through).
-	case p.Remembers(ToolKey(toolCall)):
+	case p.Remembers(RuleKey(toolCall, toolName)):
 		res.DecidedBy = signals.DecidedByRule
 		res.OptionID = pickOption(options, "allow_always", "allow_once")
 	case p.Level == PolicyAskForRisky && harmless(toolKind(toolCall), paths):

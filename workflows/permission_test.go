@@ -309,6 +309,22 @@ func TestToolKey(t *testing.T) {
 	}
 }
 
+func TestRuleKey_TheRunnersToolNameWhenTheRequestNamesNone(t *testing.T) {
+	tests := []struct {
+		name, toolCall, toolName, want string
+	}{
+		{"the runner's name over kind and title", `{"kind":"edit","title":"Edit a.go"}`, "Edit", "tool:Edit"},
+		{"the request's own _meta name wins", `{"kind":"edit","title":"x","_meta":{"claudeCode":{"toolName":"MultiEdit"}}}`, "Edit", "tool:MultiEdit"},
+		{"no name: kind and title", `{"kind":"edit","title":"Edit a.go"}`, "", "edit:Edit a.go"},
+		{"a name gives an untitled call an identity", `{"kind":"execute"}`, "Bash", "tool:Bash"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			require.Equal(t, tt.want, RuleKey(json.RawMessage(tt.toolCall), tt.toolName))
+		})
+	}
+}
+
 // The vendor object is picked by sorted key order, not by the order of the JSON text (which
 // a Go map loses): the key is the same whichever way the agent wrote it, on every replay.
 func TestToolKey_Deterministic(t *testing.T) {

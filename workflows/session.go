@@ -65,6 +65,9 @@ type sessionState struct {
 	Between []hostBatch `json:"between,omitempty"`
 	// Usage totals the token usage the agent reported, by field.
 	Usage map[string]int64 `json:"usage,omitempty"`
+	// UsageLatest holds the usage fields that are gauges, not counters (objects: the agent's
+	// context window, its cumulative cost): the latest value, never summed.
+	UsageLatest map[string]json.RawMessage `json:"usage_latest,omitempty"`
 	// Policy is the permission level and the remembered tools.
 	Policy     *Policy    `json:"policy,omitempty"`
 	Viewers    []viewer   `json:"viewers,omitempty"`
@@ -100,7 +103,9 @@ type session struct {
 	pending              int // commands whose futures have not resolved
 	lastSA               string
 	delivering           bool
+	inFlight             signals.Delivery // the delivery being sent, while delivering
 	deliveryVersion      *workflow.Version
+	steerOrderVersion    *workflow.Version
 
 	// the alarm timer of this run (belts.go)
 	alarmAt       time.Time
@@ -156,7 +161,7 @@ func sessionWorkflow(ctx workflow.Context, in signals.SessionConfig, adm Admissi
 		s.Journal = NewJournal(cfg.JournalSize)
 		s.Resolved = NewDedupIndex[signals.PermissionResolution]()
 		s.Policy = &Policy{Level: cfg.Policy}
-		s.journal(ctx, signals.EventSessionStarted, 0, signals.SessionStartedData{Agent: cfg.Agent, Workspace: cfg.Workspace, Run: 1})
+		s.journal(ctx, signals.EventSessionStarted, 0, signals.SessionStartedData{Agent: sessionAgent(cfg.Agent), Workspace: cfg.Workspace, Run: 1})
 	}
 	if err := s.register(ctx); err != nil {
 		return err
@@ -540,12 +545,18 @@ func (s *session) addUsage(ctx workflow.Context, turnID int64, raw json.RawMessa
 	if s.Usage == nil {
 		s.Usage = map[string]int64{}
 	}
-	for k, v := range turn { // sums: the order of the keys does not matter
-		if n, ok := v.(float64); ok {
-			s.Usage[k] += int64(n)
+	for k, v := range turn { // sums and replacements: the order of the keys does not matter
+		switch v := v.(type) {
+		case float64:
+			s.Usage[k] += int64(v)
+		case map[string]any: // a gauge (the runner's context and cost): the latest wins
+			if s.UsageLatest == nil {
+				s.UsageLatest = map[string]json.RawMessage{}
+			}
+			s.UsageLatest[k], _ = json.Marshal(v)
 		}
 	}
-	s.journal(ctx, signals.EventUsageUpdated, turnID, map[string]any{"turn": turn, "total": s.Usage})
+	s.journal(ctx, signals.EventUsageUpdated, turnID, map[string]any{"turn": turn, "total": usageView(s.Usage, s.UsageLatest)})
 }
 
 // maybeFinish ends the live turn once its turn_finished has arrived and, when it came from a
@@ -558,6 +569,9 @@ func (s *session) maybeFinish(ctx workflow.Context) {
 	fin := t.Finished
 	if fin.Attempt == t.Attempt && fin.Batches > t.LastBatch {
 		return
+	}
+	if s.steerInFlight(ctx, fin) {
+		return // delivered() finishes the turn once the steer's outcome is journaled
 	}
 	if fin.AgentSessionID != "" {
 		s.AgentSessionID = fin.AgentSessionID
@@ -611,15 +625,15 @@ func (s *session) status(ctx workflow.Context) signals.Status {
 		PendingPermissions: s.pendingPermissions(),
 		Policy:             s.Policy.Level,
 		Rules:              append([]string{}, s.Policy.Rules...),
-		Usage:              usageView(s.Usage),
+		Usage:              usageView(s.Usage, s.UsageLatest),
 		Journal:            s.Journal.Range(),
-		Agent:              s.cfg.Agent,
+		Agent:              sessionAgent(s.cfg.Agent),
 		Profiles:           s.offer(),
 		AgentSessionID:     s.AgentSessionID,
 		HistoryLength:      workflow.GetInfo(ctx).GetCurrentHistoryLength(),
 		Run:                s.Run,
 	}
-	if st.Agent == "" && s.adm != nil {
+	if s.cfg.Agent == "" && s.adm != nil {
 		st.Agent = s.adm.DefaultProfile() // a query reads the worker's settings, not history
 	}
 	if s.Turn != nil {
@@ -856,11 +870,23 @@ func (s *session) currentDetails(state string, turn int64) string {
 	return b.String()
 }
 
+// defaultAgent names the agent of a session that names none: the worker's default serves
+// it (status.agent, session.started, the TacpAgent search attribute).
+const defaultAgent = "default"
+
+// sessionAgent is what serves the session, as status and session.started name it.
+func sessionAgent(agent string) string {
+	if strings.TrimSpace(agent) == "" {
+		return defaultAgent
+	}
+	return agent
+}
+
 // agentName is the agent's program name, for the TacpAgent search attribute.
 func agentName(cmd string) string {
 	fields := strings.Fields(cmd)
 	if len(fields) == 0 {
-		return "default"
+		return defaultAgent
 	}
 	return path.Base(fields[0])
 }
@@ -901,12 +927,15 @@ func IsContinueAsNew(err error) bool {
 	return errors.As(err, &can)
 }
 
-func usageView(u map[string]int64) map[string]any {
-	if len(u) == 0 {
+func usageView(u map[string]int64, latest map[string]json.RawMessage) map[string]any {
+	if len(u) == 0 && len(latest) == 0 {
 		return nil
 	}
-	out := make(map[string]any, len(u))
+	out := make(map[string]any, len(u)+len(latest))
 	for k, v := range u { // building a map: order does not matter
+		out[k] = v
+	}
+	for k, v := range latest {
 		out[k] = v
 	}
 	return out

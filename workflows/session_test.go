@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stretchr/testify/mock"
 	"github.com/stretchr/testify/require"
 	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/converter"
@@ -408,4 +409,82 @@ func TestSession_CloseDropsTheQueueEvenWhileADeliveryIsInFlight(t *testing.T) {
 	last := evs[len(evs)-1]
 	require.Equal(t, signals.EventSessionClosed, last.Kind)
 	require.JSONEq(t, `{"reason":"test","dropped":["m2"]}`, string(last.Data))
+}
+
+// A steer injected into a turn is reported before that turn's end, even when the runner's
+// early turn_finished reaches the session before the Deliver activity's result does (it
+// did in 4 of 7 runs with real agents).
+func TestSession_SteerDeliveredBeforeTheTurnEndsWhenTurnFinishedOvertakesIt(t *testing.T) {
+	h := newHarness(t)
+	h.env.RegisterActivityWithOptions(func(context.Context, signals.Delivery) (signals.DeliveryResult, error) {
+		return signals.DeliveryResult{}, nil
+	}, activity.RegisterOptions{Name: signals.ActivityDeliver})
+	h.env.OnActivity(signals.ActivityDeliver, mock.Anything, mock.Anything).
+		Return(signals.DeliveryResult{How: signals.HowInjected}, nil).After(3 * time.Second)
+	h.step(func() { h.prompt("work", "m1", func(signals.PromptResult, error) {}) })
+	h.step(func() {
+		h.env.SignalWorkflow(signals.SignalTurnStarted, signals.TurnStartedSignal{TurnID: 1, Attempt: 1, HostQueue: "host1"})
+	})
+	h.step(func() {
+		h.update(signals.UpdateSteer, signals.SteerRequest{Text: "go left", ExpectedTurnID: "1", ClientMsgID: "c1"}, func(_ any, err error) {
+			require.NoError(t, err)
+		})
+	})
+	// The agent answered with the steer injected; the early turn_finished overtakes the
+	// delivery's result, which is still on its way.
+	h.step(func() {
+		h.env.SignalWorkflow(signals.SignalTurnFinished, signals.TurnFinishedSignal{TurnID: 1, Attempt: 1, StopReason: "end_turn"})
+	})
+	h.step(func() {})
+	h.step(func() {})
+	h.step(func() {
+		evs := h.events()
+		require.Equal(t, []string{"session.started", "prompt.accepted", "turn.started", "steer.accepted", "steer.delivered", "turn.ended"}, kinds(evs))
+		var d signals.SteerDeliveredData
+		require.NoError(t, json.Unmarshal(evs[4].Data, &d))
+		require.Equal(t, signals.HowInjected, d.How)
+		require.Equal(t, signals.StateIdle, h.status().State)
+	})
+	h.closeSession()
+	require.NoError(t, h.run(signals.SessionConfig{SessionID: "s1"}))
+}
+
+// A turn's usage counters are summed into the session's; its gauges (objects: the agent's
+// context window and cumulative cost, from usage_update) are kept as the latest value.
+func TestSession_UsageSumsCountersAndKeepsTheLatestGauges(t *testing.T) {
+	h := newHarness(t)
+	finish := func(turn int64, usage string) {
+		h.env.SignalWorkflow(signals.SignalTurnFinished, signals.TurnFinishedSignal{TurnID: turn, Attempt: 1, StopReason: "end_turn", Usage: json.RawMessage(usage)})
+	}
+	h.step(func() { h.prompt("one", "m1", func(signals.PromptResult, error) {}) })
+	h.step(func() {
+		finish(1, `{"inputTokens":10,"totalTokens":38,"cachedReadTokens":5,"context":{"used":30,"size":200000},"cost":{"amount":0.01,"currency":"USD"}}`)
+	})
+	h.step(func() { h.prompt("two", "m2", func(signals.PromptResult, error) {}) })
+	// An agent that reports only usage_update (codex-acp): no counters, the gauges move on.
+	h.step(func() { finish(2, `{"context":{"used":900,"size":200000},"cost":{"amount":0.03,"currency":"USD"}}`) })
+	h.step(func() {
+		got, err := json.Marshal(h.status().Usage)
+		require.NoError(t, err)
+		require.JSONEq(t, `{"inputTokens":10,"totalTokens":38,"cachedReadTokens":5,
+			"context":{"used":900,"size":200000},"cost":{"amount":0.03,"currency":"USD"}}`, string(got))
+	})
+	h.closeSession()
+	require.NoError(t, h.run(signals.SessionConfig{SessionID: "s1"}))
+}
+
+// status.agent names what serves the session: the worker's default when the session names
+// no agent, never "".
+func TestSession_StatusNamesTheDefaultAgent(t *testing.T) {
+	for _, tt := range []struct{ agent, want string }{{"", "default"}, {"claude", "claude"}} {
+		h := newHarness(t)
+		h.step(func() {
+			require.Equal(t, tt.want, h.status().Agent)
+			var d signals.SessionStartedData
+			require.NoError(t, json.Unmarshal(h.events()[0].Data, &d))
+			require.Equal(t, tt.want, d.Agent)
+		})
+		h.closeSession()
+		require.NoError(t, h.run(signals.SessionConfig{SessionID: "s1", Agent: tt.agent}))
+	}
 }

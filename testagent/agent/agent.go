@@ -14,16 +14,27 @@
 //	                     (benchmarks time the event path from it)
 //	/sleep D             send "." every 100ms for D; session/cancel stops it within one tick
 //	/pwd                 say the agent process's working directory
-//	/permission KIND [PATH]
-//	                     tool_call call_<n> of kind KIND on PATH (rawInput.path, default
-//	                     README.md), then session/request_permission
-//	                     (allow, allow_always, reject), then a tool_call_update (completed
-//	                     if allowed, else failed) and the text "permission: selected <id>"
-//	                     or "permission: cancelled"
+//	/permission KIND [TARGET]
+//	                     tool_call call_<n> of kind KIND titled "KIND TARGET" (TARGET
+//	                     defaults to "something", its rawInput path to README.md) naming its tool in
+//	                     _meta.claudeCode.toolName (Edit for edit, Bash for execute, …),
+//	                     then session/request_permission (allow, allow_always, reject)
+//	                     without that name, as claude-agent-acp asks, then a
+//	                     tool_call_update (completed if allowed, else failed) and the
+//	                     text "permission: selected <id>" or "permission: cancelled"
 //	/fail                answer with the JSON-RPC error "testagent: scripted failure"
-//	/usage               send "usage" and a usage_update (used 30, size 200000), then answer
-//	                     with PromptResponse.usage {inputTokens 10, outputTokens 20, totalTokens 30}
+//	/usage [D]           send "usage" and a usage_update (used 30, size 200000, cost 0.0125
+//	                     USD), then, with D, "." every 100ms for D as /sleep; answer (also
+//	                     when cancelled) with PromptResponse.usage {inputTokens 10,
+//	                     outputTokens 20, totalTokens 38, cachedReadTokens 5, thoughtTokens 3}
 //	/unknown             send a session/update of kind "tacp_custom_kind" that no SDK knows
+//	/pids                say "pids <agent pid> <child pid>" (0: no -spawn-child)
+//	/read PATH           read PATH (relative to the session's cwd) with the client's
+//	                     fs/read_text_file and say "read: <content>"; "read refused: …"
+//	                     when the client refuses, "read: the client offers no
+//	                     fs/read_text_file" when initialize did not offer it
+//	/write PATH          write the body to PATH with fs/write_text_file and say
+//	                     "wrote PATH" (or why not, as /read)
 //
 // Any other first line starting with "/" is answered with invalid params. Turns
 // end with stopReason end_turn, or cancelled once session/cancel arrived. Turns
@@ -33,9 +44,17 @@
 // appended to <transcripts>/<sessionId>.jsonl, so session/load replays a session
 // even in another process. With Options.Steering, initialize advertises
 // _meta.steering.supported and the _session/steering extension request
-// {sessionId, prompt} is honoured: while a prompt runs in that session the agent
-// sends "steered: <prompt>" in the running turn and answers {"outcome":"injected"},
-// otherwise {"outcome":"failed"}.
+// {sessionId, prompt: [content blocks], _meta?: {steering: {idleBehavior}}} is
+// honoured as claude-agent-acp honours it: while a prompt runs in that session the
+// agent sends "steered: <text>" in the running turn and answers
+// {"outcome":"injected"}; with none running, {"outcome":"promptRequired",
+// "reason":"noRunningTurn"} when idleBehavior is "promptRequired", else it sends
+// "steered: <text>" outside any turn and answers {"outcome":"startedNewTurn"}. A
+// prompt that is not a non-empty array is refused with -32602.
+//
+// With Options.Commands (-commands) the agent sends an available_commands_update
+// right after answering session/new and session/load, outside any prompt, as
+// claude-agent-acp does.
 package agent
 
 import (
@@ -51,6 +70,7 @@ import (
 	"log/slog"
 	"maps"
 	"os"
+	"os/exec"
 	"os/signal"
 	"path/filepath"
 	"regexp"
@@ -86,6 +106,15 @@ type Options struct {
 	Steering bool
 	// Name is reported as agentInfo.name; empty means DefaultName.
 	Name string
+	// Commands sends an available_commands_update right after answering session/new and
+	// session/load, as claude-agent-acp does: outside any prompt, on the heels of the answer.
+	Commands bool
+	// IgnoreCancel ignores session/cancel: an agent that never stops (the client's kill
+	// backstop is what ends its turn).
+	IgnoreCancel bool
+	// ChildPID is the pid of the helper process -spawn-child started (0: none), which /pids
+	// reports.
+	ChildPID int
 }
 
 // DefaultTranscriptDir is where transcripts go unless configured otherwise.
@@ -99,6 +128,10 @@ func Main(args []string) int {
 	fset.StringVar(&opts.TranscriptDir, "transcripts", DefaultTranscriptDir(), "directory of session transcripts (<sessionId>.jsonl)")
 	fset.BoolVar(&opts.Steering, "steering", false, "advertise and honour the _session/steering extension")
 	fset.StringVar(&opts.Name, "name", DefaultName, "agentInfo name reported by initialize")
+	spawnChild := fset.Bool("spawn-child", false, "start a helper process in the agent's process group that outlives the agent and ignores SIGTERM, as claude-agent-acp's node children do (/pids names it)")
+	hold := fset.Bool("hold", false, "be that helper: ignore SIGINT, SIGTERM and SIGHUP and wait to be killed")
+	fset.BoolVar(&opts.IgnoreCancel, "ignore-cancel", false, "ignore session/cancel (a stuck agent, for tests of the client's kill backstop)")
+	fset.BoolVar(&opts.Commands, "commands", false, "send available_commands_update right after answering session/new and session/load")
 	if err := fset.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return 0
@@ -108,6 +141,25 @@ func Main(args []string) int {
 	if fset.NArg() > 0 {
 		fmt.Fprintf(os.Stderr, "%s: unexpected arguments %q\n", DefaultName, fset.Args())
 		return 2
+	}
+	if *hold {
+		signal.Ignore(syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP)
+		time.Sleep(24 * time.Hour) // until killed
+		return 0
+	}
+	if *spawnChild {
+		exe, err := os.Executable()
+		if err == nil {
+			child := exec.Command(exe, "-hold") // no stdio: the end of ours does not end it
+			if err = child.Start(); err == nil {
+				opts.ChildPID = child.Process.Pid
+				go func() { _ = child.Wait() }()
+			}
+		}
+		if err != nil {
+			fmt.Fprintf(os.Stderr, "%s: spawn child: %v\n", DefaultName, err)
+			return 1
+		}
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
@@ -158,14 +210,48 @@ func Serve(ctx context.Context, opts Options, in io.Reader, out io.Writer) error
 // message with a single Write call, so sharing this writer lets the agent emit
 // raw lines (unknown update kinds, transcript replay) without interleaving.
 type lockedWriter struct {
-	mu sync.Mutex
-	w  io.Writer
+	mu    sync.Mutex
+	w     io.Writer
+	after []afterAnswer
+}
+
+// afterAnswer is a line to write right after the answer (a JSON-RPC result) whose line
+// contains match.
+type afterAnswer struct {
+	match, line []byte
 }
 
 func (l *lockedWriter) Write(p []byte) (int, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	return l.w.Write(p)
+	n, err := l.w.Write(p)
+	if err != nil || len(l.after) == 0 || !isAnswer(p) {
+		return n, err
+	}
+	for i, a := range l.after {
+		if bytes.Contains(p, a.match) {
+			l.after = slices.Delete(l.after, i, i+1)
+			_, err = l.w.Write(a.line)
+			break
+		}
+	}
+	return n, err
+}
+
+// afterAnswer writes line right after the next answer whose line contains match.
+func (l *lockedWriter) afterAnswer(match, line []byte) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.after = append(l.after, afterAnswer{match, line})
+}
+
+// isAnswer reports whether a JSON-RPC line is a result (not a request or notification).
+func isAnswer(line []byte) bool {
+	var m struct {
+		Method *string         `json:"method"`
+		Result json.RawMessage `json:"result"`
+	}
+	return json.Unmarshal(line, &m) == nil && m.Method == nil && len(m.Result) > 0
 }
 
 // session is one ACP session. Its mutex orders transcript appends with the
@@ -177,6 +263,7 @@ type session struct {
 	turn   context.Context    // running prompt turn; nil when idle
 	cancel context.CancelFunc // cancels turn
 	done   chan struct{}      // closed when turn has finished
+	cwd    string             // the cwd of session/new or session/load: /read and /write resolve against it
 }
 
 // testAgent implements acp.Agent, acp.AgentLoader and acp.ExtensionMethodHandler.
@@ -191,6 +278,7 @@ type testAgent struct {
 	mu       sync.Mutex
 	sessions map[acp.SessionId]*session
 	closed   bool
+	client   acp.ClientCapabilities // what initialize offered
 }
 
 var (
@@ -206,7 +294,10 @@ func (a *testAgent) connection() *acp.AgentSideConnection {
 	return a.conn
 }
 
-func (a *testAgent) Initialize(context.Context, acp.InitializeRequest) (acp.InitializeResponse, error) {
+func (a *testAgent) Initialize(_ context.Context, req acp.InitializeRequest) (acp.InitializeResponse, error) {
+	a.mu.Lock()
+	a.client = req.ClientCapabilities
+	a.mu.Unlock()
 	resp := acp.InitializeResponse{
 		ProtocolVersion:   acp.ProtocolVersionNumber,
 		AgentCapabilities: acp.AgentCapabilities{LoadSession: true},
@@ -243,14 +334,45 @@ func (a *testAgent) CloseSession(context.Context, acp.CloseSessionRequest) (acp.
 	return acp.CloseSessionResponse{}, acp.NewMethodNotFound(acp.AgentMethodSessionClose)
 }
 
-func (a *testAgent) NewSession(context.Context, acp.NewSessionRequest) (acp.NewSessionResponse, error) {
+func (a *testAgent) NewSession(_ context.Context, p acp.NewSessionRequest) (acp.NewSessionResponse, error) {
 	var b [12]byte
 	_, _ = rand.Read(b[:]) // never fails since Go 1.24
 	id := acp.SessionId("ts_" + hex.EncodeToString(b[:]))
-	if _, err := a.register(id, true); err != nil {
+	s, err := a.register(id, true)
+	if err != nil {
 		return acp.NewSessionResponse{}, acp.NewInternalError(map[string]any{"error": err.Error()})
 	}
+	s.mu.Lock()
+	s.cwd = p.Cwd
+	s.mu.Unlock()
+	a.commandsAfter([]byte(strconv.Quote(string(id))), id)
 	return acp.NewSessionResponse{SessionId: id}, nil
+}
+
+// commands are what -commands advertises: the directives.
+var commands = []acp.AvailableCommand{
+	{Name: "echo", Description: "echo the text"},
+	{Name: "chunks", Description: "send N numbered chunks"},
+	{Name: "sleep", Description: "stream dots for a while"},
+	{Name: "permission", Description: "walk a tool call through a permission request"},
+}
+
+// commandsAfter queues an available_commands_update of session id right after the answer
+// whose line contains match (with -commands).
+func (a *testAgent) commandsAfter(match []byte, id acp.SessionId) {
+	if !a.opts.Commands {
+		return
+	}
+	line, err := json.Marshal(struct {
+		JSONRPC string                  `json:"jsonrpc"`
+		Method  string                  `json:"method"`
+		Params  acp.SessionNotification `json:"params"`
+	}{"2.0", acp.ClientMethodSessionUpdate, acp.SessionNotification{SessionId: id, Update: acp.SessionUpdate{
+		AvailableCommandsUpdate: &acp.SessionAvailableCommandsUpdate{AvailableCommands: commands},
+	}}})
+	if err == nil {
+		a.out.afterAnswer(match, append(line, '\n'))
+	}
 }
 
 // LoadSession replays the session's transcript line by line, exactly as the
@@ -265,6 +387,7 @@ func (a *testAgent) LoadSession(_ context.Context, p acp.LoadSessionRequest) (ac
 	if s.turn != nil {
 		return acp.LoadSessionResponse{}, acp.NewInvalidRequest(map[string]any{"error": "a prompt is running in this session"})
 	}
+	s.cwd = p.Cwd
 	data, err := os.ReadFile(a.transcriptPath(p.SessionId))
 	if err != nil {
 		return acp.LoadSessionResponse{}, acp.NewInternalError(map[string]any{"error": err.Error()})
@@ -282,6 +405,9 @@ func (a *testAgent) LoadSession(_ context.Context, p acp.LoadSessionRequest) (ac
 			return acp.LoadSessionResponse{}, err
 		}
 	}
+	// The load's answer is the next result this agent writes: nothing else is asked of a
+	// session while it loads.
+	a.commandsAfter([]byte(`"result"`), p.SessionId)
 	return acp.LoadSessionResponse{}, nil
 }
 
@@ -289,6 +415,9 @@ func (a *testAgent) LoadSession(_ context.Context, p acp.LoadSessionRequest) (ac
 // answers stopReason cancelled. The SDK cancels the prompt's context too, but
 // loses track of it after a pre-emption, so the agent keeps its own handle.
 func (a *testAgent) Cancel(_ context.Context, p acp.CancelNotification) error {
+	if a.opts.IgnoreCancel {
+		return nil
+	}
 	if s, err := a.lookup(p.SessionId); err == nil {
 		s.mu.Lock()
 		if s.cancel != nil {
@@ -382,13 +511,13 @@ func (a *testAgent) run(ctx context.Context, s *session, text string) (acp.Promp
 		err = a.sleep(ctx, s, d)
 	case "/permission":
 		if len(args) < 1 || len(args) > 2 || !slices.Contains(toolKinds, acp.ToolKind(args[0])) {
-			return acp.PromptResponse{}, usageErr(fmt.Sprintf("/permission KIND [PATH] (KIND one of %v)", toolKinds))
+			return acp.PromptResponse{}, usageErr(fmt.Sprintf("/permission KIND [TARGET] (KIND one of %v)", toolKinds))
 		}
-		path := "README.md"
+		target, path := "something", "README.md"
 		if len(args) == 2 {
-			path = args[1]
+			target, path = args[1], args[1]
 		}
-		err = a.permission(ctx, s, acp.ToolKind(args[0]), path)
+		err = a.permission(ctx, s, acp.ToolKind(args[0]), target, path)
 	case "/pwd":
 		dir, werr := os.Getwd()
 		if werr != nil {
@@ -398,12 +527,36 @@ func (a *testAgent) run(ctx context.Context, s *session, text string) (acp.Promp
 	case "/fail":
 		return acp.PromptResponse{}, &acp.RequestError{Code: -32603, Message: "testagent: scripted failure"}
 	case "/usage":
-		if err = a.say(s, "usage"); err == nil {
-			err = a.emit(s, acp.SessionUpdate{UsageUpdate: &acp.SessionUsageUpdate{Used: 30, Size: 200000}})
+		var d time.Duration
+		if len(args) > 0 {
+			if d, err = parseDuration(args); err != nil {
+				return acp.PromptResponse{}, usageErr("/usage [DURATION]")
+			}
 		}
-		usage = &acp.Usage{InputTokens: 10, OutputTokens: 20, TotalTokens: 30}
+		if err = a.say(s, "usage"); err == nil {
+			err = a.emit(s, acp.SessionUpdate{UsageUpdate: &acp.SessionUsageUpdate{
+				Used: 30, Size: 200000, Cost: &acp.Cost{Amount: 0.0125, Currency: "USD"},
+			}})
+		}
+		if err == nil && d > 0 {
+			err = a.sleep(ctx, s, d)
+		}
+		// The tokens were spent whether the turn ran to its end or was cancelled.
+		usage = &acp.Usage{InputTokens: 10, OutputTokens: 20, TotalTokens: 38, CachedReadTokens: acp.Ptr(5), ThoughtTokens: acp.Ptr(3)}
 	case "/unknown":
 		err = a.unknown(s)
+	case "/pids":
+		err = a.say(s, fmt.Sprintf("pids %d %d", os.Getpid(), a.opts.ChildPID))
+	case "/read":
+		if len(args) != 1 {
+			return acp.PromptResponse{}, usageErr("/read PATH")
+		}
+		err = a.readFile(ctx, s, args[0])
+	case "/write":
+		if len(args) != 1 {
+			return acp.PromptResponse{}, usageErr("/write PATH (the body is the content)")
+		}
+		err = a.writeFile(ctx, s, args[0], body)
 	default:
 		return acp.PromptResponse{}, acp.NewInvalidParams(map[string]any{"directive": dir, "error": "unknown directive " + dir})
 	}
@@ -509,14 +662,25 @@ func (a *testAgent) sleep(ctx context.Context, s *session, d time.Duration) erro
 	}
 }
 
-// permission walks a tool call through session/request_permission.
-func (a *testAgent) permission(ctx context.Context, s *session, kind acp.ToolKind, path string) error {
+// toolNames are the names claude-agent-acp gives its tools, by ACP kind: /permission's tool
+// calls carry them as it does.
+var toolNames = map[acp.ToolKind]string{
+	acp.ToolKindRead: "Read", acp.ToolKindEdit: "Edit", acp.ToolKindDelete: "Delete", acp.ToolKindMove: "Move",
+	acp.ToolKindSearch: "Grep", acp.ToolKindExecute: "Bash", acp.ToolKindThink: "Task", acp.ToolKindFetch: "WebFetch",
+	acp.ToolKindOther: "Other",
+}
+
+// permission walks a tool call through session/request_permission, on claude-agent-acp's
+// wire: the tool_call names the tool in _meta.claudeCode.toolName, the permission request
+// that follows does not (its title names the target: the file, the command).
+func (a *testAgent) permission(ctx context.Context, s *session, kind acp.ToolKind, target, path string) error {
 	id := acp.ToolCallId(fmt.Sprintf("call_%d", a.calls.Add(1)))
-	title := string(kind) + " something"
+	title := string(kind) + " " + target
 	input := map[string]any{"path": path}
-	err := a.emit(s, acp.StartToolCall(id, title, acp.WithStartKind(kind),
-		acp.WithStartStatus(acp.ToolCallStatusPending), acp.WithStartRawInput(input)))
-	if err != nil {
+	start := acp.StartToolCall(id, title, acp.WithStartKind(kind),
+		acp.WithStartStatus(acp.ToolCallStatusPending), acp.WithStartRawInput(input))
+	start.ToolCall.Meta = map[string]any{"claudeCode": map[string]any{"toolName": toolNames[kind]}}
+	if err := a.emit(s, start); err != nil {
 		return err
 	}
 	resp, err := a.connection().RequestPermission(ctx, acp.RequestPermissionRequest{
@@ -549,6 +713,48 @@ func (a *testAgent) permission(ctx context.Context, s *session, kind acp.ToolKin
 	return a.say(s, text)
 }
 
+// clientPath resolves a path of /read or /write against the session's cwd: ACP's fs
+// methods take absolute paths.
+func (s *session) clientPath(path string) string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if filepath.IsAbs(path) || s.cwd == "" {
+		return path
+	}
+	return filepath.Join(s.cwd, path)
+}
+
+// readFile reads a file through the client's fs/read_text_file, when the client offered it,
+// and says what it read (or why it could not).
+func (a *testAgent) readFile(ctx context.Context, s *session, path string) error {
+	a.mu.Lock()
+	offered := a.client.Fs.ReadTextFile
+	a.mu.Unlock()
+	if !offered {
+		return a.say(s, "read: the client offers no fs/read_text_file")
+	}
+	resp, err := a.connection().ReadTextFile(ctx, acp.ReadTextFileRequest{SessionId: s.id, Path: s.clientPath(path)})
+	if err != nil {
+		return a.say(s, "read refused: "+err.Error())
+	}
+	return a.say(s, "read: "+resp.Content)
+}
+
+// writeFile writes content through the client's fs/write_text_file, when the client offered
+// it, and says how that went.
+func (a *testAgent) writeFile(ctx context.Context, s *session, path, content string) error {
+	a.mu.Lock()
+	offered := a.client.Fs.WriteTextFile
+	a.mu.Unlock()
+	if !offered {
+		return a.say(s, "write: the client offers no fs/write_text_file")
+	}
+	if _, err := a.connection().WriteTextFile(ctx, acp.WriteTextFileRequest{SessionId: s.id, Path: s.clientPath(path), Content: content}); err != nil {
+		return a.say(s, "write refused: "+err.Error())
+	}
+	return a.say(s, "wrote "+path)
+}
+
 // unknown sends an update kind the SDK cannot express, bypassing its types.
 func (a *testAgent) unknown(s *session) error {
 	params, err := json.Marshal(map[string]any{
@@ -564,40 +770,103 @@ func (a *testAgent) unknown(s *session) error {
 	return a.notifyRaw(params)
 }
 
-// HandleExtensionMethod serves _session/steering when steering is enabled.
+// HandleExtensionMethod serves _session/steering when steering is enabled, with the params
+// and answers of claude-agent-acp: prompt is a non-empty array of content blocks (a string is
+// refused with -32602, as that agent refuses it); while a prompt runs the text is injected
+// into it ("injected"); with no turn running, "promptRequired" when the request's
+// _meta.steering.idleBehavior asks for it, else the text starts a turn of its own
+// ("startedNewTurn": here one "steered: <text>" update outside any prompt).
 func (a *testAgent) HandleExtensionMethod(_ context.Context, method string, params json.RawMessage) (any, error) {
 	if !a.opts.Steering || method != steeringMethod {
 		return nil, acp.NewMethodNotFound(method)
 	}
-	var p struct {
-		SessionID acp.SessionId `json:"sessionId"`
-		Prompt    string        `json:"prompt"`
+	req, err := parseSteer(params)
+	if err != nil {
+		return nil, err
 	}
-	if err := json.Unmarshal(params, &p); err != nil {
-		return nil, acp.NewInvalidParams(map[string]any{"error": err.Error()})
+	s, err := a.lookup(req.SessionID)
+	if err != nil {
+		return nil, err
 	}
-	outcome := "failed"
-	if s, err := a.lookup(p.SessionID); err == nil {
-		ok, err := a.steer(s, p.Prompt)
-		if err != nil {
-			return nil, err
-		}
-		if ok {
-			outcome = "injected"
-		}
+	injected, err := a.steer(s, req.text, req.idle != steerIdlePromptRequired)
+	switch {
+	case err != nil:
+		return nil, err
+	case injected:
+		return map[string]string{"outcome": "injected"}, nil
+	case req.idle == steerIdlePromptRequired:
+		return map[string]string{"outcome": "promptRequired", "reason": "noRunningTurn"}, nil
+	default:
+		return map[string]string{"outcome": "startedNewTurn"}, nil
 	}
-	return map[string]string{"outcome": outcome}, nil
 }
 
-// steer injects prompt into the running turn of s, reporting whether one ran.
-// Holding s.mu keeps the turn from answering before the injected chunk is out.
-func (a *testAgent) steer(s *session, prompt string) (bool, error) {
+const steerIdlePromptRequired = "promptRequired"
+
+type steerRequest struct {
+	SessionID acp.SessionId
+	text      string
+	idle      string
+}
+
+// invalidSteer is claude-agent-acp's refusal of bad steering params.
+func invalidSteer(why string) error {
+	return &acp.RequestError{Code: -32602, Message: "Invalid params: " + why}
+}
+
+// parseSteer validates _session/steering params the way claude-agent-acp does.
+func parseSteer(params json.RawMessage) (steerRequest, error) {
+	var p struct {
+		SessionID json.RawMessage `json:"sessionId"`
+		Prompt    json.RawMessage `json:"prompt"`
+		Meta      struct {
+			Steering struct {
+				IdleBehavior *string `json:"idleBehavior"`
+			} `json:"steering"`
+		} `json:"_meta"`
+	}
+	if err := json.Unmarshal(params, &p); err != nil {
+		return steerRequest{}, invalidSteer("steer params must be an object")
+	}
+	var req steerRequest
+	if json.Unmarshal(p.SessionID, &req.SessionID) != nil || req.SessionID == "" {
+		return steerRequest{}, invalidSteer("steer params require a non-empty sessionId")
+	}
+	var raw []json.RawMessage
+	if json.Unmarshal(p.Prompt, &raw) != nil || len(raw) == 0 {
+		return steerRequest{}, invalidSteer("steer params require a non-empty prompt array")
+	}
+	var blocks []acp.ContentBlock
+	if err := json.Unmarshal(p.Prompt, &blocks); err != nil {
+		return steerRequest{}, invalidSteer("steer prompt: " + err.Error())
+	}
+	if b := p.Meta.Steering.IdleBehavior; b != nil {
+		if *b != steerIdlePromptRequired {
+			return steerRequest{}, invalidSteer("unsupported steering idleBehavior")
+		}
+		req.idle = *b
+	}
+	var texts []string
+	for _, b := range blocks {
+		if b.Text != nil {
+			texts = append(texts, b.Text.Text)
+		}
+	}
+	req.text = strings.Join(texts, "\n")
+	return req, nil
+}
+
+// steer injects text into the running turn of s, reporting whether one ran; with none
+// running, startIdle answers the text outside any turn. Holding s.mu keeps the turn from
+// answering before the injected chunk is out.
+func (a *testAgent) steer(s *session, text string, startIdle bool) (bool, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.turn == nil || s.turn.Err() != nil {
+	running := s.turn != nil && s.turn.Err() == nil
+	if !running && !startIdle {
 		return false, nil
 	}
-	return true, a.emitLocked(s, acp.UpdateAgentMessageText("steered: "+prompt))
+	return running, a.emitLocked(s, acp.UpdateAgentMessageText("steered: "+text))
 }
 
 var validID = regexp.MustCompile(`^[A-Za-z0-9._-]+$`)

@@ -16,6 +16,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/coder/acp-go-sdk"
+	"github.com/stretchr/testify/require"
 )
 
 // testClient records session updates and answers permission requests with
@@ -128,6 +129,13 @@ func (w *wire) Write(p []byte) (int, error) {
 	return w.buf.Write(p)
 }
 
+// lines returns every line the agent wrote so far.
+func (w *wire) lines() []string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return strings.Split(strings.TrimSpace(w.buf.String()), "\n")
+}
+
 // updates returns the raw "update" objects of all session/update lines.
 func (w *wire) updates(t *testing.T) []map[string]any {
 	t.Helper()
@@ -155,7 +163,8 @@ func (w *wire) updates(t *testing.T) []map[string]any {
 type harness struct {
 	conn   *acp.ClientSideConnection
 	client *testClient
-	wire   *wire
+	wire   *wire // what the agent wrote
+	sent   *wire // what the client wrote
 	sid    acp.SessionId
 }
 
@@ -181,8 +190,8 @@ func startNoSession(t *testing.T, opts Options) *harness {
 	done := make(chan error, 1)
 	go func() { done <- Serve(context.Background(), opts, toAgentR, fromAgentW) }()
 
-	h := &harness{client: &testClient{changed: make(chan struct{}, 1)}, wire: &wire{}}
-	h.conn = acp.NewClientSideConnection(h.client, toAgentW, io.TeeReader(fromAgentR, h.wire))
+	h := &harness{client: &testClient{changed: make(chan struct{}, 1)}, wire: &wire{}, sent: &wire{}}
+	h.conn = acp.NewClientSideConnection(h.client, io.MultiWriter(toAgentW, h.sent), io.TeeReader(fromAgentR, h.wire))
 	t.Cleanup(func() {
 		toAgentW.Close()
 		select {
@@ -488,16 +497,34 @@ func TestFail(t *testing.T) {
 func TestUsage(t *testing.T) {
 	h := start(t, Options{})
 	resp := h.mustPrompt(t, "/usage", acp.StopReasonEndTurn)
-	if u := resp.Usage; u == nil || u.InputTokens != 10 || u.OutputTokens != 20 || u.TotalTokens != 30 {
-		t.Errorf("usage = %+v", resp.Usage)
-	}
+	require.Equal(t, &acp.Usage{InputTokens: 10, OutputTokens: 20, TotalTokens: 38, CachedReadTokens: acp.Ptr(5), ThoughtTokens: acp.Ptr(3)}, resp.Usage)
 	u := h.client.take()
 	if got := texts(u); len(got) != 1 || got[0] != "usage" {
 		t.Errorf("messages %q", got)
 	}
-	if len(u) != 2 || u[1].Update.UsageUpdate == nil || u[1].Update.UsageUpdate.Used != 30 {
-		t.Errorf("want a usage_update after the message, got %+v", u)
-	}
+	require.Len(t, u, 2)
+	require.NotNil(t, u[1].Update.UsageUpdate, "a usage_update after the message")
+	require.Equal(t, 30, u[1].Update.UsageUpdate.Used)
+	require.Equal(t, &acp.Cost{Amount: 0.0125, Currency: "USD"}, u[1].Update.UsageUpdate.Cost)
+
+	// Cancelled, the turn still reports what it spent.
+	res := make(chan acp.PromptResponse, 1)
+	go func() { resp, _ := h.prompt(t, "/usage 30s"); res <- resp }()
+	h.client.waitFor(t, ".")
+	require.NoError(t, h.conn.Cancel(context.Background(), acp.CancelNotification{SessionId: h.sid}))
+	resp = <-res
+	require.Equal(t, acp.StopReasonCancelled, resp.StopReason)
+	require.NotNil(t, resp.Usage)
+	require.Equal(t, 38, resp.Usage.TotalTokens)
+}
+
+func TestIgnoreCancel(t *testing.T) {
+	h := start(t, Options{IgnoreCancel: true})
+	res := make(chan acp.StopReason, 1)
+	go func() { resp, _ := h.prompt(t, "/sleep 300ms"); res <- resp.StopReason }()
+	h.client.waitFor(t, ".")
+	require.NoError(t, h.conn.Cancel(context.Background(), acp.CancelNotification{SessionId: h.sid}))
+	require.Equal(t, acp.StopReasonEndTurn, <-res, "the turn ran to its end")
 }
 
 func TestUnknownKind(t *testing.T) {
@@ -571,20 +598,23 @@ func TestLoad(t *testing.T) {
 func TestSteering(t *testing.T) {
 	h := start(t, Options{Steering: true})
 	ctx := context.Background()
-	steer := func() string {
+	blocks := []acp.ContentBlock{acp.TextBlock("go left")}
+	promptRequired := map[string]any{"steering": map[string]any{"idleBehavior": "promptRequired"}}
+	steer := func(params map[string]any) map[string]string {
 		t.Helper()
-		raw, err := h.conn.CallExtension(ctx, "_session/steering", map[string]any{"sessionId": h.sid, "prompt": "go left"})
+		raw, err := h.conn.CallExtension(ctx, "_session/steering", params)
 		if err != nil {
 			t.Fatalf("steering: %v", err)
 		}
-		var r struct{ Outcome string }
+		var r map[string]string
 		if err := json.Unmarshal(raw, &r); err != nil {
 			t.Fatal(err)
 		}
-		return r.Outcome
+		return r
 	}
-	if got := steer(); got != "failed" {
-		t.Errorf("idle session: outcome %q, want failed", got)
+	idle := map[string]any{"sessionId": h.sid, "prompt": blocks, "_meta": promptRequired}
+	if got := steer(idle); got["outcome"] != "promptRequired" || got["reason"] != "noRunningTurn" {
+		t.Errorf("idle session with idleBehavior promptRequired: %v", got)
 	}
 	res := make(chan acp.StopReason, 1)
 	go func() {
@@ -592,21 +622,47 @@ func TestSteering(t *testing.T) {
 		res <- resp.StopReason
 	}()
 	h.client.waitFor(t, ".")
-	if got := steer(); got != "injected" {
-		t.Errorf("running turn: outcome %q, want injected", got)
+	if got := steer(map[string]any{"sessionId": h.sid, "prompt": blocks}); got["outcome"] != "injected" {
+		t.Errorf("running turn: %v, want injected", got)
 	}
 	h.client.waitFor(t, "steered: go left")
 	h.conn.Cancel(ctx, acp.CancelNotification{SessionId: h.sid})
 	if got := <-res; got != acp.StopReasonCancelled {
 		t.Errorf("stopReason %q", got)
 	}
-	if got := steer(); got != "failed" {
-		t.Errorf("after turn: outcome %q, want failed", got)
+	// Without idleBehavior an idle agent starts a turn of its own, as claude-agent-acp does.
+	if got := steer(map[string]any{"sessionId": h.sid, "prompt": []acp.ContentBlock{acp.TextBlock("alone")}}); got["outcome"] != "startedNewTurn" {
+		t.Errorf("after turn: %v, want startedNewTurn", got)
 	}
+	h.client.waitFor(t, "steered: alone")
 
 	plain := start(t, Options{})
-	_, err := plain.conn.CallExtension(ctx, "_session/steering", map[string]any{"sessionId": plain.sid, "prompt": "x"})
+	_, err := plain.conn.CallExtension(ctx, "_session/steering", map[string]any{"sessionId": plain.sid, "prompt": blocks})
 	wantRequestError(t, err, -32601, "Method not found")
+}
+
+// The real agents' refusals of steering params (claude-agent-acp 0.101.0), -32602 each.
+func TestSteeringRefusesWhatClaudeAgentACPRefuses(t *testing.T) {
+	h := start(t, Options{Steering: true})
+	blocks := []acp.ContentBlock{acp.TextBlock("x")}
+	tests := []struct {
+		name   string
+		params any
+		want   string
+	}{
+		{"prompt as a string", map[string]any{"sessionId": h.sid, "prompt": "go left"}, "steer params require a non-empty prompt array"},
+		{"empty prompt", map[string]any{"sessionId": h.sid, "prompt": []any{}}, "steer params require a non-empty prompt array"},
+		{"no prompt", map[string]any{"sessionId": h.sid}, "steer params require a non-empty prompt array"},
+		{"no session", map[string]any{"prompt": blocks}, "steer params require a non-empty sessionId"},
+		{"not an object", []any{1}, "steer params must be an object"},
+		{"unknown idleBehavior", map[string]any{"sessionId": h.sid, "prompt": blocks, "_meta": map[string]any{"steering": map[string]any{"idleBehavior": "queue"}}}, "unsupported steering idleBehavior"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := h.conn.CallExtension(context.Background(), "_session/steering", tt.params)
+			wantRequestError(t, err, -32602, tt.want)
+		})
+	}
 }
 
 func TestOtherMethods(t *testing.T) {
@@ -636,4 +692,74 @@ func TestMainFlags(t *testing.T) {
 	if code := Main([]string{"-h"}); code != 0 {
 		t.Errorf("-h: exit %d, want 0", code)
 	}
+}
+
+// With -commands the agent advertises its commands right after answering session/new and
+// session/load, outside any prompt, as claude-agent-acp does.
+func TestCommandsFollowTheAnswerToNewAndLoad(t *testing.T) {
+	dir := t.TempDir()
+	h := start(t, Options{Commands: true, TranscriptDir: dir})
+	afterAnswer := func(h *harness, sid acp.SessionId) {
+		t.Helper()
+		require.Eventually(t, func() bool {
+			lines := h.wire.lines()
+			for i, l := range lines {
+				if strings.Contains(l, `"available_commands_update"`) {
+					require.Contains(t, l, string(sid))
+					require.Contains(t, lines[i-1], `"result"`, "the update follows the answer")
+					return true
+				}
+			}
+			return false
+		}, 5*time.Second, time.Millisecond)
+	}
+	afterAnswer(h, h.sid)
+	for _, u := range h.wire.updates(t) {
+		if u["sessionUpdate"] == "available_commands_update" {
+			require.NotEmpty(t, u["availableCommands"])
+		}
+	}
+	h.mustPrompt(t, "hello", acp.StopReasonEndTurn)
+
+	h2 := startNoSession(t, Options{Commands: true, TranscriptDir: dir})
+	_, err := h2.conn.LoadSession(context.Background(), acp.LoadSessionRequest{SessionId: h.sid, Cwd: "/", McpServers: []acp.McpServer{}})
+	require.NoError(t, err)
+	afterAnswer(h2, h.sid)
+
+	plain := start(t, Options{})
+	plain.mustPrompt(t, "hello", acp.StopReasonEndTurn)
+	for _, u := range plain.wire.updates(t) {
+		require.NotEqual(t, "available_commands_update", u["sessionUpdate"], "only with -commands")
+	}
+}
+
+// /read and /write use the client's file system only when initialize offered it.
+func TestReadWriteNeedTheClientsOffer(t *testing.T) {
+	h := start(t, Options{})
+	h.mustPrompt(t, "/read notes.txt", acp.StopReasonEndTurn)
+	h.mustPrompt(t, "/write notes.txt\nx", acp.StopReasonEndTurn)
+	require.Equal(t, []string{"read: the client offers no fs/read_text_file", "write: the client offers no fs/write_text_file"}, texts(h.client.take()))
+	_, err := h.prompt(t, "/read")
+	wantRequestError(t, err, -32602, "usage: /read PATH")
+}
+
+// The tool_call names its tool as claude-agent-acp names it (_meta.claudeCode.toolName);
+// the permission request about it does not, and its title names the target.
+func TestPermissionNamesTheToolOnTheToolCallOnly(t *testing.T) {
+	h := start(t, Options{})
+	h.mustPrompt(t, "/permission edit main.go", acp.StopReasonEndTurn)
+	var call map[string]any
+	for _, u := range h.wire.updates(t) {
+		if u["sessionUpdate"] == "tool_call" {
+			call = u
+		}
+	}
+	require.NotNil(t, call)
+	require.Equal(t, "edit main.go", call["title"])
+	require.Equal(t, map[string]any{"claudeCode": map[string]any{"toolName": "Edit"}}, call["_meta"])
+	h.client.mu.Lock()
+	defer h.client.mu.Unlock()
+	require.Len(t, h.client.perms, 1)
+	require.Nil(t, h.client.perms[0].ToolCall.Meta, "the request names no tool")
+	require.Equal(t, "edit main.go", *h.client.perms[0].ToolCall.Title)
 }
