@@ -1,7 +1,8 @@
 package main
 
-// `starter web`: serves the deck (package deck) — the web app and its JSON + SSE API —
-// over the sessions of the cluster the starter connects to.
+// `starter web`: serves the deck (package deck) — the web app, its JSON + SSE API and the
+// ACP face over WebSocket at /acp — over the sessions of the cluster the starter connects
+// to.
 
 import (
 	"context"
@@ -16,6 +17,7 @@ import (
 	"time"
 
 	"github.com/tacp-dev/tacp/deck"
+	"github.com/tacp-dev/tacp/gateway"
 	"github.com/tacp-dev/tacp/internal/app"
 )
 
@@ -40,9 +42,12 @@ func cmdWeb(ctx context.Context, e *env, fs *flag.FlagSet, args []string) int {
 	if err := e.connect(ctx); err != nil {
 		return e.fail(err)
 	}
+	// /acp: sessions that remote editors create take --agent and --workspace (or the
+	// worker's); the client's cwd names a directory on its own machine.
+	gw := gateway.New(gateway.Options{Client: e.c, Agent: e.agent, Workspace: e.workspace, IgnoreClientCwd: true, Logger: logger})
 	d, err := deck.New(deck.Options{
 		Client: e.c, OperatorTokens: operatorTokens, ObserverTokens: splitTokens(*observers),
-		Logger: logger, PollInterval: *poll,
+		Logger: logger, PollInterval: *poll, Gateway: gw,
 	})
 	if err != nil {
 		return e.fail(err)
