@@ -30,7 +30,10 @@ func pair(t *testing.T) (server, client *Stream) {
 		<-done
 	}))
 	t.Cleanup(func() { close(done); srv.Close() })
-	c, _, err := websocket.Dial(ctx, "ws"+strings.TrimPrefix(srv.URL, "http"), nil)
+	// The dial's context bounds the handshake only: the socket outlives it.
+	dctx, dcancel := context.WithTimeout(ctx, 10*time.Second)
+	c, _, err := websocket.Dial(dctx, "ws"+strings.TrimPrefix(srv.URL, "http"), nil)
+	dcancel()
 	if err != nil {
 		t.Fatal(err)
 	}
