@@ -333,7 +333,9 @@ func (a *attachment) lookupEnd(turn int64) turnOutcome {
 }
 
 // relay asks the client to answer a permission request and sends its answer to the
-// session. The request is withdrawn when the session resolves it otherwise first.
+// session. The request is withdrawn ($/cancel_request) only when the session resolves it
+// otherwise first: a connection that closes (a deck shutting down) leaves it open at the
+// client, whose next connection is asked the same request again and answers that one.
 func (a *attachment) relay(d signals.PermissionRequestedData) {
 	if a.c.observer() {
 		return
@@ -343,7 +345,9 @@ func (a *attachment) relay(d signals.PermissionRequestedData) {
 		a.mu.Unlock()
 		return
 	}
-	ctx, cancel := context.WithCancel(a.ctx)
+	// Not a.ctx: its end would withdraw the request. The call ends with the SDK's
+	// connection, which ends with ServeConn.
+	ctx, cancel := context.WithCancel(context.WithoutCancel(a.ctx))
 	a.relaying[d.RequestID] = cancel
 	a.mu.Unlock()
 	var tc acp.ToolCallUpdate
