@@ -13,7 +13,13 @@
 // session's grace window starts); it never cancels anything.
 //
 // Everything a client sees comes from the journal, so a client that closes mid-turn and
-// loads the session again sees the whole turn, and any number of clients can watch.
+// loads the session again sees the whole turn, and any number of clients can watch. Every
+// session/update carries the seq of its journal event in _meta.tacp.seq, and session/load
+// or session/resume with _meta.tacp.after_seq replays exactly the events after it
+// (signals.ACPMeta): a client that reconnects resumes where it stopped.
+//
+// Serve speaks over a stdio pair (`starter acp`); ServeConn over any line stream, one
+// connection at a time with its own role — the deck serves it on a WebSocket at /acp.
 package gateway
 
 import (
