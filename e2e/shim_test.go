@@ -33,11 +33,14 @@ type deckProcess struct {
 	ready time.Time
 }
 
-// startDeckProcess starts `starter web` on addr with an operator token and the gateway
-// tests' agent, and waits until it serves.
-func startDeckProcess(t *testing.T, addr, token string) *deckProcess {
+// startDeckProcess starts `starter web` on addr with an operator token, the gateway
+// tests' agent and extra flags (and environment variables env), and waits until it
+// serves.
+func startDeckProcess(t *testing.T, addr, token string, env []string, extra ...string) *deckProcess {
 	t.Helper()
-	cmd := starterCmd(context.Background(), "web", "--listen", addr, "--token", token, "--agent", gatewayAgent(), "--log.level", "warn")
+	args := append([]string{"web", "--listen", addr, "--token", token, "--agent", gatewayAgent(), "--log.level", "warn"}, extra...)
+	cmd := starterCmd(context.Background(), args...)
+	cmd.Env = append(cmd.Env, env...)
 	stderr, err := cmd.StderrPipe()
 	require.NoError(t, err)
 	require.NoError(t, cmd.Start())
@@ -130,7 +133,7 @@ func TestAcpxThroughTheRemoteShimSurvivesTheDeckRestartingMidTurn(t *testing.T) 
 	require.NoError(t, err)
 	addr := fmt.Sprintf("127.0.0.1:%d", ports[0])
 	token := "op-" + signals.NewID()
-	deck := startDeckProcess(t, addr, token)
+	deck := startDeckProcess(t, addr, token, nil)
 
 	dir := t.TempDir()
 	const chunks = 60
@@ -156,7 +159,7 @@ func TestAcpxThroughTheRemoteShimSurvivesTheDeckRestartingMidTurn(t *testing.T) 
 		return n >= 5
 	}, 90*time.Second, 20*time.Millisecond, "acpx streams the turn:\n%s", strings.Join(out.all(), "\n"))
 	deck.kill()
-	deck = startDeckProcess(t, addr, token)
+	deck = startDeckProcess(t, addr, token, nil)
 
 	select {
 	case err = <-exited:

@@ -137,14 +137,11 @@ func TestWebhookSignedPOSTWithinABoundAfterAPermissionRequest(t *testing.T) {
 	id := session(t)
 	r := newHookReceiver(t, id)
 	const secret = "webhook-secret-for-the-test"
-	// The deck itself, as operators run it.
-	cmd := starterCmd(context.Background(), "web", "--listen", "127.0.0.1:0", "--token", "op-"+signals.NewID(),
+	// The deck itself, as operators run it, up before the session begins: a session it
+	// first sees later is followed from where it stands.
+	startDeckProcess(t, "127.0.0.1:0", "op-"+signals.NewID(), []string{"TACP_WEBHOOK_SECRET=" + secret},
 		"--webhook", r.URL, "--webhook.poll", "250ms", "--webhook.events", "permission.requested,turn.ended",
-		"--public-url", "https://deck.example/")
-	cmd.Env = append(cmd.Env, "TACP_WEBHOOK_SECRET="+secret)
-	cmd.Stderr = &testLog{t: t, prefix: "starter web: "}
-	require.NoError(t, cmd.Start())
-	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+		"--public-url", "https://deck.example/", "--log.level", "info")
 
 	cfg := signals.SessionConfig{SessionID: id}
 	prompt(t, cfg, "the password is hunter2") // the testagent says it back: agent text
