@@ -17,7 +17,7 @@
 // The body is one JSON object (Notification): what happened, the session, the request or
 // turn, the tool's title and kind, the deadline, the card's link, and text/title/message
 // for the services people read it in: a Slack incoming webhook takes it as is (it reads
-// text), ntfy through a template URL (https://ntfy.sh/TOPIC?tpl=yes&t={{.title}}&m={{.message}}).
+// text), ntfy through a template URL (https://ntfy.sh/TOPIC?tpl=1&t={{.title}}&m={{.message}}).
 // It never carries a tool call's arguments, prompt or agent text, or an error message.
 //
 // Headers: Content-Type application/json; X-Tacp-Event, the event; X-Tacp-Delivery, the
