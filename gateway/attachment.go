@@ -65,8 +65,12 @@ type caughtUp struct {
 	firstRetainedSeq int64
 }
 
-// meta is the _meta of the answer to the session/new, load or resume that attached.
+// meta is the _meta of the answer to the session/new, load or resume that attached (none
+// when it attached nothing new: the connection had the session already).
 func (c caughtUp) meta() map[string]any {
+	if c.seq == 0 && !c.gap {
+		return nil
+	}
 	m := signals.ACPMeta{Seq: c.seq}
 	if c.gap {
 		m.Gap, m.FirstRetainedSeq = true, c.firstRetainedSeq
