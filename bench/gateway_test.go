@@ -23,6 +23,20 @@ import (
 // task queue, as the peer of an ACP client, with a warm session.
 func startGateway(ctx context.Context, t testing.TB) *acpPeer {
 	t.Helper()
+	cmd := starterCmd(t, "acp")
+	cmd.Stderr = os.Stderr
+	g, err := startPeer(ctx, "gateway", cmd, env.tmp)
+	if err != nil {
+		t.Fatal(err)
+	}
+	env.sessions = append(env.sessions, string(g.sid))
+	return g
+}
+
+// starterCmd is the real starter binary (built once) running command with args against
+// the bench's server and task queue.
+func starterCmd(t testing.TB, command string, args ...string) *exec.Cmd {
+	t.Helper()
 	bin := filepath.Join(env.tmp, "starter")
 	if _, err := os.Stat(bin); err != nil {
 		if out, err := exec.Command("go", "build", "-o", bin, "github.com/tacp-dev/tacp/starter").CombinedOutput(); err != nil {
@@ -33,15 +47,9 @@ func startGateway(ctx context.Context, t testing.TB) *acpPeer {
 	if addr == "" {
 		addr = env.srv.HostPort()
 	}
-	cmd := exec.Command(bin, "acp", "--address", addr, "--task-queue", env.sc.TaskQueue)
+	cmd := exec.Command(bin, append([]string{command, "--address", addr, "--task-queue", env.sc.TaskQueue}, args...)...)
 	cmd.Env = append(os.Environ(), "TEMPORAL_NAMESPACE="+orDefault(os.Getenv("TACP_BENCH_NAMESPACE"), "default"))
-	cmd.Stderr = os.Stderr
-	g, err := startPeer(ctx, "gateway", cmd, env.tmp)
-	if err != nil {
-		t.Fatal(err)
-	}
-	env.sessions = append(env.sessions, string(g.sid))
-	return g
+	return cmd
 }
 
 func orDefault(s, def string) string {

@@ -67,13 +67,15 @@ func streamPrompt(n int) string { return fmt.Sprintf("/chunks %d every %s stamp"
 
 // --- the baseline: the agent over a direct ACP pipe ---
 
-// acpPeer is an ACP client on the stdio of a child process, on one ACP session, timing the
-// stamped chunks it is sent: the baseline's peer is the testagent binary itself, with
-// nothing in between; the gateway benchmark's is `starter acp`.
+// acpPeer is an ACP client on one ACP session, timing the stamped chunks it is sent: on
+// the stdio of a child process (the baseline's peer is the testagent binary itself, with
+// nothing in between; the gateway benchmark's is `starter acp`), or on a WebSocket to the
+// deck's /acp (closer set).
 type acpPeer struct {
 	name   string
 	cmd    *exec.Cmd
 	stdin  io.WriteCloser
+	closer func() // instead of stdin and cmd
 	conn   *acp.ClientSideConnection
 	sid    acp.SessionId
 	client *stampClient
@@ -93,22 +95,23 @@ func startPeer(ctx context.Context, name string, cmd *exec.Cmd, cwd string) (*ac
 	if err := cmd.Start(); err != nil {
 		return nil, fmt.Errorf("start %s: %w", name, err)
 	}
-	p := &acpPeer{name: name, cmd: cmd, stdin: stdin, client: &stampClient{}}
-	// The SDK's receive loop starts inside NewClientSideConnection and reads its logger
-	// unguarded, so it waits at the gate until SetLogger is done. Quiet: its "connection
-	// closed" at the end would break a benchmark's output line.
-	gate := make(chan struct{})
-	p.conn = acp.NewClientSideConnection(p.client, stdin, gatedReader{r: stdout, open: gate})
-	p.conn.SetLogger(slog.New(slog.DiscardHandler))
-	close(gate)
+	p := &acpPeer{name: name, cmd: cmd, stdin: stdin}
+	return p.open(ctx, stdin, stdout, &stampClient{}, cwd)
+}
+
+// open makes p an ACP client over w and r (as the client of c), initializes it, opens a
+// session in cwd and runs one zero-work turn.
+func (p *acpPeer) open(ctx context.Context, w io.Writer, r io.Reader, c *stampClient, cwd string) (*acpPeer, error) {
+	p.client = c
+	p.conn = newClientConn(c, w, r)
 	if _, err := p.conn.Initialize(ctx, acp.InitializeRequest{ProtocolVersion: acp.ProtocolVersionNumber}); err != nil {
 		p.close()
-		return nil, fmt.Errorf("%s: initialize: %w", name, err)
+		return nil, fmt.Errorf("%s: initialize: %w", p.name, err)
 	}
 	resp, err := p.conn.NewSession(ctx, acp.NewSessionRequest{Cwd: cwd, McpServers: []acp.McpServer{}})
 	if err != nil {
 		p.close()
-		return nil, fmt.Errorf("%s: session/new: %w", name, err)
+		return nil, fmt.Errorf("%s: session/new: %w", p.name, err)
 	}
 	p.sid = resp.SessionId
 	if _, err := p.prompt(ctx, zeroWork); err != nil {
@@ -116,6 +119,18 @@ func startPeer(ctx context.Context, name string, cmd *exec.Cmd, cwd string) (*ac
 		return nil, err
 	}
 	return p, nil
+}
+
+// newClientConn is an acp-go-sdk client connection for c over w and r. The SDK's receive
+// loop starts inside NewClientSideConnection and reads its logger unguarded, so it waits at
+// the gate until SetLogger is done. Quiet: its "connection closed" at the end would break a
+// benchmark's output line.
+func newClientConn(c acp.Client, w io.Writer, r io.Reader) *acp.ClientSideConnection {
+	gate := make(chan struct{})
+	conn := acp.NewClientSideConnection(c, w, gatedReader{r: r, open: gate})
+	conn.SetLogger(slog.New(slog.DiscardHandler))
+	close(gate)
+	return conn
 }
 
 // startDirect starts the baseline: the testagent binary over a direct ACP pipe.
@@ -158,6 +173,10 @@ func (p *acpPeer) stream(ctx context.Context, n int) ([]time.Duration, error) {
 
 // close hangs up (a polite peer exits) and kills the process if it lingers.
 func (p *acpPeer) close() {
+	if p.closer != nil {
+		p.closer()
+		return
+	}
 	_ = p.stdin.Close()
 	done := make(chan struct{})
 	go func() { _ = p.cmd.Wait(); close(done) }()

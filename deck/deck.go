@@ -22,6 +22,7 @@
 //	POST /api/sessions/{id}/permissions/{req}  {option_id?, outcome?, client_msg_id?}
 //	POST /api/sessions/{id}/policy             {level}
 //	POST /api/sessions/{id}/forget             {tool}
+//	GET  /acp                                  WebSocket: the ACP face (see ACP)
 //
 // A refusal is a JSON body {type, message, details?} with a status that says what kind it
 // is: 401 no or wrong token, 403 an observer token on a write (type "forbidden"), 400
@@ -55,6 +56,16 @@
 //
 // The deck does not attach as a viewer: a phone that sleeps while watching must not start
 // a session's grace window and so cancel a turn it merely looked at.
+//
+// # ACP
+//
+// GET /acp upgrades to a WebSocket that speaks ACP as the agent, exactly as `starter acp`
+// does on stdio (package gateway), one JSON-RPC message per text frame. The token goes in
+// "Authorization: Bearer T" and is checked before the upgrade (401 otherwise); observer
+// tokens get an observer connection. Unlike the rest of the deck, /acp attaches as a viewer,
+// as every ACP client does. A client that reconnects resumes by journal seq: every
+// session/update carries _meta.tacp.seq, and session/load or session/resume with
+// _meta.tacp.after_seq replays exactly the events after it (signals.ACPMeta).
 package deck
 
 import (
@@ -66,6 +77,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/tacp-dev/tacp/gateway"
 	"github.com/tacp-dev/tacp/signals"
 )
 
@@ -94,8 +106,13 @@ type Options struct {
 	// (default 250ms).
 	PollInterval time.Duration
 	// KeepAlive is how long an idle stream waits before it sends a comment line, so that
-	// proxies and phones keep the connection (default 15s).
+	// proxies and phones keep the connection (default 15s). An /acp socket is pinged as
+	// often, and closed when a pong does not come back as long.
 	KeepAlive time.Duration
+	// Gateway serves /acp (nil: a gateway over Client whose new sessions take the worker's
+	// agent and workspace). A client's cwd names a directory on its own machine: give the
+	// gateway IgnoreClientCwd.
+	Gateway *gateway.Gateway
 }
 
 // Server is the deck: an http.Handler serving the API and the web app.
@@ -105,6 +122,7 @@ type Server struct {
 	log    *slog.Logger
 	poll   time.Duration
 	alive  time.Duration
+	gw     *gateway.Gateway
 	mux    *http.ServeMux
 }
 
@@ -117,9 +135,12 @@ func New(o Options) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &Server{c: o.Client, tokens: toks, log: o.Logger, poll: o.PollInterval, alive: o.KeepAlive}
+	s := &Server{c: o.Client, tokens: toks, log: o.Logger, poll: o.PollInterval, alive: o.KeepAlive, gw: o.Gateway}
 	if s.log == nil {
 		s.log = slog.New(slog.DiscardHandler)
+	}
+	if s.gw == nil {
+		s.gw = gateway.New(gateway.Options{Client: o.Client, Logger: s.log, IgnoreClientCwd: true})
 	}
 	if s.poll <= 0 {
 		s.poll = 250 * time.Millisecond
@@ -146,6 +167,7 @@ func New(o Options) (*Server, error) {
 	m.HandleFunc("POST /api/sessions/{id}/permissions/{request}", s.write(s.permissionRespond))
 	m.HandleFunc("POST /api/sessions/{id}/policy", s.write(s.setPolicy))
 	m.HandleFunc("POST /api/sessions/{id}/forget", s.write(s.forget))
+	m.HandleFunc("GET /acp", s.acp)
 	files := http.FileServerFS(static)
 	m.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		switch {

@@ -82,6 +82,10 @@ func TestNewServesThePageAndGuardsTheAPI(t *testing.T) {
 		{"GET", "/api/nope", "op", 404},
 		{"POST", "/api/sessions/s1/cancel", "obs", 403},
 		{"POST", "/api/sessions/s1/cancel", "", 401},
+		{"GET", "/acp", "", 401},
+		{"GET", "/acp", "wrong", 401},
+		{"GET", "/acp", "op", 426}, // a good token, but no WebSocket upgrade
+		{"POST", "/acp", "op", 405},
 	} {
 		r := httptest.NewRequest(c.method, c.path, nil)
 		if c.token != "" {

@@ -18,18 +18,29 @@ import (
 	"github.com/tacp-dev/tacp/signals"
 )
 
-// npmFile returns a file under .ci/npm/node_modules, skipping the test when it is missing.
+// npmFile returns a file under .ci/npm/node_modules, skipping the test when it is missing
+// (failing it under TACP_REQUIRE_PEERS=1).
 func npmFile(t *testing.T, rel string) string {
 	t.Helper()
 	path, err := filepath.Abs(filepath.Join("..", ".ci", "npm", "node_modules", rel))
 	require.NoError(t, err)
 	if _, err := os.Stat(path); err != nil {
-		t.Skipf("%s is not installed: run `npm install --prefix .ci/npm acpx@0.19.1 @agentclientprotocol/sdk@1.9.0` (.ci/run does)", rel)
+		missingPeer(t, "%s is not installed: run `npm install --prefix .ci/npm acpx@0.19.1 @agentclientprotocol/sdk@1.9.0` (.ci/run does)", rel)
 	}
 	if _, err := exec.LookPath("node"); err != nil {
-		t.Skip("node is not installed")
+		missingPeer(t, "node is not installed")
 	}
 	return path
+}
+
+// missingPeer skips a test whose peer is not installed, or fails it under
+// TACP_REQUIRE_PEERS=1: where the peers must be, a missing one never passes quietly.
+func missingPeer(t *testing.T, format string, args ...any) {
+	t.Helper()
+	if os.Getenv("TACP_REQUIRE_PEERS") == "1" {
+		t.Fatalf("TACP_REQUIRE_PEERS=1: "+format, args...)
+	}
+	t.Skipf(format, args...)
 }
 
 // acpx runs acpx in dir with a HOME of its own (where it keeps its session records),

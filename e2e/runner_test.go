@@ -222,7 +222,7 @@ func TestCancelResolvesOpenPermissionsCancelled(t *testing.T) {
 			require.NoError(t, json.Unmarshal(ev.Data, &res))
 		}
 	}
-	require.Equal(t, signals.PermissionResolution{RequestID: req.RequestID, Outcome: "cancelled", DecidedBy: "cancel"}, res)
+	require.Equal(t, signals.PermissionResolution{RequestID: req.RequestID, Outcome: "cancelled", DecidedBy: "cancel", Reason: "user"}, res)
 	_, data := terminalData(t, evs)
 	require.Equal(t, "cancelled", data["stop_reason"])
 }

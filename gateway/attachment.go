@@ -8,6 +8,7 @@ package gateway
 import (
 	"context"
 	"encoding/json"
+	"math"
 	"sync"
 	"time"
 
@@ -52,19 +53,51 @@ func newAttachment(c *conn, id string) *attachment {
 	}
 }
 
-// catchUp reads the whole retained journal, writing it to the client when replay is set
-// (session/load) and only building the attachment's state otherwise (session/resume).
-func (a *attachment) catchUp(ctx context.Context, replay bool) error {
-	for {
+// noReplay is the writeAfter of a catch-up that writes nothing (session/new,
+// session/resume): the client starts from the journal's end.
+const noReplay = math.MaxInt64
+
+// caughtUp is where a catch-up left the attachment: the seq it has handled, and whether
+// retention dropped events after writeAfter that the client never saw.
+type caughtUp struct {
+	seq              int64
+	gap              bool
+	firstRetainedSeq int64
+}
+
+// meta is the _meta of the answer to the session/new, load or resume that attached (none
+// when it attached nothing new: the connection had the session already).
+func (c caughtUp) meta() map[string]any {
+	if c.seq == 0 && !c.gap {
+		return nil
+	}
+	m := signals.ACPMeta{Seq: c.seq}
+	if c.gap {
+		m.Gap, m.FirstRetainedSeq = true, c.firstRetainedSeq
+	}
+	return m.Map()
+}
+
+// catchUp reads the whole retained journal, so that the attachment knows where things stand
+// (prompt texts, open permission requests, ended turns), and writes to the client the
+// events after writeAfter: 0 replays everything (session/load), a seq resumes after it
+// (_meta.tacp.after_seq), noReplay writes nothing.
+func (a *attachment) catchUp(ctx context.Context, writeAfter int64) (caughtUp, error) {
+	var at caughtUp
+	for first := true; ; first = false {
 		res, err := a.c.client().Events(ctx, a.id, a.sent, eventsPage)
 		if err != nil {
-			return err
+			return at, err
+		}
+		if first && writeAfter != noReplay && res.FirstRetainedSeq > writeAfter+1 {
+			at.gap, at.firstRetainedSeq = true, res.FirstRetainedSeq
 		}
 		for _, ev := range res.Events {
-			a.handle(ev, replay)
+			a.handle(ev, ev.Seq > writeAfter)
 		}
 		if len(res.Events) < eventsPage {
-			return nil
+			at.seq = a.sent
+			return at, nil
 		}
 	}
 }
@@ -171,13 +204,13 @@ func (a *attachment) handle(ev signals.Event, write bool) {
 		// The user's own prompts, so that a replay reads as a conversation and other
 		// clients see who asked what; the client that sent it has it already.
 		if write && known && !mine {
-			a.write(userMessage(a.id, text))
+			a.write(userMessage(a.id, ev.Seq, d.PromptClientMessageID, text))
 		}
 	case signals.EventAgentUpdate:
 		if !write {
 			return
 		}
-		u, err := agentUpdate(a.id, ev.Data)
+		u, err := agentUpdate(a.id, ev.Seq, ev.Data)
 		if err != nil {
 			log.Warn("journal event not relayed", "session", a.id, "seq", ev.Seq, "err", err)
 			return
@@ -209,7 +242,7 @@ func (a *attachment) handle(ev signals.Event, write bool) {
 		}
 		a.mu.Unlock()
 		if write {
-			a.write(permissionResolved(a.id, a.toolCalls[r.RequestID], r))
+			a.write(permissionResolved(a.id, ev.Seq, a.toolCalls[r.RequestID], r))
 		}
 		delete(a.toolCalls, r.RequestID)
 	case signals.EventTurnEnded, signals.EventTurnFailed:
@@ -304,7 +337,9 @@ func (a *attachment) lookupEnd(turn int64) turnOutcome {
 }
 
 // relay asks the client to answer a permission request and sends its answer to the
-// session. The request is withdrawn when the session resolves it otherwise first.
+// session. The request is withdrawn ($/cancel_request) only when the session resolves it
+// otherwise first: a connection that closes (a deck shutting down) leaves it open at the
+// client, whose next connection is asked the same request again and answers that one.
 func (a *attachment) relay(d signals.PermissionRequestedData) {
 	if a.c.observer() {
 		return
@@ -314,7 +349,9 @@ func (a *attachment) relay(d signals.PermissionRequestedData) {
 		a.mu.Unlock()
 		return
 	}
-	ctx, cancel := context.WithCancel(a.ctx)
+	// Not a.ctx: its end would withdraw the request. The call ends with the SDK's
+	// connection, which ends with ServeConn.
+	ctx, cancel := context.WithCancel(context.WithoutCancel(a.ctx))
 	a.relaying[d.RequestID] = cancel
 	a.mu.Unlock()
 	var tc acp.ToolCallUpdate
@@ -324,7 +361,7 @@ func (a *attachment) relay(d signals.PermissionRequestedData) {
 		opts = append(opts, acp.PermissionOption{OptionId: acp.PermissionOptionId(o.OptionID), Name: o.Name, Kind: acp.PermissionOptionKind(o.Kind)})
 	}
 	req := acp.RequestPermissionRequest{SessionId: acp.SessionId(a.id), ToolCall: tc, Options: opts,
-		Meta: map[string]any{"tacp": map[string]any{"request_id": d.RequestID, "deadline": d.Deadline}}}
+		Meta: signals.ACPMeta{RequestID: d.RequestID, Deadline: &d.Deadline}.Map()}
 	go func() {
 		defer cancel()
 		resp, err := a.c.asc.RequestPermission(ctx, req)

@@ -29,9 +29,9 @@ type conn struct {
 	closed   bool
 }
 
-func newConn(ctx context.Context, g *Gateway, w *lineWriter) *conn {
+func newConn(ctx context.Context, g *Gateway, w *lineWriter, observe bool) *conn {
 	role := signals.RoleController
-	if g.o.Observe {
+	if observe {
 		role = signals.RoleObserver
 	}
 	return &conn{ctx: ctx, g: g, w: w, viewer: "acp-" + signals.NewID()[:12], role: role, sessions: map[string]*attachment{}}
@@ -82,16 +82,17 @@ func (c *conn) NewSession(ctx context.Context, p acp.NewSessionRequest) (acp.New
 		id = "acp-" + signals.NewID()
 	}
 	cfg := signals.SessionConfig{SessionID: id, Agent: c.g.o.Agent, Workspace: c.g.o.Workspace, Policy: metaPolicy(p.Meta)}
-	if cfg.Workspace == "" {
+	if cfg.Workspace == "" && !c.g.o.IgnoreClientCwd {
 		cfg.Workspace = p.Cwd
 	}
 	cctx, cancel := c.callCtx(ctx)
 	defer cancel()
 	// A fixed --session may already have a journal: the client starts from its end.
-	if _, err := c.attachStarting(cctx, id, false, &cfg); err != nil {
+	_, at, err := c.attachStarting(cctx, id, noReplay, &cfg)
+	if err != nil {
 		return acp.NewSessionResponse{}, err
 	}
-	return acp.NewSessionResponse{SessionId: acp.SessionId(id)}, nil
+	return acp.NewSessionResponse{SessionId: acp.SessionId(id), Meta: at.meta()}, nil
 }
 
 // metaPolicy is the permission level a client asks for a new session in
@@ -102,18 +103,49 @@ func metaPolicy(meta map[string]any) string {
 	return level
 }
 
+// LoadSession replays the journal (after _meta.tacp.after_seq when the client names one),
+// then goes live.
 func (c *conn) LoadSession(ctx context.Context, p acp.LoadSessionRequest) (acp.LoadSessionResponse, error) {
+	after, err := writeAfter(p.Meta, 0)
+	if err != nil {
+		return acp.LoadSessionResponse{}, err
+	}
 	cctx, cancel := c.callCtx(ctx)
 	defer cancel()
-	_, err := c.attach(cctx, string(p.SessionId), true)
-	return acp.LoadSessionResponse{}, err
+	_, at, err := c.attach(cctx, string(p.SessionId), after)
+	if err != nil {
+		return acp.LoadSessionResponse{}, err
+	}
+	return acp.LoadSessionResponse{Meta: at.meta()}, nil
 }
 
+// ResumeSession goes live without a replay, or after _meta.tacp.after_seq when the client
+// names one.
 func (c *conn) ResumeSession(ctx context.Context, p acp.ResumeSessionRequest) (acp.ResumeSessionResponse, error) {
+	after, err := writeAfter(p.Meta, noReplay)
+	if err != nil {
+		return acp.ResumeSessionResponse{}, err
+	}
 	cctx, cancel := c.callCtx(ctx)
 	defer cancel()
-	_, err := c.attach(cctx, string(p.SessionId), false)
-	return acp.ResumeSessionResponse{}, err
+	_, at, err := c.attach(cctx, string(p.SessionId), after)
+	if err != nil {
+		return acp.ResumeSessionResponse{}, err
+	}
+	return acp.ResumeSessionResponse{Meta: at.meta()}, nil
+}
+
+// writeAfter is the seq after which a load or resume writes the journal: _meta.tacp.after_seq
+// when the client names one, otherwise def.
+func writeAfter(meta map[string]any, def int64) (int64, error) {
+	m, err := signals.ACPMetaOf(meta)
+	if err != nil {
+		return 0, invalidParams("%v", err)
+	}
+	if m.AfterSeq == nil {
+		return def, nil
+	}
+	return *m.AfterSeq, nil
 }
 
 func (c *conn) ListSessions(ctx context.Context, p acp.ListSessionsRequest) (acp.ListSessionsResponse, error) {
@@ -349,18 +381,19 @@ func (c *conn) attached(ctx context.Context, id string) (*attachment, error) {
 	if a != nil {
 		return a, nil
 	}
-	return c.attach(ctx, id, false)
+	a, _, err := c.attach(ctx, id, noReplay)
+	return a, err
 }
 
-// attach attaches the connection to session id as a viewer, reads the journal (writing it
-// to the client as session/update notifications when replay is set), and goes live.
-func (c *conn) attach(ctx context.Context, id string, replay bool) (*attachment, error) {
-	return c.attachStarting(ctx, id, replay, nil)
+// attach attaches the connection to session id as a viewer, reads the journal (writing the
+// events after writeAfter to the client as session/update notifications), and goes live.
+func (c *conn) attach(ctx context.Context, id string, writeAfter int64) (*attachment, caughtUp, error) {
+	return c.attachStarting(ctx, id, writeAfter, nil)
 }
 
 // attachStarting is attach that first starts the session with cfg when cfg is set (the
 // worker's refusal of cfg is the answer then).
-func (c *conn) attachStarting(ctx context.Context, id string, replay bool, cfg *signals.SessionConfig) (*attachment, error) {
+func (c *conn) attachStarting(ctx context.Context, id string, writeAfter int64, cfg *signals.SessionConfig) (*attachment, caughtUp, error) {
 	lease := int(c.g.o.Lease / time.Second)
 	req := signals.AttachRequest{ViewerID: c.viewer, Role: c.role, LeaseSeconds: lease}
 	var err error
@@ -370,28 +403,29 @@ func (c *conn) attachStarting(ctx context.Context, id string, replay bool, cfg *
 		_, err = c.client().Attach(ctx, id, req)
 	}
 	if err != nil {
-		return nil, rpcErr(err)
+		return nil, caughtUp{}, rpcErr(err)
 	}
 	c.mu.Lock()
 	if a := c.sessions[id]; a != nil || c.closed {
 		c.mu.Unlock()
 		if a == nil {
-			return nil, errors.New("connection closed")
+			return nil, caughtUp{}, errors.New("connection closed")
 		}
-		return a, nil // attached already; a second load does not replay twice
+		return a, caughtUp{}, nil // attached already; a second load does not replay twice
 	}
 	a := newAttachment(c, id)
 	c.sessions[id] = a
 	c.mu.Unlock()
 
-	if err := a.catchUp(ctx, replay); err != nil {
+	at, err := a.catchUp(ctx, writeAfter)
+	if err != nil {
 		c.mu.Lock()
 		delete(c.sessions, id)
 		c.mu.Unlock()
-		return nil, rpcErr(err)
+		return nil, caughtUp{}, rpcErr(err)
 	}
 	a.goLive()
-	return a, nil
+	return a, at, nil
 }
 
 // close detaches every session of the connection: their grace windows start.

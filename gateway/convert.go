@@ -60,41 +60,46 @@ func blockType(b acp.ContentBlock) string {
 }
 
 // sessionUpdate is the params of a session/update notification, with the update kept raw.
+// Its _meta.tacp.seq is the journal seq of the event it shows: a client that reconnects
+// names the last one it saw (signals.ACPMeta).
 type sessionUpdate struct {
 	SessionID string          `json:"sessionId"`
 	Update    json.RawMessage `json:"update"`
+	Meta      map[string]any  `json:"_meta,omitempty"`
 }
 
-// agentUpdate returns the session/update params of an agent.update event, addressed to the
-// tacp session (the agent's own session id is the worker's business).
-func agentUpdate(sessionID string, data json.RawMessage) (sessionUpdate, error) {
+// agentUpdate returns the session/update params of the agent.update event seq, addressed
+// to the tacp session (the agent's own session id is the worker's business).
+func agentUpdate(sessionID string, seq int64, data json.RawMessage) (sessionUpdate, error) {
 	var n struct {
 		Update json.RawMessage `json:"update"`
 	}
 	if err := json.Unmarshal(data, &n); err != nil || len(n.Update) == 0 {
 		return sessionUpdate{}, fmt.Errorf("agent.update without an update: %s", truncate(string(data), 80))
 	}
-	return sessionUpdate{SessionID: sessionID, Update: n.Update}, nil
+	return sessionUpdate{SessionID: sessionID, Update: n.Update, Meta: signals.ACPMeta{Seq: seq}.Map()}, nil
 }
 
-// userMessage returns the session/update params that show a prompt as the user's message.
-func userMessage(sessionID, text string) sessionUpdate {
+// userMessage returns the session/update params that show a prompt as the user's message,
+// at the seq of its turn.started.
+func userMessage(sessionID string, seq int64, clientMessageID, text string) sessionUpdate {
 	u, _ := json.Marshal(map[string]any{
 		"sessionUpdate": "user_message_chunk",
 		"content":       map[string]string{"type": "text", "text": text},
 	})
-	return sessionUpdate{SessionID: sessionID, Update: u}
+	return sessionUpdate{SessionID: sessionID, Update: u, Meta: signals.ACPMeta{Seq: seq, ClientMessageID: clientMessageID}.Map()}
 }
 
 // permissionResolved returns the session/update params that show how a permission request
-// was decided: an update of its tool call, carrying the resolution in _meta.tacp.
-func permissionResolved(sessionID, toolCallID string, r signals.PermissionResolution) sessionUpdate {
+// was decided (the permission.resolved event seq): an update of its tool call, carrying the
+// resolution in the update's _meta.tacp.
+func permissionResolved(sessionID string, seq int64, toolCallID string, r signals.PermissionResolution) sessionUpdate {
 	u, _ := json.Marshal(map[string]any{
 		"sessionUpdate": "tool_call_update",
 		"toolCallId":    toolCallID,
-		"_meta":         map[string]any{"tacp": map[string]any{"permission_resolved": r}},
+		"_meta":         signals.ACPMeta{PermissionResolved: &r}.Map(),
 	})
-	return sessionUpdate{SessionID: sessionID, Update: u}
+	return sessionUpdate{SessionID: sessionID, Update: u, Meta: signals.ACPMeta{Seq: seq}.Map()}
 }
 
 // toolCallID returns the toolCallId of a permission request's tool call.

@@ -13,7 +13,13 @@
 // session's grace window starts); it never cancels anything.
 //
 // Everything a client sees comes from the journal, so a client that closes mid-turn and
-// loads the session again sees the whole turn, and any number of clients can watch.
+// loads the session again sees the whole turn, and any number of clients can watch. Every
+// session/update carries the seq of its journal event in _meta.tacp.seq, and session/load
+// or session/resume with _meta.tacp.after_seq replays exactly the events after it
+// (signals.ACPMeta): a client that reconnects resumes where it stopped.
+//
+// Serve speaks over a stdio pair (`starter acp`); ServeConn over any line stream, one
+// connection at a time with its own role — the deck serves it on a WebSocket at /acp.
 package gateway
 
 import (
@@ -41,6 +47,10 @@ type Options struct {
 	// Agent and Workspace configure sessions that session/new creates (empty: the
 	// worker's). An empty Workspace takes the client's cwd.
 	Agent, Workspace string
+	// IgnoreClientCwd keeps the client's cwd out of new sessions: remote clients (the deck's
+	// /acp) name a directory of their own machine, not of the worker's, so an empty
+	// Workspace leaves the worker's default.
+	IgnoreClientCwd bool
 	// PromptCapabilities are advertised in initialize: the content blocks the agent behind
 	// the sessions takes besides text and resource links.
 	PromptCapabilities acp.PromptCapabilities
@@ -79,16 +89,30 @@ func New(o Options) *Gateway {
 	return &Gateway{o: o, hub: newHub(o.Client, o.PollFast, o.PollSlow, o.Logger)}
 }
 
+// ConnOptions configure one connection of ServeConn.
+type ConnOptions struct {
+	// Observe attaches this connection's sessions as an observer (Options.Observe makes
+	// every connection one): the deck's observer tokens.
+	Observe bool
+}
+
 // Serve speaks ACP as the agent on one connection (in: what the client writes, out: what it
 // reads) until the client closes its end or ctx ends. On return every session the
 // connection attached is detached.
 func (g *Gateway) Serve(ctx context.Context, in io.Reader, out io.Writer) error {
+	return g.ServeConn(ctx, in, out, ConnOptions{})
+}
+
+// ServeConn is Serve with options for this one connection. in carries newline-delimited
+// JSON-RPC messages and every Write to out is one whole message and its newline: a
+// transport that frames messages (a WebSocket) maps them one to one.
+func (g *Gateway) ServeConn(ctx context.Context, in io.Reader, out io.Writer, co ConnOptions) error {
 	w := &lineWriter{w: out}
 	pr, pw := io.Pipe()
 	go filterInput(in, pw, w)
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	c := newConn(ctx, g, w)
+	c := newConn(ctx, g, w, g.o.Observe || co.Observe)
 	asc := acp.NewAgentSideConnection(c, w, pr)
 	asc.SetLogger(g.o.Logger)
 	c.asc = asc

@@ -54,17 +54,17 @@ func TestPromptTextMapsContentBlocks(t *testing.T) {
 	}
 }
 
-func TestAgentUpdateIsReaddressedAndKeptRaw(t *testing.T) {
+func TestAgentUpdateIsReaddressedKeptRawAndCarriesItsSeq(t *testing.T) {
 	data := json.RawMessage(`{"sessionId":"agent-own-id","update":{"sessionUpdate":"tacp_custom_kind","x":[1,2]}}`)
-	u, err := agentUpdate("s1", data)
+	u, err := agentUpdate("s1", 7, data)
 	if err != nil {
 		t.Fatal(err)
 	}
 	b, _ := json.Marshal(u)
-	if want := `{"sessionId":"s1","update":{"sessionUpdate":"tacp_custom_kind","x":[1,2]}}`; string(b) != want {
+	if want := `{"sessionId":"s1","update":{"sessionUpdate":"tacp_custom_kind","x":[1,2]},"_meta":{"tacp":{"seq":7}}}`; string(b) != want {
 		t.Fatalf("got %s, want %s", b, want)
 	}
-	if _, err := agentUpdate("s1", json.RawMessage(`{"nope":1}`)); err == nil {
+	if _, err := agentUpdate("s1", 1, json.RawMessage(`{"nope":1}`)); err == nil {
 		t.Fatal("an event without an update is an error")
 	}
 }
@@ -254,3 +254,42 @@ func TestHubCacheIsBoundedAndSaysWhenASlowReaderMustReadTheJournal(t *testing.T)
 }
 
 func discard() *slog.Logger { return slog.New(slog.DiscardHandler) }
+
+func TestEveryUpdateTheGatewayWritesCarriesTheSeqOfItsEvent(t *testing.T) {
+	user, _ := json.Marshal(userMessage("s1", 4, "m-1", "hello"))
+	if want := `{"sessionId":"s1","update":{"content":{"text":"hello","type":"text"},"sessionUpdate":"user_message_chunk"},"_meta":{"tacp":{"seq":4,"client_message_id":"m-1"}}}`; string(user) != want {
+		t.Fatalf("user message: got %s, want %s", user, want)
+	}
+	r := signals.PermissionResolution{RequestID: "r1", Outcome: "selected", OptionID: "allow", DecidedBy: "user"}
+	res, _ := json.Marshal(permissionResolved("s1", 9, "tc1", r))
+	if want := `{"sessionId":"s1","update":{"_meta":{"tacp":{"permission_resolved":{"request_id":"r1","outcome":"selected","option_id":"allow","decided_by":"user"}}},"sessionUpdate":"tool_call_update","toolCallId":"tc1"},"_meta":{"tacp":{"seq":9}}}`; string(res) != want {
+		t.Fatalf("resolution: got %s, want %s", res, want)
+	}
+}
+
+func TestWriteAfterReadsTheResumptionPoint(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		meta map[string]any
+		def  int64
+		want int64
+		err  bool
+	}{
+		{"no _meta: the default", nil, noReplay, noReplay, false},
+		{"another key: the default", map[string]any{"other": 1}, 0, 0, false},
+		{"after_seq", map[string]any{"tacp": map[string]any{"after_seq": float64(42)}}, 0, 42, false},
+		{"after_seq 0 replays everything", map[string]any{"tacp": map[string]any{"after_seq": float64(0)}}, noReplay, 0, false},
+		{"a negative seq is refused", map[string]any{"tacp": map[string]any{"after_seq": float64(-1)}}, 0, 0, true},
+		{"not a number is refused", map[string]any{"tacp": map[string]any{"after_seq": "7"}}, 0, 0, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got, err := writeAfter(tc.meta, tc.def)
+			if (err != nil) != tc.err {
+				t.Fatalf("err = %v, want error %v", err, tc.err)
+			}
+			if err == nil && got != tc.want {
+				t.Fatalf("got %d, want %d", got, tc.want)
+			}
+		})
+	}
+}

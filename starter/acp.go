@@ -1,7 +1,9 @@
 package main
 
 // starter acp: tacp's ACP face (gateway/) on this process's stdio, for an editor to start
-// as its agent. Stdout carries JSON-RPC only; diagnostics go to stderr.
+// as its agent. Stdout carries JSON-RPC only; diagnostics go to stderr. With --remote it
+// holds no Temporal connection: it relays the editor's ACP to a deck's /acp over a
+// WebSocket (remote/), reconnecting and resuming by journal seq.
 
 import (
 	"context"
@@ -10,11 +12,13 @@ import (
 	"log/slog"
 	"os"
 	"strings"
+	"time"
 
 	acp "github.com/coder/acp-go-sdk"
 
 	"github.com/tacp-dev/tacp/gateway"
 	"github.com/tacp-dev/tacp/internal/app"
+	"github.com/tacp-dev/tacp/remote"
 	"github.com/tacp-dev/tacp/signals"
 )
 
@@ -22,6 +26,9 @@ func cmdACP(ctx context.Context, e *env, fs *flag.FlagSet, args []string) int {
 	observe := fs.Bool("observe", false, "attach as an observer: see everything, prompt, steer, cancel and answer nothing")
 	caps := fs.String("prompt-capabilities", "", "content blocks besides text and resource links the agent takes: a comma list of image, audio, embedded_context")
 	logLevel := fs.String("log.level", "warn", "stderr log level: debug, info, warn, error")
+	remoteURL := fs.String("remote", "", "a deck's ACP endpoint (ws[s]://host:port/acp): relay to it over a WebSocket instead of dialing Temporal")
+	token := fs.String("token", "", "with --remote: the deck token (an observer token observes)")
+	maxBackoff := fs.Duration("remote.max-backoff", 5*time.Second, "with --remote: the longest wait between reconnection attempts")
 	if !e.parse(fs, args, false) {
 		return exitError
 	}
@@ -30,6 +37,18 @@ func cmdACP(ctx context.Context, e *env, fs *flag.FlagSet, args []string) int {
 		return e.fail(err)
 	}
 	logger := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level}))
+	if *remoteURL != "" {
+		if *observe || *caps != "" || e.session != "" || e.agent != "" || e.workspace != "" {
+			// The deck's gateway decides these (starter web --agent, --workspace) and the
+			// token decides the role.
+			logger.Warn("--observe, --prompt-capabilities, --session, --agent and --workspace are the deck's with --remote; ignored")
+		}
+		err := remote.Run(ctx, os.Stdin, os.Stdout, remote.Options{URL: *remoteURL, Token: *token, MaxBackoff: *maxBackoff, Logger: logger})
+		if err != nil {
+			return e.fail(err)
+		}
+		return exitOK
+	}
 	pc, err := promptCapabilities(*caps)
 	if err != nil {
 		return e.fail(err)

@@ -54,7 +54,7 @@ var commands = []command{
 	{"close", "[--reason TEXT]", "close the session (cancels its turn, drops its queue)", cmdClose},
 	{"demo", "[--exit]", "start the embedded server, a worker and a session, and show tacp at work", cmdDemo},
 	{"setup", "", "register tacp's search attributes on the cluster's namespace", cmdSetup},
-	{"acp", "[--session ID] [--observe]", "speak ACP on stdio as the agent of an editor: durable, shared tacp sessions", cmdACP},
+	{"acp", "[--session ID] [--observe] | --remote URL --token T", "speak ACP on stdio as the agent of an editor: durable, shared tacp sessions (--remote: through a deck's /acp, no Temporal credentials)", cmdACP},
 	{"codec-server", "[--listen ADDR] [--token T]", "serve /encode and /decode of the payload codec for the Temporal UI", cmdCodecServer},
 	{"web", "[--listen ADDR] [--token T] [--observer-token T]", "serve the deck: watch, approve, steer and cancel sessions from a browser", cmdWeb},
 }

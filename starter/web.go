@@ -1,7 +1,8 @@
 package main
 
-// `starter web`: serves the deck (package deck) — the web app and its JSON + SSE API —
-// over the sessions of the cluster the starter connects to.
+// `starter web`: serves the deck (package deck) — the web app, its JSON + SSE API and the
+// ACP face over WebSocket at /acp — over the sessions of the cluster the starter connects
+// to, and sends the webhooks of package notify when they are configured.
 
 import (
 	"context"
@@ -16,7 +17,9 @@ import (
 	"time"
 
 	"github.com/tacp-dev/tacp/deck"
+	"github.com/tacp-dev/tacp/gateway"
 	"github.com/tacp-dev/tacp/internal/app"
+	"github.com/tacp-dev/tacp/notify"
 )
 
 func cmdWeb(ctx context.Context, e *env, fs *flag.FlagSet, args []string) int {
@@ -25,12 +28,29 @@ func cmdWeb(ctx context.Context, e *env, fs *flag.FlagSet, args []string) int {
 	observers := fs.String("observer-token", "", "observer token(s), comma-separated: may only read")
 	poll := fs.Duration("poll", 250*time.Millisecond, "how often an open live view asks a session for new events")
 	logLevel := fs.String("log.level", "info", "log level: debug, info, warn, error")
+	publicURL := fs.String("public-url", "", "the deck's URL as people open it, for the links in notifications (default: http://LISTEN/)")
+	hooks := fs.String("webhook", "", "URL(s), comma-separated, to POST notifications to (a Slack incoming webhook, an ntfy template URL, your own)")
+	hookSecret := fs.String("webhook.secret", "", "shared secret: each POST carries X-Tacp-Signature: sha256=HMAC-SHA256(body)")
+	hookEvents := fs.String("webhook.events", strings.Join(notify.DefaultEvents, ","), "events to notify: permission.requested, turn.ended, turn.failed")
+	hookPoll := fs.Duration("webhook.poll", 2*time.Second, "how often the sessions are looked at for notifications")
+	hookAttempts := fs.Int("webhook.attempts", 6, "tries of one notification before it is given up")
+	hookTimeout := fs.Duration("webhook.timeout", 10*time.Second, "bound on one POST, its answer included")
 	if !e.parse(fs, args, false) {
 		return exitError
+	}
+	events, err := notify.ParseEvents(*hookEvents)
+	if err != nil {
+		return e.fail(err)
 	}
 	logger, err := app.NewLogger(*logLevel)
 	if err != nil {
 		return e.fail(err)
+	}
+	hookURLs := splitTokens(*hooks)
+	for _, u := range hookURLs {
+		if !strings.HasPrefix(u, "http://") && !strings.HasPrefix(u, "https://") {
+			return e.fail(fmt.Errorf("--webhook %q: want an http:// or https:// URL", u))
+		}
 	}
 	operatorTokens := splitTokens(*token)
 	generated := len(operatorTokens) == 0
@@ -40,9 +60,12 @@ func cmdWeb(ctx context.Context, e *env, fs *flag.FlagSet, args []string) int {
 	if err := e.connect(ctx); err != nil {
 		return e.fail(err)
 	}
+	// /acp: sessions that remote editors create take --agent and --workspace (or the
+	// worker's); the client's cwd names a directory on its own machine.
+	gw := gateway.New(gateway.Options{Client: e.c, Agent: e.agent, Workspace: e.workspace, IgnoreClientCwd: true, Logger: logger})
 	d, err := deck.New(deck.Options{
 		Client: e.c, OperatorTokens: operatorTokens, ObserverTokens: splitTokens(*observers),
-		Logger: logger, PollInterval: *poll,
+		Logger: logger, PollInterval: *poll, Gateway: gw,
 	})
 	if err != nil {
 		return e.fail(err)
@@ -73,6 +96,20 @@ func cmdWeb(ctx context.Context, e *env, fs *flag.FlagSet, args []string) int {
 		_ = srv.Shutdown(shutdown)
 	}()
 	url := "http://" + ln.Addr().String() + "/"
+	if len(hookURLs) > 0 {
+		if *hookSecret == "" {
+			logger.Warn("webhooks are sent unsigned: set --webhook.secret (TACP_WEBHOOK_SECRET)")
+		}
+		deckURL := *publicURL
+		if deckURL == "" {
+			deckURL = url
+		}
+		hook := notify.NewWebhook(notify.WebhookOptions{URLs: hookURLs, Secret: *hookSecret, Attempts: *hookAttempts, Timeout: *hookTimeout, Logger: logger})
+		follower := notify.NewFollower(notify.FollowerOptions{Sessions: e.c, Send: hook.Send, Events: events, DeckURL: deckURL, Poll: *hookPoll, Logger: logger})
+		go hook.Run(ctx)
+		go follower.Run(ctx)
+		logger.Info("webhooks on", "urls", len(hookURLs), "events", *hookEvents)
+	}
 	if generated {
 		// The token goes in the fragment: the browser keeps it out of requests and logs.
 		fmt.Fprintf(e.err, "deck on %s#token=%s\n(a new operator token; set --token or TACP_TOKEN to keep one)\n", url, operatorTokens[0])

@@ -415,7 +415,11 @@ func (s *session) startCancel(ctx workflow.Context, reason string) {
 	s.GraceUntil = nil
 	s.Steer.Halt()
 	s.journal(ctx, signals.EventTurnCancelling, s.Turn.TurnID, signals.TurnCancellingData{Reason: reason})
-	s.cancelPermissions(ctx, s.Turn.TurnID, signals.DecidedByCancel, reason)
+	who := reason // grace, deadline, close: the system's
+	if reason == "cancel" {
+		who = "user" // a person's (or a client's) cancel
+	}
+	s.cancelPermissions(ctx, s.Turn.TurnID, signals.DecidedByCancel, who)
 	if s.Turn.Finished == nil {
 		s.queueDelivery(signals.Delivery{Kind: signals.DeliverCancel})
 	}
