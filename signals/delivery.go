@@ -88,8 +88,8 @@ type PermissionRequestedSignal struct {
 	// Paths is where the files the tool call names lie, measured by the runner against the
 	// session's workspace: PathsInside, PathsOutside or PathsNone ("" from a runner older
 	// than workspace roots).
-	Paths string `json:"paths,omitempty"`
-	ToolName  string             `json:"tool_name,omitempty"`
+	Paths    string `json:"paths,omitempty"`
+	ToolName string `json:"tool_name,omitempty"`
 }
 
 // MetaToolName is the agent's own tool name in an ACP _meta object: `toolName`, or else the
