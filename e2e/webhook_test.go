@@ -151,7 +151,7 @@ func TestWebhookSignedPOSTWithinABoundAfterAPermissionRequest(t *testing.T) {
 	prompt(t, cfg, "/permission edit") // asked
 	req := permissionRequestOf(t, id, 3)
 
-	p := r.waitFor(t, 15*time.Second, isEvent(notify.EventPermissionRequested))
+	p := r.waitFor(t, 45*time.Second, isEvent(notify.EventPermissionRequested)) // the deck reads every active session of the suite each poll
 	require.True(t, notify.Verify(secret, p.body, p.hdr.Get(notify.HeaderSignature)), "signed: %s", p.hdr.Get(notify.HeaderSignature))
 	require.False(t, notify.Verify("another", p.body, p.hdr.Get(notify.HeaderSignature)))
 	require.Equal(t, p.n.ID, p.hdr.Get(notify.HeaderDelivery))
