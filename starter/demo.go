@@ -45,6 +45,7 @@ func cmdDemo(ctx context.Context, e *env, fs *flag.FlagSet, args []string) int {
 		return e.fail(err)
 	}
 	e.tc, e.c = tc, signals.NewClient(tc, e.queue)
+	// The demo is its own worker's operator: --agent is the command of its default profile.
 	w, err := app.StartWorker(tc, app.WorkerOptions{TaskQueue: e.queue, Agent: e.agent, DataDir: *data, Logger: slog.New(slog.DiscardHandler)})
 	if err != nil {
 		return e.fail(err)
@@ -56,7 +57,7 @@ func cmdDemo(ctx context.Context, e *env, fs *flag.FlagSet, args []string) int {
 	fmt.Fprintf(e.out, "server %s, worker on task queue %s, session %s\n", srv.HostPort(), e.queue, e.session)
 
 	step("1. a prompt: the test agent streams its reply through the session workflow")
-	cfg := signals.SessionConfig{SessionID: e.session, Agent: e.agent, Workspace: e.workspace}
+	cfg := signals.SessionConfig{SessionID: e.session, Workspace: e.workspace}
 	res, err := e.c.Prompt(ctx, cfg, signals.PromptRequest{Text: "Hello from tacp! Every chunk of this reply was journaled by a Temporal workflow before you saw it."})
 	if err != nil {
 		return e.fail(err)
