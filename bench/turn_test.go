@@ -284,6 +284,10 @@ type tacpSession struct {
 	id       string
 	lastSeq  int64
 	lastTurn int64
+	// fl follows the session's history for its viewer from the first prompt on (as a
+	// gateway's or a deck's viewer does, one per session), until close.
+	fl     *signals.Follower
+	stopFl context.CancelFunc
 }
 
 // newTacpSession starts a session on sc's task queue with one zero-work turn, which starts
@@ -297,7 +301,12 @@ func newTacpSession(ctx context.Context, sc *signals.Client) (*tacpSession, erro
 	return s, nil
 }
 
-func (s *tacpSession) close() error { return env.closeSession(context.Background(), s.id) }
+func (s *tacpSession) close() error {
+	if s.stopFl != nil {
+		defer s.stopFl()
+	}
+	return env.closeSession(context.Background(), s.id)
+}
 
 // seenTurn is one turn as its viewer saw it. Times from the journal (`at`) are the
 // workflow's clock: the start of the workflow task that journaled the event.
@@ -329,8 +338,13 @@ func (s *tacpSession) turn(ctx context.Context, text string) (seenTurn, error) {
 		return r, fmt.Errorf("prompt %q: %w", text, err)
 	}
 	r.turnID = res.TurnID
+	if s.fl == nil {
+		var fctx context.Context
+		fctx, s.stopFl = context.WithCancel(context.Background())
+		s.fl = s.sc.Follow(fctx, s.id)
+	}
 	var failure error
-	err = s.sc.Watch(ctx, s.id, s.lastSeq, pollEvery, func(ev signals.Event) bool {
+	err = s.fl.Watch(ctx, s.lastSeq, func(ev signals.Event) bool {
 		now := time.Now()
 		if ev.Kind == "gap" {
 			failure = fmt.Errorf("journal gap after seq %d: the viewer fell behind retention", s.lastSeq)

@@ -22,6 +22,9 @@ import (
 type Client struct {
 	Temporal  client.Client
 	TaskQueue string
+	// SafetyPoll is the longest a viewer that follows a session (Follow, Watch) goes without
+	// an events query while the session's history wakes nothing (0: DefaultSafetyPoll).
+	SafetyPoll time.Duration
 }
 
 // NewClient returns a Client that starts sessions on taskQueue (DefaultTaskQueue if empty).
@@ -169,37 +172,6 @@ func (c *Client) Status(ctx context.Context, sessionID string) (Status, error) {
 func (c *Client) Events(ctx context.Context, sessionID string, afterSeq int64, limit int) (EventsResult, error) {
 	var res EventsResult
 	return res, c.query(ctx, sessionID, QueryEvents, &res, EventsRequest{AfterSeq: afterSeq, Limit: limit})
-}
-
-// Watch calls fn with every event after afterSeq, polling the events query every interval
-// while it returns nothing new, until fn returns false, ctx ends, or a query fails. A gap
-// (events dropped by retention) is reported to fn as an event of kind "gap".
-func (c *Client) Watch(ctx context.Context, sessionID string, afterSeq int64, interval time.Duration, fn func(Event) bool) error {
-	for {
-		res, err := c.Events(ctx, sessionID, afterSeq, 0)
-		if err != nil {
-			return err
-		}
-		if res.Gap {
-			if !fn(Event{Seq: res.FirstRetainedSeq - 1, Kind: "gap"}) {
-				return nil
-			}
-		}
-		for _, ev := range res.Events {
-			afterSeq = ev.Seq
-			if !fn(ev) {
-				return nil
-			}
-		}
-		if len(res.Events) > 0 {
-			continue
-		}
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-time.After(interval):
-		}
-	}
 }
 
 // SessionInfo is one session as visibility lists it.
