@@ -225,7 +225,7 @@ func (f *Follower) follow(ctx context.Context, src historySource, wid, run strin
 		} else {
 			f.update((*cover).reread)
 		}
-		next, closed, err := f.readRun(ctx, src, wid, run)
+		next, err := f.readRun(ctx, src, wid, run)
 		switch {
 		case err != nil:
 			// The run is read again from its start (its events already seen wake nobody).
@@ -236,30 +236,31 @@ func (f *Follower) follow(ctx context.Context, src historySource, wid, run strin
 		case next != "":
 			retry = followRetryFirst
 			run = next
-		case closed:
-			f.end()
-			return
 		default:
-			run = "" // the history ended without a close event: look again
+			// The run closed with no run after it (or its history ended without a close
+			// event): the current run says whether the session goes on (a reset starts a
+			// new one) or has ended.
+			retry = followRetryFirst
+			run = ""
 		}
 	}
 }
 
 // readRun long-polls one run's history until it closes; it returns the run that follows it
-// (continue-as-new), or closed without one.
-func (f *Follower) readRun(ctx context.Context, src historySource, wid, run string) (next string, closed bool, err error) {
+// (continue-as-new), if any.
+func (f *Follower) readRun(ctx context.Context, src historySource, wid, run string) (next string, err error) {
 	it := src.GetWorkflowHistory(ctx, wid, run, true, enumspb.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)
 	for it.HasNext() {
 		ev, err := it.Next()
 		if err != nil {
-			return "", false, err
+			return "", err
 		}
 		f.update(func(c *cover) { c.event(ev) })
 		if n, ok := closeOf(ev); ok {
-			next, closed = n, true
+			next = n
 		}
 	}
-	return next, closed, nil
+	return next, nil
 }
 
 // end records that the workflow closed for good: one last query is due.

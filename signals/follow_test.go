@@ -208,6 +208,19 @@ func (h *fakeHistory) continueAsNew(next string, events ...*historypb.HistoryEve
 	h.changed.Broadcast()
 }
 
+// reset terminates the current run and starts next, as a workflow reset does (the closed
+// run names no run after it).
+func (h *fakeHistory) reset(next string, events ...*historypb.HistoryEvent) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	r := h.runs[h.current]
+	r.events = append(r.events, ofType(int64(len(r.events)+1), enumspb.EVENT_TYPE_WORKFLOW_EXECUTION_TERMINATED))
+	r.closed = true
+	h.runs[next] = &fakeRun{events: events}
+	h.current = next
+	h.changed.Broadcast()
+}
+
 func (h *fakeHistory) close(ev *historypb.HistoryEvent) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
@@ -384,6 +397,23 @@ func TestFollowerFollowsContinueAsNewToTheNextRun(t *testing.T) {
 		f.Querying()
 	}
 	require.False(t, f.Ended())
+}
+
+func TestFollowerFollowsARunThatANamelessCloseLeadsTo(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	h := newFakeHistory("a", batch(1)...)
+	f := newFollower(ctx, quietClient, h, "s")
+	f.Querying()
+	n := h.waitBlocked(t, 0)
+	h.reset("b", batch(1)...)
+	n = h.waitBlocked(t, n)
+	require.True(t, readyNow(f))
+	f.Querying()
+	require.False(t, f.Ended(), "the session goes on in the new run")
+	h.append(batch(5)[:2]...)
+	h.waitBlocked(t, n)
+	require.True(t, readyNow(f))
 }
 
 func TestFollowerEndsWhenTheLastRunCloses(t *testing.T) {
