@@ -6,6 +6,14 @@ package activities
 // a time (the session drops a batch number it has already journaled, so a retried send is
 // harmless).
 //
+// The first event of a burst does not wait for the interval: after a quiet spell (a timed
+// flush that found nothing to send, or a batcher that has sent nothing yet) the next event
+// is flushed at once, so a person who sent a prompt sees its first token one signal after
+// the agent wrote it. Events that follow while that flush is in flight wait for the next
+// timed flush, as all events do while a turn streams. Each flush at once follows a timed
+// flush that found nothing (or the batcher's start), so a turn sends at most one signal more
+// than it has ticks: a long stream's history budget is what the interval alone gives it.
+//
 // The interval stretches as a turn streams on (see stretch): every flush costs the session
 // about four history events (the signal and a workflow task) whatever it carries, so a
 // person watching an answer appear gets FlushInterval, and a turn that streams for an hour
@@ -40,6 +48,7 @@ type batcher struct {
 	pending []json.RawMessage
 	bytes   int
 	err     error // the first send that failed for good
+	quiet   bool  // the last timed flush found nothing (or nothing was sent yet): the next event flushes at once
 
 	kick      chan struct{}
 	flushReq  chan chan struct{}
@@ -52,7 +61,7 @@ type batcher struct {
 
 func newBatcher(interval, longest time.Duration, maxBytes int, send sendFunc) *batcher {
 	return &batcher{
-		interval: interval, longest: max(interval, longest), maxBytes: maxBytes, send: send,
+		interval: interval, longest: max(interval, longest), maxBytes: maxBytes, send: send, quiet: true,
 		kick: make(chan struct{}, 1), flushReq: make(chan chan struct{}), stopped: make(chan struct{}), done: make(chan struct{}),
 	}
 }
@@ -71,13 +80,19 @@ func (b *batcher) add(raw json.RawMessage) {
 	b.mu.Lock()
 	b.pending = append(b.pending, ev)
 	b.bytes += len(ev)
-	full := b.bytes >= b.maxBytes
+	now := b.bytes >= b.maxBytes || b.quiet // full, or the first event of a burst
+	b.quiet = false
 	b.mu.Unlock()
-	if full {
-		select {
-		case b.kick <- struct{}{}:
-		default:
-		}
+	if now {
+		b.flushSoon()
+	}
+}
+
+// flushSoon asks run to flush now instead of at the next tick.
+func (b *batcher) flushSoon() {
+	select {
+	case b.kick <- struct{}{}:
+	default:
 	}
 }
 
@@ -105,9 +120,20 @@ func (b *batcher) run(ctx context.Context) {
 	}
 }
 
-// tick is a timed flush: a turn counts in the budget while its timed flushes send events.
+// tick is a timed flush: a turn counts in the budget while its timed flushes send events. A
+// tick that finds nothing ends the burst: the next event is flushed at once.
 func (b *batcher) tick(ctx context.Context) {
 	sent := b.flush(ctx)
+	if !sent {
+		b.mu.Lock()
+		// An event that came after flush looked is the first of the next burst.
+		b.quiet = len(b.pending) == 0
+		late := !b.quiet
+		b.mu.Unlock()
+		if late {
+			b.flushSoon()
+		}
+	}
 	switch {
 	case sent && !b.streaming:
 		b.budget.join()

@@ -1,15 +1,17 @@
 package activities
 
 // Tests of the event batcher (DESIGN.md §7): numbered batches in order, no event lost or
-// duplicated, flushes on size before the interval, batches bounded by maxBytes, oversized
-// events stubbed, close flushing what is pending, a failed send stopping the rest, and an
-// add that never blocks.
+// duplicated, the first event of a burst flushed at once and the rest of the burst batched,
+// flushes on size before the interval, batches bounded by maxBytes, oversized events
+// stubbed, close flushing what is pending, a failed send stopping the rest, and an add that
+// never blocks.
 
 import (
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"strings"
 	"sync"
 	"testing"
@@ -72,6 +74,17 @@ func requireNumbered(t *testing.T, batches []sentBatch) {
 func startBatcher(t *testing.T, interval time.Duration, maxBytes int, send sendFunc) *batcher {
 	t.Helper()
 	b := newBatcher(interval, interval, maxBytes, send)
+	go b.run(context.Background())
+	return b
+}
+
+// startMidBurst starts a batcher as it is in the middle of a stream, past the first event of
+// the burst: the tests of size and close take it, so that the first-event rule (tested on its
+// own) does not send their first event early.
+func startMidBurst(t *testing.T, interval time.Duration, maxBytes int, send sendFunc) *batcher {
+	t.Helper()
+	b := newBatcher(interval, interval, maxBytes, send)
+	b.quiet = false
 	go b.run(context.Background())
 	return b
 }
@@ -148,7 +161,7 @@ func TestBatcherSingleProducerOrderIsPreserved(t *testing.T) {
 
 func TestBatcherMaxBytesFlushesBeforeTheInterval(t *testing.T) {
 	var rec recorder
-	b := startBatcher(t, never, 100, rec.send)
+	b := startMidBurst(t, never, 100, rec.send)
 	defer b.close()
 
 	b.add(event(40))
@@ -242,7 +255,7 @@ func TestBatcherBatchesNeverExceedMaxBytesUnlessOneEventDoes(t *testing.T) {
 
 func TestBatcherStubsEventsOverMaxEventBytes(t *testing.T) {
 	var rec recorder
-	b := startBatcher(t, never, 1<<30, rec.send)
+	b := startMidBurst(t, never, 1<<30, rec.send)
 
 	atLimit := event(maxEventBytes)
 	over := event(maxEventBytes + 1)
@@ -279,7 +292,7 @@ func TestBatcherAddCopiesTheEvent(t *testing.T) {
 func TestBatcherCloseFlushesPendingAndReturnsTheBatchCount(t *testing.T) {
 	t.Run("nothing sent before close", func(t *testing.T) {
 		var rec recorder
-		b := startBatcher(t, never, 1<<20, rec.send)
+		b := startMidBurst(t, never, 1<<20, rec.send)
 		b.add(ev(`1`))
 		b.add(ev(`2`))
 		b.add(ev(`3`))
@@ -514,4 +527,110 @@ func TestBatcherCloseTwiceIsHarmless(t *testing.T) {
 	require.NotPanics(t, func() { n, err = b.close() })
 	require.NoError(t, err)
 	require.Equal(t, int64(1), n, "the second close sends nothing")
+}
+
+// The first-event rule (issue 18): after a quiet spell the first event goes out at once; the
+// events that follow it while its flush is in flight wait for the next timed flush; a timed
+// flush that finds nothing ends the burst; and the rule never costs a stream more signals
+// than its ticks, plus one.
+
+func TestBatcherFirstEventOfABurstFlushesAtOnce(t *testing.T) {
+	var rec recorder
+	b := startBatcher(t, never, 1<<20, rec.send) // no tick comes within the test
+	defer b.close()
+	b.add(ev(`{"first":true}`))
+	require.Eventually(t, func() bool { return len(rec.sent()) == 1 }, patience, time.Millisecond,
+		"the first event after a quiet spell must not wait for the flush interval")
+	require.Equal(t, []string{`{"first":true}`}, rec.events())
+}
+
+func TestBatcherEventsDuringTheFirstFlushWaitForTheNextTick(t *testing.T) {
+	inFlight, release := make(chan struct{}), make(chan struct{})
+	var rec recorder
+	var once sync.Once
+	send := func(ctx context.Context, batch int64, events []json.RawMessage) error {
+		once.Do(func() { close(inFlight); <-release })
+		return rec.send(ctx, batch, events)
+	}
+	b := startBatcher(t, never, 1<<20, send)
+	b.add(ev(`1`))
+	<-inFlight // the first event's flush is under way
+	b.add(ev(`2`))
+	b.add(ev(`3`))
+	close(release)
+	require.Eventually(t, func() bool { return len(rec.sent()) == 1 }, patience, time.Millisecond)
+	require.Never(t, func() bool { return len(rec.sent()) > 1 }, 50*time.Millisecond, 5*time.Millisecond,
+		"the rest of a burst batches: it waits for the next timed flush (an hour away here)")
+	n, err := b.close()
+	require.NoError(t, err)
+	require.Equal(t, int64(2), n)
+	require.Equal(t, []sentBatch{{1, []json.RawMessage{ev(`1`)}}, {2, []json.RawMessage{ev(`2`), ev(`3`)}}}, rec.sent())
+}
+
+// kicked reports whether b asked its run loop for a flush at once, and takes the request.
+func kicked(b *batcher) bool {
+	select {
+	case <-b.kick:
+		return true
+	default:
+		return false
+	}
+}
+
+func TestBatcherATimedFlushThatFindsNothingEndsTheBurst(t *testing.T) {
+	var rec recorder
+	b := newBatcher(never, never, 1<<20, rec.send) // driven by hand: no run goroutine
+	ctx := context.Background()
+
+	b.add(ev(`1`))
+	require.True(t, kicked(b), "a new batcher is quiet: its first event flushes at once")
+	b.flush(ctx)
+	b.add(ev(`2`))
+	require.False(t, kicked(b), "the burst goes on: the second event waits for the tick")
+	b.tick(ctx) // sends 2
+	b.add(ev(`3`))
+	require.False(t, kicked(b), "a tick that sent events does not end the burst")
+	b.tick(ctx) // sends 3
+	b.tick(ctx) // finds nothing: the burst is over
+	require.False(t, kicked(b), "a quiet tick asks for no flush by itself")
+	b.add(ev(`4`))
+	require.True(t, kicked(b), "the first event after a quiet tick flushes at once")
+	b.add(ev(`5`))
+	require.False(t, kicked(b), "only the first one")
+	b.flush(ctx)
+	require.Equal(t, []string{`1`, `2`, `3`, `4`, `5`}, rec.events())
+	requireNumbered(t, rec.sent())
+}
+
+// TestBatcherSendsAtMostOneSignalMoreThanItsTicks drives a batcher by hand the way its run
+// loop does (a kick flushes at once, ticks flush on the interval) through random bursts and
+// pauses: the first-event rule never makes a turn send more turn_events signals than it has
+// ticks, plus one, so the interval alone bounds a long stream's history.
+func TestBatcherSendsAtMostOneSignalMoreThanItsTicks(t *testing.T) {
+	for seed := range int64(50) {
+		rng := rand.New(rand.NewPCG(uint64(seed), 1))
+		var rec recorder
+		b := newBatcher(never, never, 1<<20, rec.send)
+		ctx := context.Background()
+		ticks, added := 0, 0
+		for range 2000 {
+			if rng.IntN(3) == 0 { // the interval passes
+				b.tick(ctx)
+				ticks++
+				continue
+			}
+			for range rng.IntN(4) { // a burst of events, or none
+				b.add(ev(fmt.Sprintf(`%d`, added)))
+				added++
+				if kicked(b) {
+					b.flush(ctx)
+				}
+			}
+		}
+		b.flush(ctx) // close's last flush
+		sends := len(rec.sent())
+		require.LessOrEqual(t, sends, ticks+2, "seed %d: %d signals for %d ticks (and the final flush)", seed, sends, ticks)
+		require.Len(t, rec.events(), added, "seed %d", seed)
+		requireNumbered(t, rec.sent())
+	}
 }

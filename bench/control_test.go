@@ -33,6 +33,7 @@ import (
 
 	"go.temporal.io/api/serviceerror"
 	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/interceptor"
 	sdklog "go.temporal.io/sdk/log"
 	"go.temporal.io/sdk/worker"
 	"go.temporal.io/sdk/workflow"
@@ -63,6 +64,7 @@ var noopP50 float64
 
 type fixture struct {
 	srv         *devserver.Server
+	queries     *queryCounter // the queries every bench worker answers, by workflow id
 	c           client.Client
 	sc          *signals.Client
 	workers     []interface{ Stop() }
@@ -113,7 +115,7 @@ func setup(ctx context.Context) (*fixture, error) {
 	if err != nil {
 		return nil, err
 	}
-	f := &fixture{tmp: tmp, agentBinary: filepath.Join(tmp, "testagent")}
+	f := &fixture{tmp: tmp, agentBinary: filepath.Join(tmp, "testagent"), queries: newQueryCounter()}
 	// The worker's default agent (the running binary with arg `testagent`) is not an agent
 	// inside a test binary: build the real one.
 	build := exec.Command("go", "build", "-o", f.agentBinary, "github.com/tacp-dev/tacp/testagent")
@@ -122,14 +124,14 @@ func setup(ctx context.Context) (*fixture, error) {
 	}
 	quiet := sdklog.NewStructuredLogger(slog.New(slog.DiscardHandler))
 	if addr := os.Getenv("TACP_BENCH_ADDRESS"); addr != "" {
-		if f.c, err = dialExternal(ctx, addr, quiet); err != nil {
+		if f.c, err = dialExternal(ctx, addr, quiet, f.queries); err != nil {
 			return f, err
 		}
 	} else {
 		if f.srv, err = devserver.Start(ctx, devserver.Options{}); err != nil {
 			return f, err
 		}
-		if f.c, err = f.srv.NewClient(ctx, client.Options{Logger: quiet}); err != nil {
+		if f.c, err = f.srv.NewClient(ctx, client.Options{Logger: quiet, Interceptors: []interceptor.ClientInterceptor{f.queries}}); err != nil {
 			return f, err
 		}
 	}
@@ -148,6 +150,7 @@ func setup(ctx context.Context) (*fixture, error) {
 	f.workers = append(f.workers, w)
 	nw := worker.New(f.c, noopQueue, worker.Options{})
 	nw.RegisterWorkflow(NoopWorkflow)
+	nw.RegisterWorkflow(FloorWorkflow)
 	if err := nw.Start(); err != nil {
 		return f, fmt.Errorf("start noop worker: %w", err)
 	}
@@ -171,9 +174,10 @@ func setup(ctx context.Context) (*fixture, error) {
 
 // dialExternal connects to the Temporal frontend at addr, in namespace TACP_BENCH_NAMESPACE
 // (default "default"), and registers tacp's search attributes there if they are missing.
-func dialExternal(ctx context.Context, addr string, logger sdklog.Logger) (client.Client, error) {
+func dialExternal(ctx context.Context, addr string, logger sdklog.Logger, queries *queryCounter) (client.Client, error) {
 	ns := cmp.Or(os.Getenv("TACP_BENCH_NAMESPACE"), "default")
-	c, err := client.DialContext(ctx, client.Options{HostPort: addr, Namespace: ns, Logger: logger})
+	c, err := client.DialContext(ctx, client.Options{HostPort: addr, Namespace: ns, Logger: logger,
+		Interceptors: []interceptor.ClientInterceptor{queries}})
 	if err != nil {
 		return nil, fmt.Errorf("dial TACP_BENCH_ADDRESS=%s: %w", addr, err)
 	}

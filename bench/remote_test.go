@@ -137,7 +137,7 @@ func timeReconnects(ctx context.Context, t testing.TB, rounds int, come reconnec
 			t.Fatal(err)
 		}
 		last := st.Journal.LastSeq
-		if err := env.sc.Watch(ctx, id, last, 5*time.Millisecond, func(ev signals.Event) bool { return ev.Kind != signals.EventAgentUpdate }); err != nil {
+		if err := env.sc.Watch(ctx, id, last, func(ev signals.Event) bool { return ev.Kind != signals.EventAgentUpdate }); err != nil {
 			t.Fatal(err)
 		}
 		start := time.Now()

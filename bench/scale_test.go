@@ -8,9 +8,10 @@ package bench
 // turns: a journal, a closed TurnWorkflow, an agent session id, and an agent process that was
 // started and, past the worker's cap on live agents, evicted again. Then
 // TACP_BENCH_SCALE_TURNS of them (default 50) stream `/chunks N every 20ms stamp` at once
-// (N: TACP_BENCH_SCALE_CHUNKS, default 250), each watched by its own viewer polling the
-// events query every 50 ms. A chunk's latency is the time its viewer's query returned it
-// minus the agent's stamp.
+// (N: TACP_BENCH_SCALE_CHUNKS, default 250), each watched by its own viewer that runs the
+// events query when its session's history grows (signals.Follower; TACP_BENCH_SCALE_POLL_MS
+// makes the viewers poll on a clock instead, as they did before). A chunk's latency is the
+// time its viewer's query returned it minus the agent's stamp.
 //
 // The baseline is the same stream through one session alone on the same worker, before the
 // idle sessions exist. One session streaming alone among the idle ones separates what idle
@@ -46,9 +47,10 @@ import (
 	"github.com/tacp-dev/tacp/signals"
 )
 
-// scalePoll is how often each viewer of the scale test polls the events query
-// (TACP_BENCH_SCALE_POLL_MS overrides it).
-var scalePoll = 50 * time.Millisecond
+// scalePoll, when set (TACP_BENCH_SCALE_POLL_MS), is how often each viewer of the scale
+// test polls the events query, as viewers did before they woke on history; 0 (the default):
+// each viewer queries when its session's history grows (signals.Follower).
+var scalePoll time.Duration
 
 const (
 	// scaleMemEvery is how often memory is sampled during a stream.
@@ -106,13 +108,26 @@ func (e *errTally) String() string {
 	return strings.Join(parts, "; ")
 }
 
-// follow polls s's journal every scalePoll until turn's terminal event is visible and
-// returns the stamped chunks of that turn as its viewer saw them. A failed query is tallied
-// and polled again; ok is false when the turn failed or could not be followed to its end.
+// follow reads s's journal, when the session's history grows (or every scalePoll), until
+// turn's terminal event is visible and returns the stamped chunks of that turn as its
+// viewer saw them. A failed query is tallied and asked again; ok is false when the turn
+// failed or could not be followed to its end.
 func (b *scaleBench) follow(ctx context.Context, s *scaleSession, turn int64, errs *errTally) (seen []seenChunk, ok bool) {
-	tick := time.NewTicker(scalePoll)
-	defer tick.Stop()
+	var next <-chan time.Time
+	var fl *signals.Follower
+	if scalePoll > 0 {
+		tick := time.NewTicker(scalePoll)
+		defer tick.Stop()
+		next = tick.C
+	} else {
+		fctx, stop := context.WithCancel(ctx)
+		defer stop()
+		fl = b.sc.Follow(fctx, s.id)
+	}
 	for {
+		if fl != nil {
+			fl.Querying()
+		}
 		res, err := b.sc.Events(ctx, s.id, s.lastSeq, 0)
 		now := time.Now()
 		if err != nil && ctx.Err() == nil {
@@ -145,11 +160,20 @@ func (b *scaleBench) follow(ctx context.Context, s *scaleSession, turn int64, er
 				continue // a full page: read on at once
 			}
 		}
+		var woken <-chan struct{}
+		if fl != nil {
+			woken = fl.Ready()
+			if err != nil { // a failed query is asked again after a pause, not at once
+				woken = nil
+				next = time.After(50 * time.Millisecond)
+			}
+		}
 		select {
 		case <-ctx.Done():
 			errs.add("turn not seen to its end", fmt.Errorf("session %s turn %d: %w", s.id, turn, ctx.Err()))
 			return seen, false
-		case <-tick.C:
+		case <-next:
+		case <-woken:
 		}
 	}
 }
@@ -172,7 +196,7 @@ func (b *scaleBench) create(ctx context.Context, id string, errs *errTally) (*sc
 		if !errors.As(err, &notFound) || ctx.Err() != nil {
 			break
 		}
-		time.Sleep(scalePoll)
+		time.Sleep(50 * time.Millisecond)
 	}
 	_, ok := b.follow(ctx, s, res.TurnID, errs)
 	return s, ok
@@ -431,7 +455,9 @@ func TestScaleTable(t *testing.T) {
 	nTurns := envInt(t, "TACP_BENCH_SCALE_TURNS", 50)
 	chunks := envInt(t, "TACP_BENCH_SCALE_CHUNKS", 250)
 	parallel := envInt(t, "TACP_BENCH_SCALE_PARALLEL", 32)
-	scalePoll = time.Duration(envInt(t, "TACP_BENCH_SCALE_POLL_MS", int(scalePoll/time.Millisecond))) * time.Millisecond
+	if os.Getenv("TACP_BENCH_SCALE_POLL_MS") != "" {
+		scalePoll = time.Duration(envInt(t, "TACP_BENCH_SCALE_POLL_MS", 50)) * time.Millisecond
+	}
 	if nSessions <= nTurns {
 		t.Fatalf("TACP_BENCH_SCALE_SESSIONS=%d: want more sessions than TACP_BENCH_SCALE_TURNS=%d", nSessions, nTurns)
 	}
@@ -525,8 +551,12 @@ type scaleFigures struct {
 func mib[T int64 | uint64](n T) float64 { return float64(n) / (1 << 20) }
 
 func printScaleTable(t testing.TB, f scaleFigures) {
-	fmt.Printf("Scale: %d idle sessions on one worker, then %d turns streaming at once (%d chunks each at %d/s, each watched by an events poller every %s; targets: no errors, p99 ≤ 1 s)\n",
-		f.created.n, f.phases[len(f.phases)-1].turns, f.chunks, int(time.Second/chunkEvery), scalePoll)
+	viewers := "a viewer woken by its history"
+	if scalePoll > 0 {
+		viewers = "an events poller every " + scalePoll.String()
+	}
+	fmt.Printf("Scale: %d idle sessions on one worker, then %d turns streaming at once (%d chunks each at %d/s, each watched by %s; targets: no errors, p99 ≤ 1 s)\n",
+		f.created.n, f.phases[len(f.phases)-1].turns, f.chunks, int(time.Second/chunkEvery), viewers)
 	fmt.Printf("memory is the test process's: the in-process Temporal server, the fixture's worker (2 busy sessions) and the test besides the scale worker; before the scale worker: RSS %.0f MiB, Go heap in use %.0f MiB, %d goroutines\n",
 		mib(f.before.rss), mib(f.before.heapInuse), f.before.goroutines)
 	tw := tabwriter.NewWriter(os.Stdout, 0, 0, 2, ' ', 0)
@@ -565,11 +595,11 @@ func printScaleTable(t testing.TB, f scaleFigures) {
 	}
 	fmt.Fprintln(tw, "\t")
 	row("errors (any kind)", func(p scalePhase) float64 { return float64(p.errs.total()) }, "%.0f", false)
-	row("event path p50 ms (stamp → visible to the poller)", func(p scalePhase) float64 { s, _, _ := lat(p); return s.p50 }, "%.1f", true)
+	row("event path p50 ms (stamp → visible to the viewer)", func(p scalePhase) float64 { s, _, _ := lat(p); return s.p50 }, "%.1f", true)
 	row("event path p99 ms", func(p scalePhase) float64 { s, _, _ := lat(p); return s.p99 }, "%.1f", true)
 	row("event path max ms", func(p scalePhase) float64 { s, _, _ := lat(p); return s.max }, "%.1f", true)
 	row("  stamp → journaled p99 ms (flush, signal, session task start)", func(p scalePhase) float64 { _, s, _ := lat(p); return s.p99 }, "%.1f", true)
-	row("  journaled → visible p99 ms (task completes, 50 ms poll)", func(p scalePhase) float64 { _, _, s := lat(p); return s.p99 }, "%.1f", true)
+	row("  journaled → visible p99 ms (task completes, wake-up or poll, query)", func(p scalePhase) float64 { _, _, s := lat(p); return s.p99 }, "%.1f", true)
 	row("stream wall time s (prompts → last turn.ended seen)", func(p scalePhase) float64 { return p.took.Seconds() }, "%.1f", true)
 	row("process RSS MiB, max during the stream", func(p scalePhase) float64 { return mib(p.peak.rss) }, "%.0f", true)
 	row("process VmHWM MiB (peak so far)", func(p scalePhase) float64 { return mib(p.peak.hwm) }, "%.0f", false)

@@ -8,11 +8,11 @@ package bench
 //   - Event path latency. The agent streams `/chunks N every 20ms stamp`: each chunk carries
 //     the wall-clock time the agent sent it, so a chunk's latency is the time it was seen
 //     minus its stamp, on one machine's clock. The baseline sees it in its SessionUpdate
-//     callback; tacp's viewer sees it in the events query, polled every 5 ms
-//     (signals.Client.Watch). History timestamps split tacp's latency into its parts.
+//     callback; tacp's viewer sees it in the events query, which it runs when the session's
+//     history grows (signals.Follower, one per session, as the gateway and the deck have). History timestamps split tacp's latency into its parts.
 //   - Warm-turn overhead. A zero-work turn (`/chunks 0`: the agent answers end_turn at
 //     once) on a session whose agent is already running: tacp's Prompt until turn.ended is
-//     visible to the poller, against the direct session/prompt round trip.
+//     visible to the viewer, against the direct session/prompt round trip.
 //   - History. The session workflow's history events for one streaming turn (every run of
 //     the session, following continue-as-new), per chunk and projected to an hour, and the
 //     TurnWorkflow's own history.
@@ -52,8 +52,6 @@ import (
 const (
 	// chunkEvery is the streaming rate: 50 chunks a second.
 	chunkEvery = 20 * time.Millisecond
-	// pollEvery is how often the viewer polls the events query while nothing is new.
-	pollEvery = 5 * time.Millisecond
 	// zeroWork is the shortest turn the testagent has: no updates, end_turn at once.
 	zeroWork = "/chunks 0"
 	// hourChunks is a 60-minute streaming turn at chunkEvery.
@@ -303,6 +301,10 @@ type tacpSession struct {
 	id       string
 	lastSeq  int64
 	lastTurn int64
+	// fl follows the session's history for its viewer from the first prompt on (as a
+	// gateway's or a deck's viewer does, one per session), until close.
+	fl     *signals.Follower
+	stopFl context.CancelFunc
 }
 
 // newTacpSession starts a session on sc's task queue with one zero-work turn, which starts
@@ -316,7 +318,12 @@ func newTacpSession(ctx context.Context, sc *signals.Client) (*tacpSession, erro
 	return s, nil
 }
 
-func (s *tacpSession) close() error { return env.closeSession(context.Background(), s.id) }
+func (s *tacpSession) close() error {
+	if s.stopFl != nil {
+		defer s.stopFl()
+	}
+	return env.closeSession(context.Background(), s.id)
+}
 
 // seenTurn is one turn as its viewer saw it. Times from the journal (`at`) are the
 // workflow's clock: the start of the workflow task that journaled the event.
@@ -339,8 +346,7 @@ type seenChunk struct {
 
 func (c seenChunk) latency() time.Duration { return c.visible.Sub(c.stamp) }
 
-// turn sends a prompt and watches the journal, polling every pollEvery while nothing is
-// new, until the turn's terminal event is visible.
+// turn sends a prompt and watches the journal, woken by the session's history, until the turn's terminal event is visible.
 func (s *tacpSession) turn(ctx context.Context, text string) (seenTurn, error) {
 	r := seenTurn{start: time.Now()}
 	res, err := s.sc.Prompt(ctx, signals.SessionConfig{SessionID: s.id}, signals.PromptRequest{Text: text})
@@ -348,8 +354,13 @@ func (s *tacpSession) turn(ctx context.Context, text string) (seenTurn, error) {
 		return r, fmt.Errorf("prompt %q: %w", text, err)
 	}
 	r.turnID = res.TurnID
+	if s.fl == nil {
+		var fctx context.Context
+		fctx, s.stopFl = context.WithCancel(context.Background())
+		s.fl = s.sc.Follow(fctx, s.id)
+	}
 	var failure error
-	err = s.sc.Watch(ctx, s.id, s.lastSeq, pollEvery, func(ev signals.Event) bool {
+	err = s.fl.Watch(ctx, s.lastSeq, func(ev signals.Event) bool {
 		now := time.Now()
 		if ev.Kind == "gap" {
 			failure = fmt.Errorf("journal gap after seq %d: the viewer fell behind retention", s.lastSeq)
@@ -633,7 +644,7 @@ var segmentNames = [5]string{
 	"turn.started → activity started (child start, child task, dispatch)",
 	"RunTurn activity (turn_started signal, agent, flush)",
 	"activity done → turn.ended (child task, turn_finished, session task)",
-	"turn.ended journaled → visible to the poller",
+	"turn.ended journaled → visible to the viewer",
 }
 
 // median is the lower median of counts.
@@ -770,8 +781,8 @@ func printEventTable(t testing.TB, streams []streamFigures) {
 		total, _, _, _ := f.latencies()
 		s := statsOf(total)
 		recordFigure(t, "event/flush_"+f.flush.String(), s.n, s.p50, s.p99)
-		fmt.Fprintf(tw, "tacp events poller (%s, flush %s)\t%d\t%.2f\t%.2f\t%.2f\t%.2f\n",
-			pollEvery, f.flush, s.n, s.p50, s.p99, s.max, s.p50-base.p50)
+		fmt.Fprintf(tw, "tacp viewer woken by history (flush %s)\t%d\t%.2f\t%.2f\t%.2f\t%.2f\n",
+			f.flush, s.n, s.p50, s.p99, s.max, s.p50-base.p50)
 	}
 	flushTable(t, tw)
 
@@ -785,7 +796,7 @@ func printEventTable(t testing.TB, streams []streamFigures) {
 	rows := []string{
 		"agent → turn_events signal recorded (flush wait, signal RPC)",
 		"signal recorded → journaled (session workflow task starts)",
-		"journaled → visible (task completes, query poll)",
+		"journaled → visible (task completes, history wake-up, query)",
 	}
 	for i, name := range rows {
 		fmt.Fprint(tw, name)
@@ -819,7 +830,7 @@ func printWarmTable(t testing.TB, warm []warmRound) {
 	tw := tabwriter.NewWriter(os.Stdout, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "path\tn\tp50 ms\tp99 ms\tmax ms")
 	fmt.Fprintf(tw, "direct ACP session/prompt round trip (baseline)\t%d\t%.2f\t%.2f\t%.2f\n", b.n, b.p50, b.p99, b.max)
-	fmt.Fprintf(tw, "tacp Prompt → turn.ended visible (poll %s)\t%d\t%.2f\t%.2f\t%.2f\n", pollEvery, s.n, s.p50, s.p99, s.max)
+	fmt.Fprintf(tw, "tacp Prompt → turn.ended visible to the viewer\t%d\t%.2f\t%.2f\t%.2f\n", s.n, s.p50, s.p99, s.max)
 	fmt.Fprintf(tw, "difference (tacp − direct)\t\t%.2f\t%.2f\t\n", s.p50-b.p50, s.p99-b.p99)
 	flushTable(t, tw)
 
@@ -874,8 +885,8 @@ func printHistoryTable(t testing.TB, streams []streamFigures) {
 var directWarmP50 float64
 
 // BenchmarkWarmTurn times one zero-work turn per op on a warm agent: direct_acp is the
-// session/prompt round trip, tacp is Prompt until turn.ended is visible to a viewer polling
-// every 5 ms. tacp also reports overhead_p50_ms, its p50 minus direct_acp's.
+// session/prompt round trip, tacp is Prompt until turn.ended is visible to a viewer woken by
+// the session's history. tacp also reports overhead_p50_ms, its p50 minus direct_acp's.
 func BenchmarkWarmTurn(b *testing.B) {
 	if env == nil {
 		b.Fatal("no bench fixture (TestMain did not set one up)")
@@ -928,8 +939,8 @@ func BenchmarkWarmTurn(b *testing.B) {
 
 // BenchmarkEventPath streams b.N stamped chunks at 50/s in one turn (an op is one chunk,
 // so ns/op is about the 20 ms interval) and reports the chunks' latency from the agent's
-// write: to the direct ACP client's callback, or to a viewer polling tacp's events query
-// every 5 ms.
+// write: to the direct ACP client's callback, or to a viewer of tacp's events query woken
+// by the session's history.
 func BenchmarkEventPath(b *testing.B) {
 	if env == nil {
 		b.Fatal("no bench fixture (TestMain did not set one up)")

@@ -39,8 +39,8 @@
 // event it saw. Last-Event-ID wins over ?after=. When retention dropped events the client
 // never saw, an event "gap" (id: the seq before the first retained one) comes first and
 // the page shows "older events trimmed". After session.closed an event "end" tells the
-// client to stop reconnecting. The deck polls the events query for each open stream
-// (Options.PollInterval) and sends a comment line every Options.KeepAlive while idle.
+// client to stop reconnecting. Each open stream queries the session's events when its
+// history grows (signals.Follower) and sends a comment line every Options.KeepAlive while idle.
 //
 // # Auth
 //
@@ -102,8 +102,9 @@ type Options struct {
 	// ObserverTokens may only read.
 	ObserverTokens []string
 	Logger         *slog.Logger
-	// PollInterval is how often an open stream asks for new events while it has none
-	// (default 250ms).
+	// PollInterval is the pause before an open stream tries a failed events query again,
+	// growing with each failure (default 250ms). Events are queried when the session's
+	// history grows, and at least every Client.SafetyPoll.
 	PollInterval time.Duration
 	// KeepAlive is how long an idle stream waits before it sends a comment line, so that
 	// proxies and phones keep the connection (default 15s). An /acp socket is pinged as

@@ -1,12 +1,13 @@
 package deck
 
 // The live half of the API: a session's journal as Server-Sent Events, where an event's
-// SSE id is its journal seq, so Last-Event-ID resumes exactly where a client stopped.
+// SSE id is its journal seq, so Last-Event-ID resumes exactly where a client stopped. A
+// stream queries the session's events when its history grows (signals.Follower), not on a
+// clock: an open page on a quiet session costs no query beyond the client's safety poll.
 
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"net/http"
 	"strconv"
@@ -84,7 +85,10 @@ func (s *Server) stream(w http.ResponseWriter, r *http.Request, _ string) {
 		return
 	}
 	ctx := r.Context()
+	// Following starts before the first query, so that history written after it wakes us.
+	fl := s.c.Follow(ctx, id)
 	// The first query runs before any byte is sent, so an unknown session is a real 404.
+	fl.Querying()
 	res, err := s.query(ctx, id, after)
 	if err != nil {
 		s.fail(w, r, err)
@@ -105,7 +109,6 @@ func (s *Server) stream(w http.ResponseWriter, r *http.Request, _ string) {
 	defer s.log.Debug("deck stream closed", "session", id)
 
 	failures := 0
-	checkedClosed := false
 	for {
 		closed := false
 		if res.Gap {
@@ -124,27 +127,29 @@ func (s *Server) stream(w http.ResponseWriter, r *http.Request, _ string) {
 			after = ev.Seq
 			closed = closed || ev.Kind == signals.EventSessionClosed
 		}
-		caughtUp := after >= res.LastSeq
-		if !closed && caughtUp && !checkedClosed {
-			// Caught up at once (a client resuming a closed session): nothing more will come,
-			// and polling a finished workflow replays its history on a worker for every poll.
-			checkedClosed = true
-			closed = s.isClosed(ctx, id)
-		}
-		if closed {
+		caughtUp := failures == 0 && after >= res.LastSeq
+		// A workflow that closed (a client resuming a closed session, or one terminated)
+		// journals nothing more; the end tells the browser not to reconnect.
+		if closed || (caughtUp && fl.Ended()) {
 			_ = e.send("", "end", endData{Reason: "session closed"})
 			return
 		}
-		if caughtUp {
-			select {
-			case <-ctx.Done():
-				return
-			case <-time.After(s.poll * time.Duration(1+min(failures, 20))):
+		if caughtUp || failures > 0 {
+			var retry <-chan time.Time
+			var t *time.Timer
+			if failures > 0 {
+				t = time.NewTimer(s.poll * time.Duration(1+min(failures, 20)))
+				retry = t.C
 			}
-			if time.Since(e.last) >= s.alive && e.raw(": keep-alive\n\n") != nil {
+			goOn := s.idle(ctx, e, fl, retry)
+			if t != nil {
+				t.Stop()
+			}
+			if !goOn {
 				return
 			}
 		}
+		fl.Querying()
 		res, err = s.query(ctx, id, after)
 		switch {
 		case err == nil:
@@ -156,10 +161,33 @@ func (s *Server) stream(w http.ResponseWriter, r *http.Request, _ string) {
 				_ = e.send("", "rejected", apiError{Type: rej.Type, Message: rej.Message})
 				return
 			}
-			// A worker restarting or the cluster blinking: keep the stream, poll slower.
+			// A worker restarting or the cluster blinking: keep the stream, retry slower.
 			failures++
 			s.log.Warn("deck stream poll failed", "session", id, "failures", failures, "err", err)
-			res = signals.EventsResult{LastSeq: after + 1} // nothing new; not caught up
+			res = signals.EventsResult{LastSeq: after} // nothing new
+		}
+	}
+}
+
+// idle waits until the follower says to query (or retry fires), sending a keep-alive
+// comment whenever the stream has been silent for s.alive; false: the stream is over.
+func (s *Server) idle(ctx context.Context, e *sse, fl *signals.Follower, retry <-chan time.Time) bool {
+	for {
+		alive := time.NewTimer(max(s.alive-time.Since(e.last), 0))
+		select {
+		case <-ctx.Done():
+			alive.Stop()
+			return false
+		case <-fl.Ready():
+			alive.Stop()
+			return true
+		case <-retry:
+			alive.Stop()
+			return true
+		case <-alive.C:
+			if e.raw(": keep-alive\n\n") != nil {
+				return false
+			}
 		}
 	}
 }
@@ -168,15 +196,4 @@ func (s *Server) query(ctx context.Context, id string, after int64) (signals.Eve
 	ctx, cancel := context.WithTimeout(ctx, callTimeout)
 	defer cancel()
 	return s.c.Events(ctx, id, after, streamBatch)
-}
-
-func (s *Server) isClosed(ctx context.Context, id string) bool {
-	ctx, cancel := context.WithTimeout(ctx, callTimeout)
-	defer cancel()
-	st, err := s.c.Status(ctx, id)
-	if err != nil {
-		var rej *signals.Rejection
-		return errors.As(err, &rej) && rej.Type == signals.RejectSessionClosed
-	}
-	return st.State == signals.StateClosed
 }

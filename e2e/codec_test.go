@@ -134,7 +134,7 @@ func TestEncryptedPayloadsHideTranscriptsFromTheRawHistory(t *testing.T) {
 // waitEncrypted waits for turn's terminal event through the codec client.
 func waitEncrypted(t *testing.T, c *signals.Client, id string, turn int64) {
 	t.Helper()
-	err := c.Watch(ctxFor(t, 60*time.Second), id, 0, 20*time.Millisecond, func(ev signals.Event) bool {
+	err := c.Watch(ctxFor(t, 60*time.Second), id, 0, func(ev signals.Event) bool {
 		return !(ev.TurnID == turn && signals.IsTerminal(ev.Kind))
 	})
 	require.NoError(t, err)

@@ -122,7 +122,7 @@ func waitFor(t *testing.T, id string, match func(signals.Event) bool) []signals.
 	t.Helper()
 	var all []signals.Event
 	found := false
-	err := sc.Watch(ctxFor(t, 90*time.Second), id, 0, 20*time.Millisecond, func(ev signals.Event) bool {
+	err := sc.Watch(ctxFor(t, 90*time.Second), id, 0, func(ev signals.Event) bool {
 		all = append(all, ev)
 		found = match(ev)
 		return !found

@@ -54,9 +54,10 @@ type Options struct {
 	// PromptCapabilities are advertised in initialize: the content blocks the agent behind
 	// the sessions takes besides text and resource links.
 	PromptCapabilities acp.PromptCapabilities
-	// PollFast is the events polling interval while a turn runs or a prompt waits, PollSlow
-	// while the session is quiet. Defaults 50 ms and 1 s.
-	PollFast, PollSlow time.Duration
+	// PollFast is the pause before a failed events query is tried again (doubling, up to
+	// 5 s). Default 50 ms. Events are queried when the session's history grows, and at least
+	// every Client.SafetyPoll.
+	PollFast time.Duration
 	// Lease is the viewer lease of an attached client, renewed while it is connected; a
 	// client that vanishes without a detach (kill -9) counts as gone when it lapses.
 	// Default 2 m.
@@ -77,16 +78,13 @@ func New(o Options) *Gateway {
 	if o.PollFast <= 0 {
 		o.PollFast = 50 * time.Millisecond
 	}
-	if o.PollSlow <= 0 {
-		o.PollSlow = time.Second
-	}
 	if o.Lease <= 0 {
 		o.Lease = 2 * time.Minute
 	}
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
 	}
-	return &Gateway{o: o, hub: newHub(o.Client, o.PollFast, o.PollSlow, o.Logger)}
+	return &Gateway{o: o, hub: newHub(clientSource{o.Client}, o.PollFast, o.Logger)}
 }
 
 // ConnOptions configure one connection of ServeConn.

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	acp "github.com/coder/acp-go-sdk"
+	"github.com/stretchr/testify/require"
 
 	"github.com/tacp-dev/tacp/signals"
 )
@@ -153,17 +154,74 @@ func TestFilterInputAnswersWhatIsNotJSONRPC(t *testing.T) {
 
 func mustString(v any) string { return string(mustJSON(v)) }
 
-// fakeJournal is an events query over a growing slice, counting the queries.
+// fakeJournal is an events query over a growing slice, counting the queries, with
+// followers that are woken by each event added (as a history long poll is).
 type fakeJournal struct {
-	mu      sync.Mutex
-	events  []signals.Event
-	queries int
+	mu        sync.Mutex
+	events    []signals.Event
+	queries   int
+	followers []*fakeFollower
+	ended     bool
 }
 
 func (j *fakeJournal) add(kind string, turn int64) {
 	j.mu.Lock()
 	defer j.mu.Unlock()
 	j.events = append(j.events, signals.Event{Seq: int64(len(j.events) + 1), Kind: kind, TurnID: turn})
+	for _, f := range j.followers {
+		f.wake()
+	}
+}
+
+// end closes the session's workflow: the followers end after their next query.
+func (j *fakeJournal) end() {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	j.ended = true
+	for _, f := range j.followers {
+		f.wake()
+	}
+}
+
+func (j *fakeJournal) queryCount() int {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	return j.queries
+}
+
+func (j *fakeJournal) Follow(context.Context, string) follower {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	f := &fakeFollower{j: j, ready: make(chan struct{}, 1)}
+	j.followers = append(j.followers, f)
+	return f
+}
+
+type fakeFollower struct {
+	j       *fakeJournal
+	ready   chan struct{}
+	queried bool // queried since the journal ended
+}
+
+func (f *fakeFollower) wake() {
+	select {
+	case f.ready <- struct{}{}:
+	default:
+	}
+}
+
+func (f *fakeFollower) Ready() <-chan struct{} { return f.ready }
+
+func (f *fakeFollower) Querying() {
+	f.j.mu.Lock()
+	defer f.j.mu.Unlock()
+	f.queried = f.j.ended
+}
+
+func (f *fakeFollower) Ended() bool {
+	f.j.mu.Lock()
+	defer f.j.mu.Unlock()
+	return f.queried
 }
 
 func (j *fakeJournal) Events(_ context.Context, _ string, after int64, limit int) (signals.EventsResult, error) {
@@ -204,7 +262,7 @@ func drain(t *testing.T, s *subscription, from, seq int64) []int64 {
 
 func TestHubPollsEachSessionOnceForAnyNumberOfSubscribers(t *testing.T) {
 	j := &fakeJournal{}
-	h := newHub(j, time.Millisecond, time.Millisecond, discard())
+	h := newHub(j, time.Millisecond, discard())
 	a, b := h.subscribe("s", 0), h.subscribe("s", 0)
 	other := h.subscribe("t", 0)
 	if h.feedCount() != 2 {
@@ -231,7 +289,7 @@ func TestHubCacheIsBoundedAndSaysWhenASlowReaderMustReadTheJournal(t *testing.T)
 	for range cacheSize + 10 {
 		j.add(signals.EventAgentUpdate, 1)
 	}
-	h := newHub(j, time.Millisecond, time.Millisecond, discard())
+	h := newHub(j, time.Millisecond, discard())
 	s := h.subscribe("s", 0)
 	defer s.unsubscribe()
 	deadline := time.Now().Add(10 * time.Second)
@@ -251,6 +309,42 @@ func TestHubCacheIsBoundedAndSaysWhenASlowReaderMustReadTheJournal(t *testing.T)
 	if !ok || len(evs) != 10 {
 		t.Fatalf("after %d: %d events, covered %v", cacheSize, len(evs), ok)
 	}
+}
+
+func TestHubQueriesOnlyWhenTheSessionsHistoryGrows(t *testing.T) {
+	j := &fakeJournal{}
+	j.add(signals.EventSessionStarted, 0)
+	h := newHub(j, time.Millisecond, discard())
+	s := h.subscribe("s", 0)
+	defer s.unsubscribe()
+	drain(t, s, 0, 1)
+	queries := j.queryCount()
+	require.Never(t, func() bool { return j.queryCount() > queries }, 100*time.Millisecond, 5*time.Millisecond,
+		"a quiet session is not queried")
+	j.add(signals.EventTurnStarted, 1)
+	require.Equal(t, []int64{2}, drain(t, s, 1, 2), "its history growing wakes the poller")
+	require.Equal(t, queries+1, j.queryCount(), "one query for one wake-up")
+}
+
+func TestHubStopsQueryingASessionWhoseWorkflowClosed(t *testing.T) {
+	j := &fakeJournal{}
+	h := newHub(j, time.Millisecond, discard())
+	s := h.subscribe("s", 0)
+	defer s.unsubscribe()
+	j.add(signals.EventSessionClosed, 0)
+	j.end()
+	drain(t, s, 0, 1)
+	require.Eventually(t, func() bool {
+		j.mu.Lock()
+		defer j.mu.Unlock()
+		return j.followers[0].queried
+	}, 5*time.Second, time.Millisecond)
+	queries := j.queryCount()
+	s.hurry()() // not even a poke reaches a closed session
+	for range 3 {
+		j.followers[0].wake()
+	}
+	require.Never(t, func() bool { return j.queryCount() > queries }, 100*time.Millisecond, 5*time.Millisecond)
 }
 
 func discard() *slog.Logger { return slog.New(slog.DiscardHandler) }

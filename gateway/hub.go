@@ -3,6 +3,10 @@ package gateway
 // The hub owns live delivery: one poller per session per gateway process, however many
 // connections watch that session. A poller asks the session's events query for what follows
 // the last seq it saw, keeps the newest events in a bounded cache and wakes its subscribers.
+// It queries when the session's history has grown (signals.Follower: a long poll of the
+// history, which costs no worker task), so a quiet session costs no query beyond the client's
+// safety poll, and a chunk reaches the editor one history wake-up and one query after the
+// session journaled it.
 // Subscribers read at their own pace by seq: a connection whose client stops reading its
 // stdout falls behind without holding up the poller, the session or the other connections,
 // and catches up from the cache or, past it, from the journal itself.
@@ -19,23 +23,38 @@ import (
 // eventSource is the part of signals.Client the hub reads.
 type eventSource interface {
 	Events(ctx context.Context, sessionID string, afterSeq int64, limit int) (signals.EventsResult, error)
+	Follow(ctx context.Context, sessionID string) follower
+}
+
+// follower is the part of signals.Follower the hub uses: when to query.
+type follower interface {
+	Ready() <-chan struct{}
+	Querying()
+	Ended() bool
+}
+
+// clientSource is a signals.Client as the hub's eventSource.
+type clientSource struct{ *signals.Client }
+
+func (c clientSource) Follow(ctx context.Context, sessionID string) follower {
+	return c.Client.Follow(ctx, sessionID)
 }
 
 // cacheSize bounds the events a feed keeps for its subscribers.
 const cacheSize = 4096
 
 type hub struct {
-	src        eventSource
-	fast, slow time.Duration
-	log        *slog.Logger
+	src   eventSource
+	retry time.Duration // the first pause after a failed query
+	log   *slog.Logger
 
 	mu    sync.Mutex
 	feeds map[string]*feed
 	polls int64 // events queries sent, for tests and the benchmark
 }
 
-func newHub(src eventSource, fast, slow time.Duration, log *slog.Logger) *hub {
-	return &hub{src: src, fast: fast, slow: slow, log: log, feeds: map[string]*feed{}}
+func newHub(src eventSource, retry time.Duration, log *slog.Logger) *hub {
+	return &hub{src: src, retry: retry, log: log, feeds: map[string]*feed{}}
 }
 
 // feed is one session's poller and its subscribers.
@@ -45,12 +64,10 @@ type feed struct {
 	cancel context.CancelFunc
 	kick   chan struct{}
 
-	mu       sync.Mutex
-	cache    []signals.Event // the newest events, contiguous by seq
-	last     int64           // the highest seq seen
-	openTurn bool            // a turn.started without its terminal event yet
-	hurry    int             // subscribers waiting for a turn: poll fast even if quiet
-	subs     map[*subscription]struct{}
+	mu    sync.Mutex
+	cache []signals.Event // the newest events, contiguous by seq
+	last  int64           // the highest seq seen
+	subs  map[*subscription]struct{}
 }
 
 // subscription is one connection's interest in one session.
@@ -102,22 +119,12 @@ func (s *subscription) wake() {
 	}
 }
 
-// hurry makes the poller poll fast until the returned func is called (a prompt waits for
-// its turn) and polls at once.
+// hurry makes the poller query at once (a prompt is about to be sent); the returned func is
+// called when the prompt's turn is over. What the prompt starts wakes the poller through the
+// session's history, so there is nothing more to do.
 func (s *subscription) hurry() (done func()) {
-	f := s.f
-	f.mu.Lock()
-	f.hurry++
-	f.mu.Unlock()
-	f.poke()
-	var once sync.Once
-	return func() {
-		once.Do(func() {
-			f.mu.Lock()
-			f.hurry--
-			f.mu.Unlock()
-		})
-	}
+	s.f.poke()
+	return func() {}
 }
 
 // poke asks the poller to poll now.
@@ -145,32 +152,44 @@ func (s *subscription) after(seq int64) ([]signals.Event, bool) {
 }
 
 func (f *feed) poll(ctx context.Context) {
-	backoff := f.h.fast
+	fl := f.h.src.Follow(ctx, f.id)
+	backoff := f.h.retry
 	for {
-		n, err := f.pollOnce(ctx)
+		fl.Querying()
+		more, err := f.pollOnce(ctx)
 		if ctx.Err() != nil {
 			return
 		}
-		wait := f.interval(n)
 		if err != nil {
 			// A query can fail while the session's worker restarts; keep trying, slower.
 			f.h.log.Debug("events query failed", "session", f.id, "err", err)
+			t := time.NewTimer(backoff)
 			backoff = min(backoff*2, 5*time.Second)
-			wait = backoff
-		} else {
-			backoff = f.h.fast
+			select {
+			case <-ctx.Done():
+				t.Stop()
+				return
+			case <-f.kick:
+				t.Stop()
+			case <-t.C:
+			}
+			continue
 		}
-		if n > 0 && err == nil && wait > 0 && n >= eventsPage {
-			continue // more are waiting
+		backoff = f.h.retry
+		if more {
+			continue // a page of a longer journal: read on
 		}
-		t := time.NewTimer(wait)
+		if fl.Ended() {
+			// The session's workflow closed and the last query saw its end: nothing more
+			// will be journaled.
+			<-ctx.Done()
+			return
+		}
 		select {
 		case <-ctx.Done():
-			t.Stop()
 			return
+		case <-fl.Ready():
 		case <-f.kick:
-			t.Stop()
-		case <-t.C:
 		}
 	}
 }
@@ -178,8 +197,9 @@ func (f *feed) poll(ctx context.Context) {
 // eventsPage is the page size the poller asks for.
 const eventsPage = 500
 
-// pollOnce reads what follows the last seq into the cache and wakes the subscribers.
-func (f *feed) pollOnce(ctx context.Context) (int, error) {
+// pollOnce reads what follows the last seq into the cache and wakes the subscribers; more
+// says that the journal goes on past the page it read.
+func (f *feed) pollOnce(ctx context.Context) (more bool, err error) {
 	f.mu.Lock()
 	last := f.last
 	f.mu.Unlock()
@@ -190,20 +210,12 @@ func (f *feed) pollOnce(ctx context.Context) (int, error) {
 	f.h.mu.Unlock()
 	res, err := f.h.src.Events(qctx, f.id, last, eventsPage)
 	if err != nil || len(res.Events) == 0 {
-		return 0, err
+		return false, err
 	}
 	f.mu.Lock()
 	if res.Events[0].Seq != f.last+1 {
 		// Retention dropped events nobody had seen: the cache restarts at what is left.
 		f.cache = f.cache[:0]
-	}
-	for _, ev := range res.Events {
-		switch {
-		case ev.Kind == signals.EventTurnStarted:
-			f.openTurn = true
-		case signals.IsTerminal(ev.Kind), ev.Kind == signals.EventSessionClosed:
-			f.openTurn = false
-		}
 	}
 	f.cache = append(f.cache, res.Events...)
 	if over := len(f.cache) - cacheSize; over > 0 {
@@ -213,19 +225,9 @@ func (f *feed) pollOnce(ctx context.Context) (int, error) {
 	for s := range f.subs {
 		s.wake()
 	}
+	more = f.last < res.LastSeq
 	f.mu.Unlock()
-	return len(res.Events), nil
-}
-
-// interval is how long the poller waits before the next query: fast while a turn runs or
-// someone waits for one, slow when the session is quiet.
-func (f *feed) interval(got int) time.Duration {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	if got > 0 || f.openTurn || f.hurry > 0 {
-		return f.h.fast
-	}
-	return f.h.slow
+	return more, nil
 }
 
 // pollCount returns how many events queries the hub has sent.

@@ -22,6 +22,9 @@ import (
 type Client struct {
 	Temporal  client.Client
 	TaskQueue string
+	// SafetyPoll is the longest a viewer that follows a session (Follow, Watch) goes without
+	// an events query while the session's history wakes nothing (0: DefaultSafetyPoll).
+	SafetyPoll time.Duration
 }
 
 // NewClient returns a Client that starts sessions on taskQueue (DefaultTaskQueue if empty).
@@ -65,7 +68,7 @@ func (c *Client) Prompt(ctx context.Context, cfg SessionConfig, req PromptReques
 
 // Start starts session cfg.SessionID with cfg unless it already runs (conflict policy
 // USE_EXISTING: starting a running session changes nothing) and attaches req's viewer to
-// it, in one Update-with-Start: a session the worker refuses (an agent profile it does not
+// it (none when req.ViewerID is empty), in one Update-with-Start: a session the worker refuses (an agent profile it does not
 // offer, a workspace outside its roots) answers with the reason. A closed session stays
 // closed.
 func (c *Client) Start(ctx context.Context, cfg SessionConfig, req AttachRequest) (Status, error) {
@@ -78,6 +81,11 @@ func (c *Client) Start(ctx context.Context, cfg SessionConfig, req AttachRequest
 	}
 	defer release()
 	var st Status
+	if req.ViewerID == "" {
+		// No viewer to attach: a detach of nobody is the no-op the session starts with.
+		var none DetachResult
+		return Status{}, c.updateWithStart(ctx, cfg, UpdateDetach, DetachRequest{}, &none)
+	}
 	if err := c.updateWithStart(ctx, cfg, UpdateAttach, req, &st); err != nil {
 		return st, err
 	}
@@ -223,37 +231,6 @@ func (c *Client) Status(ctx context.Context, sessionID string) (Status, error) {
 func (c *Client) Events(ctx context.Context, sessionID string, afterSeq int64, limit int) (EventsResult, error) {
 	var res EventsResult
 	return res, c.query(ctx, sessionID, QueryEvents, &res, EventsRequest{AfterSeq: afterSeq, Limit: limit})
-}
-
-// Watch calls fn with every event after afterSeq, polling the events query every interval
-// while it returns nothing new, until fn returns false, ctx ends, or a query fails. A gap
-// (events dropped by retention) is reported to fn as an event of kind "gap".
-func (c *Client) Watch(ctx context.Context, sessionID string, afterSeq int64, interval time.Duration, fn func(Event) bool) error {
-	for {
-		res, err := c.Events(ctx, sessionID, afterSeq, 0)
-		if err != nil {
-			return err
-		}
-		if res.Gap {
-			if !fn(Event{Seq: res.FirstRetainedSeq - 1, Kind: "gap"}) {
-				return nil
-			}
-		}
-		for _, ev := range res.Events {
-			afterSeq = ev.Seq
-			if !fn(ev) {
-				return nil
-			}
-		}
-		if len(res.Events) > 0 {
-			continue
-		}
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-time.After(interval):
-		}
-	}
 }
 
 // SessionInfo is one session as visibility lists it.

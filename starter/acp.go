@@ -64,7 +64,7 @@ func cmdACP(ctx context.Context, e *env, fs *flag.FlagSet, args []string) int {
 	}
 	e.tc = tc
 	g := gateway.New(gateway.Options{
-		Client:             signals.NewClient(tc, e.queue),
+		Client:             e.client(tc),
 		Session:            e.session,
 		Observe:            *observe,
 		Agent:              e.agent,

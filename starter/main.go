@@ -81,7 +81,10 @@ type env struct {
 	queue     string
 	agent     string
 	workspace string
-	out, err  io.Writer
+	// safetyPoll is how long a command that follows a session (prompt, tail --follow, acp,
+	// web) goes without an events query while the session's history wakes nothing.
+	safetyPoll time.Duration
+	out, err   io.Writer
 
 	tc client.Client
 	c  *signals.Client
@@ -117,6 +120,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	fs.StringVar(&e.queue, "task-queue", signals.DefaultTaskQueue, "task queue of new sessions")
 	fs.StringVar(&e.agent, "agent", "", "agent profile of a new session, a name the worker offers ('starter profiles'; default: the worker's default)")
 	fs.StringVar(&e.workspace, "workspace", "", "workspace of a new session, inside the worker's workspace roots (default: the session's own folder; relative: in the first root)")
+	fs.DurationVar(&e.safetyPoll, "safety-poll", signals.DefaultSafetyPoll, "a followed session's events are queried when its history grows, and at least this often")
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
@@ -159,8 +163,15 @@ func (e *env) connect(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	e.tc, e.c = tc, signals.NewClient(tc, e.queue)
+	e.tc, e.c = tc, e.client(tc)
 	return nil
+}
+
+// client is the session client of this command over tc.
+func (e *env) client(tc client.Client) *signals.Client {
+	c := signals.NewClient(tc, e.queue)
+	c.SafetyPoll = e.safetyPoll
+	return c
 }
 
 // fail prints err and returns the exit code it deserves.
@@ -246,7 +257,7 @@ func dupNote(dup bool) string {
 func (e *env) follow(ctx context.Context, after, turnID int64) int {
 	code := exitError
 	r := newRenderer(e.out, e.err)
-	err := e.c.Watch(ctx, e.session, after, 50*time.Millisecond, func(ev signals.Event) bool {
+	err := e.c.Watch(ctx, e.session, after, func(ev signals.Event) bool {
 		if ev.TurnID != turnID {
 			return true
 		}
@@ -454,7 +465,7 @@ func cmdTail(ctx context.Context, e *env, fs *flag.FlagSet, args []string) int {
 		}
 	}
 	if *follow {
-		err := e.c.Watch(ctx, e.session, *after, 200*time.Millisecond, func(ev signals.Event) bool { print(ev); return true })
+		err := e.c.Watch(ctx, e.session, *after, func(ev signals.Event) bool { print(ev); return true })
 		if err != nil && !errors.Is(err, context.Canceled) {
 			return e.fail(err)
 		}

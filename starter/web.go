@@ -26,7 +26,7 @@ func cmdWeb(ctx context.Context, e *env, fs *flag.FlagSet, args []string) int {
 	listen := fs.String("listen", "127.0.0.1:8080", "address to serve the deck on")
 	token := fs.String("token", "", "operator token(s), comma-separated: may read and act (empty: one is generated and printed)")
 	observers := fs.String("observer-token", "", "observer token(s), comma-separated: may only read")
-	poll := fs.Duration("poll", 250*time.Millisecond, "how often an open live view asks a session for new events")
+	poll := fs.Duration("poll", 250*time.Millisecond, "the pause before a live view tries a failed events query again (new events wake it through the session's history)")
 	logLevel := fs.String("log.level", "info", "log level: debug, info, warn, error")
 	publicURL := fs.String("public-url", "", "the deck's URL as people open it, for the links in notifications (default: http://LISTEN/)")
 	hooks := fs.String("webhook", "", "URL(s), comma-separated, to POST notifications to (a Slack incoming webhook, an ntfy template URL, your own)")

@@ -139,7 +139,7 @@ func sessionWorkflow(ctx workflow.Context, in signals.SessionConfig, adm Admissi
 		refuse := func(workflow.Context, json.RawMessage) (struct{}, error) { return struct{}{}, rej.ApplicationError() }
 		validate := func(workflow.Context, json.RawMessage) error { return rej.ApplicationError() }
 		// The updates a session can be started with (signals.Client's Prompt and Start).
-		for _, name := range []string{signals.UpdatePrompt, signals.UpdateAttach} {
+		for _, name := range []string{signals.UpdatePrompt, signals.UpdateAttach, signals.UpdateDetach} {
 			_ = workflow.SetUpdateHandlerWithOptions(ctx, name, refuse, workflow.UpdateHandlerOptions{Validator: validate})
 		}
 		return temporal.NewNonRetryableApplicationError(err.Error(), signals.RejectInvalidRequest, nil)

@@ -1,0 +1,112 @@
+package bench
+
+// Two instruments of the event-path figures: the floor of "journaled before anyone sees it"
+// (one signal, the workflow task that records it, one query that reads it, on a plain SDK
+// client against a workflow that does nothing else), and a count of the queries the bench's
+// workers answer, by workflow id (a worker interceptor), which tells what a viewer costs.
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"time"
+
+	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/interceptor"
+	"go.temporal.io/sdk/workflow"
+
+	"github.com/tacp-dev/tacp/signals"
+)
+
+const (
+	floorSignal = "floor"
+	floorQuery  = "floor"
+)
+
+// FloorWorkflow counts the floor signals it gets; its query returns the count.
+func FloorWorkflow(ctx workflow.Context) error {
+	n := 0
+	if err := workflow.SetQueryHandler(ctx, floorQuery, func() (int, error) { return n, nil }); err != nil {
+		return err
+	}
+	ch := workflow.GetSignalChannel(ctx, floorSignal)
+	for {
+		ch.Receive(ctx, nil)
+		n++
+	}
+}
+
+// measureFloor starts a FloorWorkflow and times n rounds of: signal, then query until the
+// query shows it (the first query nearly always does: it waits for the pending task).
+func measureFloor(ctx context.Context, c client.Client, n int) ([]time.Duration, error) {
+	id := "bench-floor-" + signals.NewID()
+	if _, err := c.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: id, TaskQueue: noopQueue}, FloorWorkflow); err != nil {
+		return nil, err
+	}
+	defer func() { _ = c.TerminateWorkflow(context.Background(), id, "", "bench done") }()
+	var out []time.Duration
+	for i := 1; i <= n+1; i++ { // the first round, which waits for the first task, is untimed
+		start := time.Now()
+		if err := c.SignalWorkflow(ctx, id, "", floorSignal, nil); err != nil {
+			return nil, err
+		}
+		for {
+			v, err := c.QueryWorkflow(ctx, id, "", floorQuery)
+			if err != nil {
+				return nil, fmt.Errorf("floor query: %w", err)
+			}
+			var got int
+			if err := v.Get(&got); err != nil {
+				return nil, err
+			}
+			if got >= i {
+				break
+			}
+		}
+		if i > 1 {
+			out = append(out, time.Since(start))
+		}
+	}
+	return out, nil
+}
+
+// queryCounter is a worker interceptor (through the client's interceptors) that counts the
+// queries each workflow id is asked, by query type.
+type queryCounter struct {
+	interceptor.InterceptorBase
+	mu sync.Mutex
+	n  map[string]map[string]int64 // workflow id → query type → count
+}
+
+func newQueryCounter() *queryCounter { return &queryCounter{n: map[string]map[string]int64{}} }
+
+func (q *queryCounter) InterceptWorkflow(ctx workflow.Context, next interceptor.WorkflowInboundInterceptor) interceptor.WorkflowInboundInterceptor {
+	return &countingInbound{WorkflowInboundInterceptorBase: interceptor.WorkflowInboundInterceptorBase{Next: next}, q: q}
+}
+
+// count returns how many queries of type typ the sessions ids were asked.
+func (q *queryCounter) count(typ string, ids ...string) int64 {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	var n int64
+	for _, id := range ids {
+		n += q.n[signals.SessionWorkflowID(id)][typ]
+	}
+	return n
+}
+
+type countingInbound struct {
+	interceptor.WorkflowInboundInterceptorBase
+	q *queryCounter
+}
+
+func (c *countingInbound) HandleQuery(ctx workflow.Context, in *interceptor.HandleQueryInput) (any, error) {
+	id := workflow.GetInfo(ctx).WorkflowExecution.ID
+	c.q.mu.Lock()
+	if c.q.n[id] == nil {
+		c.q.n[id] = map[string]int64{}
+	}
+	c.q.n[id][in.QueryType]++
+	c.q.mu.Unlock()
+	return c.Next.HandleQuery(ctx, in)
+}
