@@ -1,0 +1,40 @@
+package e2e
+
+// The ACP peers nobody on this team wrote (the real coding agents, acpx, the TypeScript
+// SDK's examples) are installed by .ci/peers with npm into .ci/npm. A test that needs one
+// asks requirePeer: missing, it skips with the command that installs it, or fails under
+// TACP_REQUIRE_PEERS=1 (CI), so a broken install can never pass as a skip.
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"testing"
+)
+
+// npmRoot is .ci/npm/node_modules, where .ci/peers installs.
+var npmRoot = filepath.Join("..", ".ci", "npm", "node_modules")
+
+// requirePeer returns the absolute path of rel under .ci/npm/node_modules (e.g.
+// ".bin/codex-acp"), after checking that it and node are installed.
+func requirePeer(t testing.TB, rel string) string {
+	t.Helper()
+	path, err := filepath.Abs(filepath.Join(npmRoot, rel))
+	if err != nil {
+		t.Fatal(err)
+	}
+	missing := ""
+	if _, err := exec.LookPath("node"); err != nil {
+		missing = "node is not installed"
+	} else if _, err := os.Stat(path); err != nil {
+		missing = rel + " is not installed"
+	}
+	if missing == "" {
+		return path
+	}
+	if os.Getenv("TACP_REQUIRE_PEERS") == "1" {
+		t.Fatalf("TACP_REQUIRE_PEERS=1 but %s: run `bash .ci/peers`", missing)
+	}
+	t.Skipf("%s: run `bash .ci/peers` (TACP_REQUIRE_PEERS=1 makes this a failure)", missing)
+	return ""
+}

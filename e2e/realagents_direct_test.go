@@ -1,0 +1,222 @@
+package e2e
+
+// The real coding agents over a direct ACP pipe, no tacp in between: each agent started as
+// a subprocess on real stdio pipes, spoken to with acp-go-sdk (the SDK tacp's turn runner
+// uses), its model a fake one (internal/fakemodel) scripted by the prompt. These pin down
+// what the agents themselves do, so that a failure of e2e/realagents_test.go (the same
+// agents through tacp) can be told apart from a change in the agent.
+
+import (
+	"context"
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	acp "github.com/coder/acp-go-sdk"
+	"github.com/stretchr/testify/require"
+
+	"github.com/tacp-dev/tacp/internal/fakemodel"
+)
+
+// realAgents are the agents tested, each against its provider's fake.
+var realAgents = []fakemodel.Agent{fakemodel.Claude, fakemodel.Codex}
+
+// realAgentEnv starts a fake model for a, prepares a HOME for it, and returns the fake, the
+// agent's executable and its environment.
+func realAgentEnv(t *testing.T, a fakemodel.Agent) (*fakemodel.Server, string, []string) {
+	t.Helper()
+	bin := requirePeer(t, filepath.Join(".bin", a.Bin))
+	fm := fakemodel.New(a.Provider)
+	t.Cleanup(fm.Close)
+	env, err := a.Setup(filepath.Join(t.TempDir(), "home"), fm)
+	require.NoError(t, err)
+	return fm, bin, env
+}
+
+// directClient is the ACP client side of a direct pipe: it records every update and
+// answers permission requests with the option of the kind answer names.
+type directClient struct {
+	mu      sync.Mutex
+	updates []acp.SessionNotification
+	asked   []acp.RequestPermissionRequest
+	answer  acp.PermissionOptionKind
+}
+
+func (c *directClient) SessionUpdate(_ context.Context, n acp.SessionNotification) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.updates = append(c.updates, n)
+	return nil
+}
+
+func (c *directClient) RequestPermission(_ context.Context, r acp.RequestPermissionRequest) (acp.RequestPermissionResponse, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.asked = append(c.asked, r)
+	for _, o := range r.Options {
+		if o.Kind == c.answer {
+			return acp.RequestPermissionResponse{Outcome: acp.RequestPermissionOutcome{Selected: &acp.RequestPermissionOutcomeSelected{OptionId: o.OptionId}}}, nil
+		}
+	}
+	return acp.RequestPermissionResponse{Outcome: acp.RequestPermissionOutcome{Cancelled: &acp.RequestPermissionOutcomeCancelled{}}}, nil
+}
+
+// take returns the updates and permission requests since the last take.
+func (c *directClient) take() ([]acp.SessionNotification, []acp.RequestPermissionRequest) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	u, a := c.updates, c.asked
+	c.updates, c.asked = nil, nil
+	return u, a
+}
+
+func (c *directClient) ReadTextFile(context.Context, acp.ReadTextFileRequest) (acp.ReadTextFileResponse, error) {
+	return acp.ReadTextFileResponse{}, acp.NewMethodNotFound(acp.ClientMethodFsReadTextFile)
+}
+
+func (c *directClient) WriteTextFile(context.Context, acp.WriteTextFileRequest) (acp.WriteTextFileResponse, error) {
+	return acp.WriteTextFileResponse{}, acp.NewMethodNotFound(acp.ClientMethodFsWriteTextFile)
+}
+
+func (c *directClient) CreateTerminal(context.Context, acp.CreateTerminalRequest) (acp.CreateTerminalResponse, error) {
+	return acp.CreateTerminalResponse{}, acp.NewMethodNotFound(acp.ClientMethodTerminalCreate)
+}
+
+func (c *directClient) KillTerminal(context.Context, acp.KillTerminalRequest) (acp.KillTerminalResponse, error) {
+	return acp.KillTerminalResponse{}, acp.NewMethodNotFound(acp.ClientMethodTerminalKill)
+}
+
+func (c *directClient) TerminalOutput(context.Context, acp.TerminalOutputRequest) (acp.TerminalOutputResponse, error) {
+	return acp.TerminalOutputResponse{}, acp.NewMethodNotFound(acp.ClientMethodTerminalOutput)
+}
+
+func (c *directClient) ReleaseTerminal(context.Context, acp.ReleaseTerminalRequest) (acp.ReleaseTerminalResponse, error) {
+	return acp.ReleaseTerminalResponse{}, acp.NewMethodNotFound(acp.ClientMethodTerminalRelease)
+}
+
+func (c *directClient) WaitForTerminalExit(context.Context, acp.WaitForTerminalExitRequest) (acp.WaitForTerminalExitResponse, error) {
+	return acp.WaitForTerminalExitResponse{}, acp.NewMethodNotFound(acp.ClientMethodTerminalWaitForExit)
+}
+
+// startDirect starts bin with env in dir and connects to it; the agent's whole process
+// group is killed at cleanup.
+func startDirect(t *testing.T, bin string, args, env []string, dir string) (*acp.ClientSideConnection, *directClient) {
+	t.Helper()
+	cmd := exec.Command(bin, args...)
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), env...)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	cmd.Stderr = &testLog{t: t, prefix: filepath.Base(bin) + ": "}
+	stdin, err := cmd.StdinPipe()
+	require.NoError(t, err)
+	stdout, err := cmd.StdoutPipe()
+	require.NoError(t, err)
+	require.NoError(t, cmd.Start())
+	t.Cleanup(func() {
+		_ = stdin.Close()
+		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+		_ = cmd.Wait()
+	})
+	c := &directClient{answer: acp.PermissionOptionKindAllowOnce}
+	return acp.NewClientSideConnection(c, stdin, stdout), c
+}
+
+// replyText joins the agent_message_chunk texts of updates; chunks counts them.
+func replyText(updates []acp.SessionNotification) (text string, chunks int) {
+	var b strings.Builder
+	for _, u := range updates {
+		if m := u.Update.AgentMessageChunk; m != nil && m.Content.Text != nil {
+			b.WriteString(m.Content.Text.Text)
+			chunks++
+		}
+	}
+	return b.String(), chunks
+}
+
+func TestRealAgentDirect(t *testing.T) {
+	for _, a := range realAgents {
+		t.Run(a.Name, func(t *testing.T) {
+			fm, bin, env := realAgentEnv(t, a)
+			ws := t.TempDir()
+			conn, client := startDirect(t, bin, a.Args, env, ws)
+			ctx := ctxFor(t, 3*time.Minute)
+
+			init, err := conn.Initialize(ctx, acp.InitializeRequest{
+				ProtocolVersion:    acp.ProtocolVersionNumber,
+				ClientCapabilities: acp.ClientCapabilities{},
+				ClientInfo:         &acp.Implementation{Name: "tacp-e2e", Version: "0"},
+			})
+			require.NoError(t, err)
+			require.True(t, init.AgentCapabilities.LoadSession, "%s advertises loadSession", a.Name)
+			steering, _ := json.Marshal(init.Meta)
+			require.Contains(t, string(steering), `"steering":{"supported":true}`, "%s advertises the steering extension", a.Name)
+
+			sess, err := conn.NewSession(ctx, acp.NewSessionRequest{Cwd: ws, McpServers: []acp.McpServer{}})
+			require.NoError(t, err)
+			require.NotNil(t, sess.Modes, "%s offers modes", a.Name)
+			require.Equal(t, a.AskingMode, string(sess.Modes.CurrentModeId), "%s starts in the mode that asks", a.Name)
+			prompt := func(text string) acp.PromptResponse {
+				t.Helper()
+				resp, err := conn.Prompt(ctx, acp.PromptRequest{SessionId: sess.SessionId, Prompt: []acp.ContentBlock{acp.TextBlock(text)}})
+				require.NoError(t, err, "prompt %q", text)
+				return resp
+			}
+
+			// A reply streams in chunks and ends end_turn.
+			resp := prompt("reply: the quick brown fox jumps over the lazy dog")
+			require.Equal(t, acp.StopReasonEndTurn, resp.StopReason)
+			updates, asked := client.take()
+			text, chunks := replyText(updates)
+			require.Equal(t, "the quick brown fox jumps over the lazy dog", text)
+			require.GreaterOrEqual(t, chunks, 3, "the reply streamed")
+			require.Empty(t, asked)
+			require.NotNil(t, resp.Usage, "%s reports the prompt's usage", a.Name)
+			require.Positive(t, resp.Usage.TotalTokens)
+			main := fm.MainRequests()
+			require.NotEmpty(t, main)
+			require.NotEmpty(t, main[0].Model)
+
+			// A write asks permission; approved, it is performed.
+			approved := filepath.Join(ws, "approved.txt")
+			resp = prompt("tool: write " + approved + " approved content")
+			require.Equal(t, acp.StopReasonEndTurn, resp.StopReason)
+			updates, asked = client.take()
+			require.Len(t, asked, 1, "the write asked permission")
+			got, err := os.ReadFile(approved)
+			require.NoError(t, err, "the approved write happened")
+			require.Equal(t, "approved content", strings.TrimSpace(string(got)))
+			text, _ = replyText(updates)
+			require.Contains(t, text, "tool result: ")
+
+			// Denied, it is not.
+			client.answer = acp.PermissionOptionKindRejectOnce
+			denied := filepath.Join(ws, "denied.txt")
+			resp = prompt("tool: write " + denied + " denied content")
+			_, asked = client.take()
+			require.Len(t, asked, 1, "the write asked permission")
+			require.NoFileExists(t, denied)
+			t.Logf("%s after a denied write: stop reason %s", a.Name, resp.StopReason)
+
+			// A command asks too.
+			client.answer = acp.PermissionOptionKindAllowOnce
+			ran := filepath.Join(ws, "ran.txt")
+			resp = prompt("tool: bash echo ran > " + ran)
+			require.Equal(t, acp.StopReasonEndTurn, resp.StopReason)
+			_, asked = client.take()
+			require.Len(t, asked, 1, "the command asked permission")
+			require.FileExists(t, ran)
+
+			// The model saw the conversation: the last main request carries the first reply.
+			main = fm.MainRequests()
+			last := main[len(main)-1]
+			require.True(t, last.Contains("user", "reply: the quick brown fox"), "history has the first prompt")
+			require.True(t, last.Contains("assistant", "the quick brown fox jumps over the lazy dog"), "history has the first reply")
+		})
+	}
+}
