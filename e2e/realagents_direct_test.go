@@ -212,6 +212,42 @@ func TestRealAgentDirect(t *testing.T) {
 			require.Len(t, asked, 1, "the command asked permission")
 			require.FileExists(t, ran)
 
+			// Steering: _session/steering takes the prompt as content blocks, as session/prompt
+			// does; a string is refused. A steer is answered inside the running prompt.
+			done := make(chan acp.PromptResponse, 1)
+			go func() {
+				resp, err := conn.Prompt(ctx, acp.PromptRequest{SessionId: sess.SessionId, Prompt: []acp.ContentBlock{acp.TextBlock("slow: 40 tick")}})
+				if err != nil {
+					t.Errorf("slow prompt: %v", err)
+				}
+				done <- resp
+			}()
+			require.Eventually(t, func() bool {
+				client.mu.Lock()
+				defer client.mu.Unlock()
+				_, n := replyText(client.updates)
+				return n >= 2
+			}, time.Minute, 10*time.Millisecond, "the slow reply streams")
+			_, err = conn.CallExtension(ctx, "_session/steering", map[string]any{"sessionId": sess.SessionId, "prompt": "reply: steered by a string"})
+			t.Logf("%s: _session/steering with a string prompt: %v", a.Name, err)
+			require.Error(t, err, "a string prompt is refused")
+			raw, err := conn.CallExtension(ctx, "_session/steering", map[string]any{
+				"sessionId": sess.SessionId, "prompt": []acp.ContentBlock{acp.TextBlock("reply: steered answer")},
+			})
+			require.NoError(t, err)
+			t.Logf("%s: _session/steering with content blocks: %s", a.Name, raw)
+			require.Contains(t, string(raw), `"outcome":"injected"`)
+			resp = <-done
+			require.Equal(t, acp.StopReasonEndTurn, resp.StopReason)
+			updates, _ = client.take()
+			text, _ = replyText(updates)
+			require.Contains(t, text, "steered answer", "the steer is answered inside the prompt")
+			steered := false
+			for _, r := range fm.MainRequests() {
+				steered = steered || r.Contains("user", "reply: steered answer")
+			}
+			require.True(t, steered, "the steer's text reached the model")
+
 			// The model saw the conversation: the last main request carries the first reply.
 			main = fm.MainRequests()
 			last := main[len(main)-1]
