@@ -25,7 +25,7 @@ import (
 )
 
 // realAgents are the agents tested, each against its provider's fake.
-var realAgents = []fakemodel.Agent{fakemodel.Claude, fakemodel.Codex}
+var realAgents = fakemodel.Agents
 
 // realAgentEnv starts a fake model for a, prepares a HOME for it, and returns the fake, the
 // agent's executable and its environment.
@@ -154,13 +154,21 @@ func TestRealAgentDirect(t *testing.T) {
 			})
 			require.NoError(t, err)
 			require.True(t, init.AgentCapabilities.LoadSession, "%s advertises loadSession", a.Name)
-			steering, _ := json.Marshal(init.Meta)
-			require.Contains(t, string(steering), `"steering":{"supported":true}`, "%s advertises the steering extension", a.Name)
+			meta, _ := json.Marshal(init.Meta)
+			steering := strings.Contains(string(meta), `"steering":{"supported":true}`)
+			t.Logf("%s: loadSession %v, steering extension %v", a.Name, init.AgentCapabilities.LoadSession, steering)
 
 			sess, err := conn.NewSession(ctx, acp.NewSessionRequest{Cwd: ws, McpServers: []acp.McpServer{}})
 			require.NoError(t, err)
-			require.NotNil(t, sess.Modes, "%s offers modes", a.Name)
-			require.Equal(t, a.AskingMode, string(sess.Modes.CurrentModeId), "%s starts in the mode that asks", a.Name)
+			if a.AskingMode != "" {
+				require.NotNil(t, sess.Modes, "%s offers modes", a.Name)
+				require.Equal(t, a.AskingMode, string(sess.Modes.CurrentModeId), "%s starts in the mode that asks", a.Name)
+				var ids []string
+				for _, m := range sess.Modes.AvailableModes {
+					ids = append(ids, string(m.Id))
+				}
+				t.Logf("%s: modes %v", a.Name, ids)
+			}
 			prompt := func(text string) acp.PromptResponse {
 				t.Helper()
 				resp, err := conn.Prompt(ctx, acp.PromptRequest{SessionId: sess.SessionId, Prompt: []acp.ContentBlock{acp.TextBlock(text)}})
@@ -176,8 +184,10 @@ func TestRealAgentDirect(t *testing.T) {
 			require.Equal(t, "the quick brown fox jumps over the lazy dog", text)
 			require.GreaterOrEqual(t, chunks, 3, "the reply streamed")
 			require.Empty(t, asked)
-			require.NotNil(t, resp.Usage, "%s reports the prompt's usage", a.Name)
-			require.Positive(t, resp.Usage.TotalTokens)
+			if a.ReportsUsage { // Gemini CLI reports usage only in _meta.quota
+				require.NotNil(t, resp.Usage, "%s reports the prompt's usage", a.Name)
+				require.Positive(t, resp.Usage.TotalTokens)
+			}
 			main := fm.MainRequests()
 			require.NotEmpty(t, main)
 			require.NotEmpty(t, main[0].Model)
@@ -212,6 +222,9 @@ func TestRealAgentDirect(t *testing.T) {
 			require.Len(t, asked, 1, "the command asked permission")
 			require.FileExists(t, ran)
 
+			if !steering {
+				return
+			}
 			// Steering: _session/steering takes the prompt as content blocks, as session/prompt
 			// does; a string is refused. A steer is answered inside the running prompt.
 			done := make(chan acp.PromptResponse, 1)

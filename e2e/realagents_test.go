@@ -1,7 +1,7 @@
 package e2e
 
-// The real coding agents behind tacp (issue 17): claude-agent-acp and codex-acp, installed
-// by .ci/peers, each run by a worker of its own that the operator configured with the
+// The real coding agents behind tacp (issue 17): claude-agent-acp, codex-acp, Gemini CLI
+// and OpenCode, installed by .ci/peers, each run by a worker of its own that the operator configured with the
 // agent's command line and environment (the session names no agent), each agent's model a
 // fake one (internal/fakemodel) scripted by the prompt. Each agent gets the same flows the
 // test agent is held to: a reply streams; a write is asked, and performed only when
@@ -227,6 +227,9 @@ func realConversation(t *testing.T, w *realAgentWorker) {
 	require.NotNil(t, second, "the second prompt reached the model")
 	require.True(t, second.Contains("assistant", "remember the word "+id), "the first reply is in the second request's history")
 
+	if !w.agent.ReportsUsage {
+		return // Gemini CLI reports usage only in _meta.quota: there is nothing to sum
+	}
 	// Usage: the session's total is the sum of its turns' usage, and of what the model
 	// reported for them.
 	var sum float64

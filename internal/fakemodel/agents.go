@@ -26,8 +26,10 @@ type Agent struct {
 	// Provider is the API it calls.
 	Provider Provider
 	// AskingMode is the ACP session mode in which it asks before writes and commands (the
-	// mode Setup puts it in).
+	// mode Setup puts it in); empty for an agent without modes.
 	AskingMode string
+	// ReportsUsage is whether it reports token usage in its session/prompt answers.
+	ReportsUsage bool
 	// setup writes the agent's settings under home and returns its extra environment.
 	setup func(home string, s *Server) ([]string, error)
 }
@@ -72,7 +74,7 @@ func (a Agent) CommandLine(binDir string, env []string) string {
 // traffic (telemetry, update checks) is switched off: it has nowhere to go.
 var Claude = Agent{
 	Name: "claude", Package: "@agentclientprotocol/claude-agent-acp", Version: "0.101.0",
-	Bin: "claude-agent-acp", Provider: Anthropic, AskingMode: "default",
+	Bin: "claude-agent-acp", Provider: Anthropic, AskingMode: "default", ReportsUsage: true,
 	setup: func(home string, s *Server) ([]string, error) {
 		dir := filepath.Join(home, ".claude")
 		if err := os.MkdirAll(dir, 0o755); err != nil {
@@ -105,7 +107,7 @@ const CodexModel = "gpt-5.5"
 // write (apply_patch) and every command run outside its sandbox.
 var Codex = Agent{
 	Name: "codex", Package: "@agentclientprotocol/codex-acp", Version: "2.6.0",
-	Bin: "codex-acp", Provider: OpenAI, AskingMode: "read-only",
+	Bin: "codex-acp", Provider: OpenAI, AskingMode: "read-only", ReportsUsage: true,
 	setup: func(home string, s *Server) ([]string, error) {
 		dir := filepath.Join(home, ".codex")
 		if err := os.MkdirAll(dir, 0o755); err != nil {
@@ -131,3 +133,51 @@ env_key = "FAKEMODEL_API_KEY"
 		}, nil
 	},
 }
+
+// GeminiCLI is Gemini CLI in its ACP mode (--experimental-acp), on the Gemini API.
+//
+// Quirks: GOOGLE_GEMINI_BASE_URL selects its "gateway" authentication, which needs no login
+// (GEMINI_API_KEY is sent as the key). Its default mode ("default") asks before edits and
+// commands. It reports token usage only in the prompt answer's _meta.quota, so tacp sums
+// none. It advertises no steering extension.
+var GeminiCLI = Agent{
+	Name: "gemini", Package: "@google/gemini-cli", Version: "0.61.0",
+	Bin: "gemini", Args: []string{"--experimental-acp"}, Provider: Gemini, AskingMode: "default",
+	setup: func(home string, s *Server) ([]string, error) {
+		return s.Env(), nil
+	},
+}
+
+// OpenCode is OpenCode (`opencode acp`), here on the Anthropic API through its bundled
+// anthropic provider, pointed at the fake by ~/.config/opencode/opencode.json.
+//
+// Quirks: it offers no modes; its permission settings decide, and they allow edits and
+// commands unless the configuration says "ask" (as this one does). OPENCODE_DISABLE_MODELS_FETCH
+// keeps it from fetching its model catalog from the network (it falls back to the one it
+// ships). It calls fs/write_text_file on the client even when the client did not offer it,
+// and writes the file itself when refused. It advertises no steering extension.
+var OpenCode = Agent{
+	Name: "opencode", Package: "opencode-ai", Version: "1.18.33",
+	Bin: "opencode", Args: []string{"acp"}, Provider: Anthropic, ReportsUsage: true,
+	setup: func(home string, s *Server) ([]string, error) {
+		dir := filepath.Join(home, ".config", "opencode")
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			return nil, err
+		}
+		config := fmt.Sprintf(`{
+  "model": "anthropic/claude-sonnet-4-5",
+  "autoupdate": false,
+  "share": "disabled",
+  "provider": {"anthropic": {"options": {"baseURL": %q, "apiKey": %q}}},
+  "permission": {"edit": "ask", "bash": "ask"}
+}
+`, s.URL+"/v1", APIKey)
+		if err := os.WriteFile(filepath.Join(dir, "opencode.json"), []byte(config), 0o644); err != nil {
+			return nil, err
+		}
+		return []string{"OPENCODE_DISABLE_MODELS_FETCH=1", "OPENCODE_DISABLE_AUTOUPDATE=1"}, nil
+	},
+}
+
+// Agents are the real agents, in the order tests run them.
+var Agents = []Agent{Claude, Codex, GeminiCLI, OpenCode}

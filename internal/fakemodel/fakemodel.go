@@ -40,8 +40,9 @@
 // (an agent's side request such as a session title) gets a text reply instead; one whose
 // output format is a JSON schema gets a JSON object that fits it.
 //
-// Once the agent sends the tool's result back (the conversation ends with a tool result),
-// the model answers with the final text "tool result: " and the result on one line (runs
+// Once the agent sends the tool's result back (the conversation ends with a tool result,
+// and no directive came with it: an agent that did not send a refused call's result to
+// the model sends it with the next prompt), the model answers with the final text "tool result: " and the result on one line (runs
 // of white space made one space), cut at 300 bytes, so a test can tell an approved call
 // from a refused one.
 //
@@ -396,10 +397,10 @@ type tool struct {
 
 // decide turns the conversation's last user text (or tool result) into a plan.
 func (s *Server) decide(lastUser string, toolResult *string, tools []tool, schema json.RawMessage) plan {
-	if toolResult != nil {
+	d := ParseDirective(lastUser)
+	if toolResult != nil && d.Kind == "echo" {
 		return plan{chunks: chunksOf(toolResultReply(*toolResult), 3)}
 	}
-	d := ParseDirective(lastUser)
 	if len(schema) > 0 {
 		return plan{chunks: []string{jsonForSchema(schema, d)}}
 	}
@@ -504,7 +505,8 @@ func shellQuote(s string) string { return "'" + strings.ReplaceAll(s, "'", `'\''
 func jsonForSchema(schema json.RawMessage, d Directive) string {
 	var sc struct {
 		Properties map[string]struct {
-			Type any `json:"type"`
+			Type any   `json:"type"`
+			Enum []any `json:"enum"`
 		} `json:"properties"`
 	}
 	_ = json.Unmarshal(schema, &sc)
@@ -514,14 +516,17 @@ func jsonForSchema(schema json.RawMessage, d Directive) string {
 	}
 	obj := map[string]any{}
 	for name, p := range sc.Properties {
-		switch p.Type {
-		case "boolean":
+		typ, _ := p.Type.(string) // Gemini's schemas spell types in capitals
+		switch {
+		case len(p.Enum) > 0:
+			obj[name] = p.Enum[0]
+		case strings.EqualFold(typ, "boolean"):
 			obj[name] = false
-		case "number", "integer":
+		case strings.EqualFold(typ, "number"), strings.EqualFold(typ, "integer"):
 			obj[name] = 0
-		case "array":
+		case strings.EqualFold(typ, "array"):
 			obj[name] = []any{}
-		case "object":
+		case strings.EqualFold(typ, "object"):
 			obj[name] = map[string]any{}
 		default:
 			obj[name] = text

@@ -180,8 +180,21 @@ func TestAnthropicToolUseThenTheFinalReplyAfterTheResult(t *testing.T) {
 		}
 	}
 	require.Equal(t, "tool result: File created successfully", text.String())
+
+	// A prompt sent with a refused call's result (OpenCode does) is a directive again.
+	evs = readSSE(t, post(t, s.URL+"/v1/messages", map[string]any{
+		"model": "m", "stream": true, "tools": claudeTools, "messages": []any{user,
+			map[string]any{"role": "assistant", "content": []any{map[string]any{"type": "tool_use", "id": start["id"], "name": "Write", "input": input}}},
+			map[string]any{"role": "user", "content": []any{
+				map[string]any{"type": "tool_result", "tool_use_id": start["id"], "content": "rejected", "is_error": true},
+				map[string]any{"type": "text", "text": "reply: next prompt"},
+			}},
+		},
+	}))
+	require.Equal(t, "next prompt", s.Requests()[2].Reply.Text)
 	r := s.Requests()[1]
 	require.True(t, r.Contains("tool", "File created"))
+	_ = evs
 	require.Equal(t, "Write", r.Messages[1].ToolCall)
 }
 

@@ -133,11 +133,7 @@ func (s *Server) gemini(w http.ResponseWriter, r *http.Request) {
 			}
 		}
 		if role == "user" {
-			if res != nil {
-				result = res
-			} else if msg.Text != "" {
-				lastUser, result = msg.Text, nil
-			}
+			lastUser, result = msg.Text, res
 		}
 		if msg.Text != "" || msg.ToolCall != "" {
 			rec.Messages = append(rec.Messages, msg)

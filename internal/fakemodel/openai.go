@@ -118,7 +118,7 @@ func (s *Server) openai(w http.ResponseWriter, r *http.Request) {
 		case "function_call_output", "custom_tool_call_output":
 			t := openaiText(it.Output)
 			rec.Messages = append(rec.Messages, Message{Role: "tool", Text: t})
-			result = &t
+			lastUser, result = "", &t
 		}
 	}
 	var schema json.RawMessage
