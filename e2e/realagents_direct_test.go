@@ -156,7 +156,7 @@ func TestRealAgentDirect(t *testing.T) {
 			require.True(t, init.AgentCapabilities.LoadSession, "%s advertises loadSession", a.Name)
 			meta, _ := json.Marshal(init.Meta)
 			steering := strings.Contains(string(meta), `"steering":{"supported":true}`)
-			t.Logf("%s: loadSession %v, steering extension %v", a.Name, init.AgentCapabilities.LoadSession, steering)
+			require.Equal(t, a.Steering, steering, "%s: _meta.steering.supported", a.Name)
 
 			sess, err := conn.NewSession(ctx, acp.NewSessionRequest{Cwd: ws, McpServers: []acp.McpServer{}})
 			require.NoError(t, err)

@@ -118,7 +118,7 @@ func TestRealAgent(t *testing.T) {
 			t.Run("AllowAllPerformsWithoutAsking", func(t *testing.T) { realAllowAll(t, w) })
 			t.Run("CancelMidStreamThenTheNextPromptInItsOwnTurn", func(t *testing.T) { realCancel(t, w) })
 			t.Run("TwoTurnsShareTheConversationAndUsageIsSummed", func(t *testing.T) { realConversation(t, w) })
-			t.Run("SteerIsInjectedIntoTheRunningTurn", func(t *testing.T) { realSteer(t, w) })
+			t.Run("SteerIsDeliveredIntoTheRunningTurn", func(t *testing.T) { realSteer(t, w) })
 		})
 	}
 }
@@ -273,6 +273,10 @@ func realSteer(t *testing.T, w *realAgentWorker) {
 		steered = steered || r.Contains("user", "reply: steered answer")
 	}
 	require.True(t, steered, "the steer's text reached the model")
+	if !w.agent.Steering {
+		require.Equal(t, signals.HowInterrupted, d.How, "%s has no steering extension: tacp interrupts and continues", w.agent.Name)
+		return
+	}
 	if d.How == signals.HowInterrupted {
 		// Both agents answer a string prompt -32602 and take content blocks
 		// (TestRealAgentDirect), so tacp falls back to interrupting.

@@ -30,6 +30,9 @@ type Agent struct {
 	AskingMode string
 	// ReportsUsage is whether it reports token usage in its session/prompt answers.
 	ReportsUsage bool
+	// Steering is whether it advertises the steering extension (_meta.steering.supported),
+	// which takes the prompt as content blocks; tacp interrupts the others to steer them.
+	Steering bool
 	// setup writes the agent's settings under home and returns its extra environment.
 	setup func(home string, s *Server) ([]string, error)
 }
@@ -74,7 +77,7 @@ func (a Agent) CommandLine(binDir string, env []string) string {
 // traffic (telemetry, update checks) is switched off: it has nowhere to go.
 var Claude = Agent{
 	Name: "claude", Package: "@agentclientprotocol/claude-agent-acp", Version: "0.101.0",
-	Bin: "claude-agent-acp", Provider: Anthropic, AskingMode: "default", ReportsUsage: true,
+	Bin: "claude-agent-acp", Provider: Anthropic, AskingMode: "default", ReportsUsage: true, Steering: true,
 	setup: func(home string, s *Server) ([]string, error) {
 		dir := filepath.Join(home, ".claude")
 		if err := os.MkdirAll(dir, 0o755); err != nil {
@@ -107,7 +110,7 @@ const CodexModel = "gpt-5.5"
 // write (apply_patch) and every command run outside its sandbox.
 var Codex = Agent{
 	Name: "codex", Package: "@agentclientprotocol/codex-acp", Version: "2.6.0",
-	Bin: "codex-acp", Provider: OpenAI, AskingMode: "read-only", ReportsUsage: true,
+	Bin: "codex-acp", Provider: OpenAI, AskingMode: "read-only", ReportsUsage: true, Steering: true,
 	setup: func(home string, s *Server) ([]string, error) {
 		dir := filepath.Join(home, ".codex")
 		if err := os.MkdirAll(dir, 0o755); err != nil {
