@@ -12,6 +12,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -46,6 +47,9 @@ type directClient struct {
 	updates []acp.SessionNotification
 	asked   []acp.RequestPermissionRequest
 	answer  acp.PermissionOptionKind
+	// files, when set, serves fs/* under that directory and records the paths asked for.
+	files   string
+	fsCalls []string
 }
 
 func (c *directClient) SessionUpdate(_ context.Context, n acp.SessionNotification) error {
@@ -76,12 +80,31 @@ func (c *directClient) take() ([]acp.SessionNotification, []acp.RequestPermissio
 	return u, a
 }
 
-func (c *directClient) ReadTextFile(context.Context, acp.ReadTextFileRequest) (acp.ReadTextFileResponse, error) {
-	return acp.ReadTextFileResponse{}, acp.NewMethodNotFound(acp.ClientMethodFsReadTextFile)
+func (c *directClient) ReadTextFile(_ context.Context, r acp.ReadTextFileRequest) (acp.ReadTextFileResponse, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.files == "" {
+		return acp.ReadTextFileResponse{}, acp.NewMethodNotFound(acp.ClientMethodFsReadTextFile)
+	}
+	c.fsCalls = append(c.fsCalls, "read "+r.Path)
+	b, err := os.ReadFile(r.Path)
+	if os.IsNotExist(err) {
+		return acp.ReadTextFileResponse{}, &acp.RequestError{Code: -32002, Message: "Resource not found", Data: map[string]any{"path": r.Path}}
+	}
+	return acp.ReadTextFileResponse{Content: string(b)}, err
 }
 
-func (c *directClient) WriteTextFile(context.Context, acp.WriteTextFileRequest) (acp.WriteTextFileResponse, error) {
-	return acp.WriteTextFileResponse{}, acp.NewMethodNotFound(acp.ClientMethodFsWriteTextFile)
+func (c *directClient) WriteTextFile(_ context.Context, r acp.WriteTextFileRequest) (acp.WriteTextFileResponse, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.files == "" {
+		return acp.WriteTextFileResponse{}, acp.NewMethodNotFound(acp.ClientMethodFsWriteTextFile)
+	}
+	c.fsCalls = append(c.fsCalls, "write "+r.Path)
+	if !strings.HasPrefix(r.Path, c.files+string(filepath.Separator)) {
+		return acp.WriteTextFileResponse{}, acp.NewInvalidParams(map[string]any{"path": "outside the workspace"})
+	}
+	return acp.WriteTextFileResponse{}, os.WriteFile(r.Path, []byte(r.Content), 0o644)
 }
 
 func (c *directClient) CreateTerminal(context.Context, acp.CreateTerminalRequest) (acp.CreateTerminalResponse, error) {
@@ -268,4 +291,57 @@ func TestRealAgentDirect(t *testing.T) {
 			require.True(t, last.Contains("assistant", "the quick brown fox jumps over the lazy dog"), "history has the first reply")
 		})
 	}
+}
+
+// TestRealAgentDirectUsesTheClientsFilesWhenOffered: Gemini CLI reads and writes files
+// through the client (fs/read_text_file, fs/write_text_file) when initialize offers them,
+// which tacp's does not yet (its sandbox would serve them). Its quirk: it cannot create a
+// file that way. It reads the file first and takes only a thrown Error whose message says
+// "Resource not found" as "no such file", but its ACP SDK throws the JSON-RPC error as a
+// plain object, so every missing file is "Error checking existing file" and the write is
+// not made; an existing file is rewritten through the client.
+func TestRealAgentDirectUsesTheClientsFilesWhenOffered(t *testing.T) {
+	a := fakemodel.GeminiCLI
+	_, bin, env := realAgentEnv(t, a)
+	ws := t.TempDir()
+	conn, client := startDirect(t, bin, a.Args, env, ws)
+	client.files = ws
+	ctx := ctxFor(t, 3*time.Minute)
+	_, err := conn.Initialize(ctx, acp.InitializeRequest{
+		ProtocolVersion:    acp.ProtocolVersionNumber,
+		ClientCapabilities: acp.ClientCapabilities{Fs: acp.FileSystemCapabilities{ReadTextFile: true, WriteTextFile: true}},
+	})
+	require.NoError(t, err)
+	sess, err := conn.NewSession(ctx, acp.NewSessionRequest{Cwd: ws, McpServers: []acp.McpServer{}})
+	require.NoError(t, err)
+	write := func(path, content string) string {
+		t.Helper()
+		resp, err := conn.Prompt(ctx, acp.PromptRequest{SessionId: sess.SessionId, Prompt: []acp.ContentBlock{acp.TextBlock("tool: write " + path + " " + content)}})
+		require.NoError(t, err)
+		require.Equal(t, acp.StopReasonEndTurn, resp.StopReason)
+		updates, _ := client.take()
+		text, _ := replyText(updates)
+		return text
+	}
+	fsCalls := func() []string {
+		client.mu.Lock()
+		defer client.mu.Unlock()
+		calls := client.fsCalls
+		client.fsCalls = nil
+		return calls
+	}
+
+	existing := filepath.Join(ws, "existing.txt")
+	require.NoError(t, os.WriteFile(existing, []byte("old content"), 0o644))
+	write(existing, "rewritten by the client")
+	require.Contains(t, fsCalls(), "write "+existing, "the write went through the client")
+	got, err := os.ReadFile(existing)
+	require.NoError(t, err)
+	require.Equal(t, "rewritten by the client", string(got))
+
+	missing := filepath.Join(ws, "new.txt")
+	text := write(missing, "never written")
+	require.Equal(t, []string{"read " + missing}, slices.Compact(fsCalls()), "it only reads")
+	require.Contains(t, text, "Error checking existing file")
+	require.NoFileExists(t, missing)
 }
