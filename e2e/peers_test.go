@@ -6,10 +6,13 @@ package e2e
 // TACP_REQUIRE_PEERS=1 (CI), so a broken install can never pass as a skip.
 
 import (
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"testing"
+
+	"github.com/stretchr/testify/require"
 )
 
 // npmRoot is .ci/npm/node_modules, where .ci/peers installs.
@@ -37,4 +40,38 @@ func requirePeer(t testing.TB, rel string) string {
 	}
 	t.Skipf("%s: run `bash .ci/peers` (TACP_REQUIRE_PEERS=1 makes this a failure)", missing)
 	return ""
+}
+
+// peerTB records what requirePeer does with a test, without ending it.
+type peerTB struct {
+	testing.TB
+	fatal, skip string
+}
+
+func (p *peerTB) Helper() {}
+
+func (p *peerTB) Fatalf(format string, args ...any) {
+	if p.fatal == "" && p.skip == "" {
+		p.fatal = fmt.Sprintf(format, args...)
+	}
+}
+
+func (p *peerTB) Skipf(format string, args ...any) {
+	if p.fatal == "" && p.skip == "" {
+		p.skip = fmt.Sprintf(format, args...)
+	}
+}
+
+func TestRequirePeerSkipsAMissingPeerOrFailsUnderTACP_REQUIRE_PEERS(t *testing.T) {
+	t.Setenv("TACP_REQUIRE_PEERS", "")
+	tb := &peerTB{TB: t}
+	require.Empty(t, requirePeer(tb, "no-such-peer/bin.js"))
+	require.Empty(t, tb.fatal)
+	require.Contains(t, tb.skip, "no-such-peer/bin.js is not installed: run `bash .ci/peers`")
+
+	t.Setenv("TACP_REQUIRE_PEERS", "1")
+	tb = &peerTB{TB: t}
+	requirePeer(tb, "no-such-peer/bin.js")
+	require.Empty(t, tb.skip)
+	require.Contains(t, tb.fatal, "TACP_REQUIRE_PEERS=1 but no-such-peer/bin.js is not installed")
 }
