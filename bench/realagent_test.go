@@ -38,6 +38,10 @@ const shortReply = "reply: a short answer of a few words"
 type realAgentFigures struct {
 	agent          string
 	direct, tacp   []time.Duration
+	// The tacp round trip's parts, from the journal's times (the workflow's clock): prompt
+	// to turn.started, turn.started to turn.ended (the agent's work and the runner's), and
+	// turn.ended to the viewer seeing it.
+	toStart, inTurn, toViewer []time.Duration
 	directRSS      int64 // bytes, the direct agent's process tree, warm
 	tacpRSS        int64 // the tacp worker's agent's tree
 	directProcs    int
@@ -162,6 +166,9 @@ func measureRealAgent(ctx context.Context, t *testing.T, a fakemodel.Agent, roun
 		if i >= warmup {
 			f.direct = append(f.direct, dd)
 			f.tacp = append(f.tacp, seen.visible.Sub(seen.start))
+			f.toStart = append(f.toStart, seen.startedAt.Sub(seen.start))
+			f.inTurn = append(f.inTurn, seen.endedAt.Sub(seen.startedAt))
+			f.toViewer = append(f.toViewer, seen.visible.Sub(seen.endedAt))
 		}
 	}
 	f.requestsPerTry = (len(fm.Requests()) - before) / (2 * (warmup + rounds))
@@ -186,11 +193,12 @@ func TestRealAgentTable(t *testing.T) {
 	}
 	var b strings.Builder
 	tw := tabwriter.NewWriter(&b, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintf(tw, "agent\tn\tdirect p50\tdirect p99\ttacp p50\ttacp p99\toverhead p50\tmodel requests/prompt\tagent RSS (tree)\tprocesses\ttacp's agent RSS\t\n")
+	fmt.Fprintf(tw, "agent\tn\tdirect p50\tdirect p99\ttacp p50\ttacp p99\toverhead p50\tprompt→turn.started p50\tturn p50\tturn.ended→viewer p50\tmodel requests/prompt\tagent RSS (tree)\tprocesses\ttacp's agent RSS\t\n")
 	for _, f := range figs {
 		d, tp := statsOf(f.direct), statsOf(f.tacp)
-		fmt.Fprintf(tw, "%s\t%d\t%.1f ms\t%.1f ms\t%.1f ms\t%.1f ms\t%.1f ms\t%d\t%.0f MiB\t%d\t%.0f MiB\t\n",
-			f.agent, d.n, d.p50, d.p99, tp.p50, tp.p99, tp.p50-d.p50, f.requestsPerTry,
+		fmt.Fprintf(tw, "%s\t%d\t%.1f ms\t%.1f ms\t%.1f ms\t%.1f ms\t%.1f ms\t%.1f ms\t%.1f ms\t%.1f ms\t%d\t%.0f MiB\t%d\t%.0f MiB\t\n",
+			f.agent, d.n, d.p50, d.p99, tp.p50, tp.p99, tp.p50-d.p50,
+			statsOf(f.toStart).p50, statsOf(f.inTurn).p50, statsOf(f.toViewer).p50, f.requestsPerTry,
 			mib(f.directRSS), f.directProcs, mib(f.tacpRSS))
 	}
 	_ = tw.Flush()
