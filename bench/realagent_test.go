@@ -36,16 +36,16 @@ const shortReply = "reply: a short answer of a few words"
 
 // realAgentFigures is one agent's side-by-side round.
 type realAgentFigures struct {
-	agent          string
-	direct, tacp   []time.Duration
+	agent        string
+	direct, tacp []time.Duration
 	// The tacp round trip's parts, from the journal's times (the workflow's clock): prompt
 	// to turn.started, turn.started to turn.ended (the agent's work and the runner's), and
 	// turn.ended to the viewer seeing it.
 	toStart, inTurn, toViewer []time.Duration
-	directRSS      int64 // bytes, the direct agent's process tree, warm
-	tacpRSS        int64 // the tacp worker's agent's tree
-	directProcs    int
-	requestsPerTry int // model requests per prompt
+	directRSS                 int64 // bytes, the direct agent's process tree, warm
+	tacpRSS                   int64 // the tacp worker's agent's tree
+	directProcs               int
+	requestsPerTry            int // model requests per prompt
 }
 
 // treeRSS sums VmRSS over pid and its descendants, and counts them.
