@@ -142,7 +142,10 @@ env_key = "FAKEMODEL_API_KEY"
 // Quirks: GOOGLE_GEMINI_BASE_URL selects its "gateway" authentication, which needs no login
 // (GEMINI_API_KEY is sent as the key). Its default mode ("default") asks before edits and
 // commands. It reports token usage only in the prompt answer's _meta.quota, so tacp sums
-// none. It advertises no steering extension.
+// none. It advertises no steering extension. It keeps a session for session/load only once
+// a turn of it has ended. Offered the client's fs/*, it reads and writes through them, but
+// cannot create a file that way (it does not take the client's "Resource not found" error as
+// a missing file).
 var GeminiCLI = Agent{
 	Name: "gemini", Package: "@google/gemini-cli", Version: "0.61.0",
 	Bin: "gemini", Args: []string{"--experimental-acp"}, Provider: Gemini, AskingMode: "default",
