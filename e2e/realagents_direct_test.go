@@ -165,6 +165,7 @@ func replyText(updates []acp.SessionNotification) (text string, chunks int) {
 func TestRealAgentDirect(t *testing.T) {
 	for _, a := range realAgents {
 		t.Run(a.Name, func(t *testing.T) {
+			t.Parallel()
 			fm, bin, env := realAgentEnv(t, a)
 			ws := t.TempDir()
 			conn, client := startDirect(t, bin, a.Args, env, ws)

@@ -13,6 +13,7 @@ import (
 	"bufio"
 	"encoding/json"
 	"fmt"
+	"log/slog"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -51,6 +52,8 @@ func startRealAgentWorker(t *testing.T, a fakemodel.Agent) *realAgentWorker {
 	dataDir := t.TempDir()
 	cmdline := a.CommandLine(filepath.Dir(bin), env)
 	_, qc := extraWorker(t, tc, app.WorkerOptions{
+		// The worker's own account of the agents it runs (starts, evictions, kills).
+		Logger:  slog.New(slog.NewTextHandler(&testLog{t: t, prefix: "worker: "}, &slog.HandlerOptions{Level: slog.LevelInfo})),
 		Agent:   cmdline,
 		DataDir: dataDir,
 		// Real agents cost ~100-300 MiB each: the sessions of this test keep two alive.
@@ -124,6 +127,10 @@ func countKindIn(evs []signals.Event, kind string, turn int64) int {
 func TestRealAgent(t *testing.T) {
 	for _, a := range realAgents {
 		t.Run(a.Name, func(t *testing.T) {
+			// One agent at a time: under the load of two, a turn attempt's heartbeat can be
+			// late, the retry on the same worker shuts down the agent the late attempt still
+			// holds, and that attempt's release shuts it down again: the batcher's second
+			// close panics and takes the test binary down (the known double close).
 			w := startRealAgentWorker(t, a)
 			t.Run("ReplyStreamsAndEndsEndTurn", func(t *testing.T) { realReply(t, w) })
 			t.Run("EveryUpdateOfTheFirstTurnIsJournaled", func(t *testing.T) { realUpdatesJournaled(t, w) })
