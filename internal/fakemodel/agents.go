@@ -181,7 +181,15 @@ var OpenCode = Agent{
 		if err := os.WriteFile(filepath.Join(dir, "opencode.json"), []byte(config), 0o644); err != nil {
 			return nil, err
 		}
-		return []string{"OPENCODE_DISABLE_MODELS_FETCH=1", "OPENCODE_DISABLE_AUTOUPDATE=1"}, nil
+		return []string{
+			"OPENCODE_DISABLE_MODELS_FETCH=1",
+			"OPENCODE_DISABLE_AUTOUPDATE=1",
+			// No default plugins (installed from the npm registry at start), no language
+			// server downloads, no reading of Claude Code's files in the same HOME.
+			"OPENCODE_DISABLE_DEFAULT_PLUGINS=1",
+			"OPENCODE_DISABLE_LSP_DOWNLOAD=1",
+			"OPENCODE_DISABLE_CLAUDE_CODE=1",
+		}, nil
 	},
 }
 

@@ -261,9 +261,10 @@ func readRequest(r *http.Request) (Request, error) {
 	}, nil
 }
 
-// Env returns the environment variables an agent needs to reach s, as KEY=VALUE. It covers
-// the variables of every agent that speaks s's API; agents configured by a file (Codex's
-// config.toml, OpenCode's opencode.json) get theirs from the helpers in agents.go.
+// Env returns the conventional environment variables of s's provider (its base URL and
+// key), as KEY=VALUE: what Claude Code and Gemini CLI read. Agents configured by a file
+// (Codex's config.toml, OpenCode's opencode.json) get theirs from Agent.Setup; Codex 0.166
+// does not take OPENAI_BASE_URL for its built-in provider.
 func (s *Server) Env() []string {
 	switch s.Provider {
 	case Anthropic:
