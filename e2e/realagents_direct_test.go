@@ -346,3 +346,28 @@ func TestRealAgentDirectUsesTheClientsFilesWhenOffered(t *testing.T) {
 	require.Contains(t, text, "Error checking existing file")
 	require.NoFileExists(t, missing)
 }
+
+// TestRealAgentDirectClaudeUnderRootNeedsIS_SANDBOX: as root, Claude Code refuses to start
+// a session (claude-agent-acp runs it with --dangerously-skip-permissions, so that a session
+// can switch to bypassPermissions) when IS_SANDBOX is set to anything but 1 (this machine's
+// environment has IS_SANDBOX=yes).
+func TestRealAgentDirectClaudeUnderRootNeedsIS_SANDBOX(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("runs as root only: Claude Code's refusal is about root")
+	}
+	a := fakemodel.Claude
+	_, bin, env := realAgentEnv(t, a)
+	for _, sandbox := range []string{"yes", "true", "0", "1"} {
+		conn, _ := startDirect(t, bin, a.Args, append(env, "IS_SANDBOX="+sandbox), t.TempDir())
+		ctx := ctxFor(t, time.Minute)
+		_, err := conn.Initialize(ctx, acp.InitializeRequest{ProtocolVersion: acp.ProtocolVersionNumber})
+		require.NoError(t, err)
+		_, err = conn.NewSession(ctx, acp.NewSessionRequest{Cwd: t.TempDir(), McpServers: []acp.McpServer{}})
+		if sandbox == "1" {
+			require.NoError(t, err, "IS_SANDBOX=1")
+			continue
+		}
+		require.Error(t, err, "IS_SANDBOX=%q", sandbox)
+		require.Contains(t, err.Error(), "cannot be used with root/sudo privileges")
+	}
+}
