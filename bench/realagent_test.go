@@ -45,7 +45,8 @@ type realAgentFigures struct {
 	directRSS                 int64 // bytes, the direct agent's process tree, warm
 	tacpRSS                   int64 // the tacp worker's agent's tree
 	directProcs               int
-	requestsPerTry            int // model requests per prompt
+	// Model requests per prompt, each way.
+	directRequests, tacpRequests float64
 }
 
 // treeRSS sums VmRSS over pid and its descendants, and counts them.
@@ -153,17 +154,21 @@ func measureRealAgent(ctx context.Context, t *testing.T, a fakemodel.Agent, roun
 	})
 
 	const warmup = 3
-	before := len(fm.Requests())
+	var directReqs, tacpReqs int
 	for i := range warmup + rounds {
+		before := len(fm.Requests())
 		dd, err := d.prompt(ctx, shortReply)
 		if err != nil {
 			t.Fatal(err)
 		}
+		mid := len(fm.Requests())
 		seen, err := s.turn(ctx, shortReply)
 		if err != nil {
 			t.Fatal(err)
 		}
 		if i >= warmup {
+			directReqs += mid - before
+			tacpReqs += len(fm.Requests()) - mid
 			f.direct = append(f.direct, dd)
 			f.tacp = append(f.tacp, seen.visible.Sub(seen.start))
 			f.toStart = append(f.toStart, seen.startedAt.Sub(seen.start))
@@ -171,7 +176,8 @@ func measureRealAgent(ctx context.Context, t *testing.T, a fakemodel.Agent, roun
 			f.toViewer = append(f.toViewer, seen.visible.Sub(seen.endedAt))
 		}
 	}
-	f.requestsPerTry = (len(fm.Requests()) - before) / (2 * (warmup + rounds))
+	f.directRequests = float64(directReqs) / float64(rounds)
+	f.tacpRequests = float64(tacpReqs) / float64(rounds)
 	f.directRSS, f.directProcs = treeRSS(cmd.Process.Pid)
 	if pid := w.Host.AgentPID(s.id); pid > 0 {
 		f.tacpRSS, _ = treeRSS(pid)
@@ -193,12 +199,12 @@ func TestRealAgentTable(t *testing.T) {
 	}
 	var b strings.Builder
 	tw := tabwriter.NewWriter(&b, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintf(tw, "agent\tn\tdirect p50\tdirect p99\ttacp p50\ttacp p99\toverhead p50\tprompt→turn.started p50\tturn p50\tturn.ended→viewer p50\tmodel requests/prompt\tagent RSS (tree)\tprocesses\ttacp's agent RSS\t\n")
+	fmt.Fprintf(tw, "agent\tn\tdirect p50\tdirect p99\ttacp p50\ttacp p99\toverhead p50\tprompt→turn.started p50\tturn p50\tturn.ended→viewer p50\tmodel requests/prompt (direct, tacp)\tagent RSS (tree)\tprocesses\ttacp's agent RSS\t\n")
 	for _, f := range figs {
 		d, tp := statsOf(f.direct), statsOf(f.tacp)
-		fmt.Fprintf(tw, "%s\t%d\t%.1f ms\t%.1f ms\t%.1f ms\t%.1f ms\t%.1f ms\t%.1f ms\t%.1f ms\t%.1f ms\t%d\t%.0f MiB\t%d\t%.0f MiB\t\n",
+		fmt.Fprintf(tw, "%s\t%d\t%.1f ms\t%.1f ms\t%.1f ms\t%.1f ms\t%.1f ms\t%.1f ms\t%.1f ms\t%.1f ms\t%.1f, %.1f\t%.0f MiB\t%d\t%.0f MiB\t\n",
 			f.agent, d.n, d.p50, d.p99, tp.p50, tp.p99, tp.p50-d.p50,
-			statsOf(f.toStart).p50, statsOf(f.inTurn).p50, statsOf(f.toViewer).p50, f.requestsPerTry,
+			statsOf(f.toStart).p50, statsOf(f.inTurn).p50, statsOf(f.toViewer).p50, f.directRequests, f.tacpRequests,
 			mib(f.directRSS), f.directProcs, mib(f.tacpRSS))
 	}
 	_ = tw.Flush()
