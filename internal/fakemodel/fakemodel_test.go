@@ -349,3 +349,30 @@ func TestGeminiStreamGenerateContent(t *testing.T) {
 	require.Contains(t, evs[0].data["candidates"].([]any)[0].(map[string]any)["content"].(map[string]any)["parts"].([]any)[0].(map[string]any)["text"], "tool result: ")
 	require.Equal(t, "tool result: wrote it", s.Requests()[2].Reply.Text)
 }
+
+func TestJSONForSchemaFitsTheSchema(t *testing.T) {
+	// Gemini CLI's router asks for capitalized types; Claude Code's title for a string.
+	got := jsonForSchema(json.RawMessage(`{"type":"OBJECT","properties":{
+		"complexity_reasoning":{"type":"STRING"},"complexity_score":{"type":"INTEGER"},
+		"model":{"type":"string","enum":["flash","pro"]},"ok":{"type":"boolean"},"tags":{"type":"array"}}}`),
+		Directive{Kind: "reply", Text: "why"})
+	require.JSONEq(t, `{"complexity_reasoning":"why","complexity_score":0,"model":"flash","ok":false,"tags":[]}`, got)
+	require.JSONEq(t, `{"title":"fake"}`, jsonForSchema(json.RawMessage(`{"properties":{"title":{"type":"string"}}}`), Directive{Kind: "tool"}))
+}
+
+func TestGeminiGenerateContentWithoutStreaming(t *testing.T) {
+	s := New(Gemini)
+	defer s.Close()
+	resp := post(t, s.URL+"/v1beta/models/gemini-fake-lite:generateContent", map[string]any{
+		"contents":         []any{map[string]any{"role": "user", "parts": []any{map[string]any{"text": "route this"}}}},
+		"generationConfig": map[string]any{"responseMimeType": "application/json", "responseJsonSchema": map[string]any{"properties": map[string]any{"score": map[string]any{"type": "NUMBER"}}}},
+	})
+	require.Equal(t, http.StatusOK, resp.StatusCode)
+	var out map[string]any
+	require.NoError(t, json.NewDecoder(resp.Body).Decode(&out))
+	part := field(out, "candidates").([]any)[0].(map[string]any)["content"].(map[string]any)["parts"].([]any)[0].(map[string]any)
+	require.JSONEq(t, `{"score":0}`, part["text"].(string))
+	var n map[string]any
+	require.NoError(t, json.NewDecoder(post(t, s.URL+"/v1beta/models/gemini-fake-lite:countTokens", map[string]any{}).Body).Decode(&n))
+	require.Contains(t, n, "totalTokens")
+}
