@@ -184,6 +184,16 @@ func TestRealAgentDirect(t *testing.T) {
 
 			sess, err := conn.NewSession(ctx, acp.NewSessionRequest{Cwd: ws, McpServers: []acp.McpServer{}})
 			require.NoError(t, err)
+			var configs []string
+			for _, o := range sess.ConfigOptions {
+				b, _ := json.Marshal(o)
+				var c struct {
+					ID string `json:"id"`
+				}
+				_ = json.Unmarshal(b, &c)
+				configs = append(configs, c.ID)
+			}
+			t.Logf("%s: config options %v", a.Name, configs)
 			if a.AskingMode != "" {
 				require.NotNil(t, sess.Modes, "%s offers modes", a.Name)
 				require.Equal(t, a.AskingMode, string(sess.Modes.CurrentModeId), "%s starts in the mode that asks", a.Name)
