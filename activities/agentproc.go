@@ -44,6 +44,8 @@ type agentProc struct {
 	waitMu sync.Mutex
 	err    error
 	log    *slog.Logger
+	// offerFS: initialize offers the client's files (the session's workspace).
+	offerFS bool
 }
 
 // startAgent starts argv in dir with env (nil: the worker's) and connects to it over stdio.
@@ -72,7 +74,10 @@ func startAgent(argv, env []string, dir string, client acp.Client, log *slog.Log
 	pgid := cmd.Process.Pid
 	reap := theReaper(log)
 	reap.watch(pgid)
-	p := &agentProc{cmd: cmd, stdin: stdin, exited: make(chan struct{}), log: log}
+	p := &agentProc{cmd: cmd, stdin: stdin, exited: make(chan struct{}), log: log, offerFS: true}
+	if hc, ok := client.(*hostClient); ok && hc.sandbox == nil {
+		p.offerFS = false // a profile that keeps the agent on its own files (Profile.ClientFS)
+	}
 	pr, pw := io.Pipe()
 	go p.pump(stdout, pw)
 	// The SDK's logger is not set: its receive loop is already running and reads it
@@ -202,9 +207,13 @@ var clientCapabilities = acp.ClientCapabilities{
 
 // initialize runs the ACP handshake.
 func (p *agentProc) initialize(ctx context.Context) error {
+	caps := clientCapabilities
+	if !p.offerFS {
+		caps.Fs = acp.FileSystemCapabilities{}
+	}
 	resp, err := p.conn.Initialize(ctx, acp.InitializeRequest{
 		ProtocolVersion:    acp.ProtocolVersionNumber,
-		ClientCapabilities: clientCapabilities,
+		ClientCapabilities: caps,
 		ClientInfo:         &acp.Implementation{Name: "tacp", Version: "0.1.0"},
 	})
 	if err != nil {

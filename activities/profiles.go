@@ -9,6 +9,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"slices"
 	"strings"
@@ -35,7 +36,14 @@ type Profile struct {
 	EnvFiles map[string]string `json:"env_files,omitempty"`
 	// Description is shown to clients beside the name.
 	Description string `json:"description,omitempty"`
+	// ClientFS, when false, keeps the agent on its own file tools: initialize offers it no
+	// fs/* (default true: the workspace's files through tacp's sandbox). Gemini CLI 0.61
+	// cannot create a file through a client's fs.
+	ClientFS *bool `json:"client_fs,omitempty"`
 }
+
+// OffersClientFS reports whether initialize offers the agent the client's files.
+func (pr Profile) OffersClientFS() bool { return pr.ClientFS == nil || *pr.ClientFS }
 
 // Profiles is the set of profiles a worker offers and the name of its default.
 type Profiles struct {
@@ -219,11 +227,55 @@ func clip(s string, n int) string {
 	return s[:n] + "…"
 }
 
-// ParseProfileFlag parses one -agent.profile value: NAME=COMMAND.
+// ParseProfileFlag parses one -agent.profile value: NAME=COMMAND, or the name of a
+// well-known agent alone (claude, codex, gemini, opencode).
 func ParseProfileFlag(v string) (Profile, error) {
 	name, cmd, ok := strings.Cut(v, "=")
-	if !ok || strings.TrimSpace(cmd) == "" {
+	if !ok {
+		if p, known := WellKnownProfile(strings.TrimSpace(v)); known {
+			return p, nil
+		}
+		return Profile{}, fmt.Errorf("agent profile %q: want NAME=COMMAND, or one of the well-known agents %s", v, strings.Join(slices.Sorted(maps.Keys(wellKnown)), ", "))
+	}
+	if strings.TrimSpace(cmd) == "" {
 		return Profile{}, fmt.Errorf("agent profile %q: want NAME=COMMAND", v)
 	}
 	return Profile{Name: strings.TrimSpace(name), Command: cmd}, nil
+}
+
+// wellKnown are the agents an operator can enable by name alone (-agent.profile claude):
+// the ACP adapters of the coding agents people run, with the settings they need behind a
+// worker (README "Running real agents"). Each expects its executable on the worker's PATH
+// and its credentials in the worker's environment (or env_files in a profiles file).
+var wellKnown = map[string]Profile{
+	// @agentclientprotocol/claude-agent-acp. Claude Code refuses to start as root unless
+	// IS_SANDBOX is exactly "1"; with it set for every user, root or not, the profile works
+	// the same. Telemetry and update checks are off: a worker's agent has no use for them.
+	"claude": {Name: "claude", Command: "claude-agent-acp", Description: "Claude Code (claude-agent-acp)",
+		Env: map[string]string{"IS_SANDBOX": "1", "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1", "DISABLE_AUTOUPDATER": "1"}},
+	// @agentclientprotocol/codex-acp. It starts in "Auto review" (it approves its own
+	// writes); read-only makes it ask tacp before every write and every command.
+	"codex": {Name: "codex", Command: "codex-acp", Description: "Codex (codex-acp)",
+		Env: map[string]string{"INITIAL_AGENT_MODE": "read-only"}},
+	// @google/gemini-cli in ACP mode. Offered a client's fs it cannot create a file through
+	// it (0.61.0 does not take the client's not-found error as a missing file), so it keeps
+	// its own file tools.
+	"gemini": {Name: "gemini", Command: "gemini --experimental-acp", Description: "Gemini CLI", ClientFS: new(bool)},
+	// opencode-ai's `opencode acp`. No autoupdate, no plugins installed at start.
+	"opencode": {Name: "opencode", Command: "opencode acp", Description: "OpenCode",
+		Env: map[string]string{"OPENCODE_DISABLE_AUTOUPDATE": "1", "OPENCODE_DISABLE_DEFAULT_PLUGINS": "1"}},
+}
+
+// WellKnownProfile returns the built-in profile of a well-known agent: claude, codex,
+// gemini or opencode.
+func WellKnownProfile(name string) (Profile, bool) {
+	p, ok := wellKnown[name]
+	if !ok {
+		return Profile{}, false
+	}
+	p.Env = maps.Clone(p.Env)
+	if p.Env == nil {
+		p.Env = map[string]string{}
+	}
+	return p, true
 }

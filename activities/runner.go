@@ -144,9 +144,11 @@ func (r *Runner) runTurn(ctx context.Context, in signals.RunTurnInput) (signals.
 	if err != nil {
 		return res, fail(err)
 	}
-	sandbox, err := NewSandbox(dir)
-	if err != nil {
-		return res, fail(err)
+	var sandbox *Sandbox // nil: the profile keeps the agent on its own files
+	if profile.OffersClientFS() {
+		if sandbox, err = NewSandbox(dir); err != nil {
+			return res, fail(err)
+		}
 	}
 	prompt, err := promptBlocks(in.TurnInput)
 	if err != nil {

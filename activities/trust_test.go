@@ -264,3 +264,22 @@ func TestMCPPolicy(t *testing.T) {
 	_, err := ParseMCPMode("stdio")
 	require.Error(t, err)
 }
+
+func TestProfiles_WellKnownAgentsByName(t *testing.T) {
+	p, err := ParseProfileFlag("claude")
+	require.NoError(t, err)
+	require.Equal(t, "claude-agent-acp", p.Command)
+	require.Equal(t, "1", p.Env["IS_SANDBOX"], "Claude Code under root needs exactly 1")
+	g, err := ParseProfileFlag("gemini")
+	require.NoError(t, err)
+	require.False(t, g.OffersClientFS(), "Gemini CLI keeps its own file tools")
+	require.True(t, p.OffersClientFS())
+	_, err = ParseProfileFlag("cursor")
+	require.ErrorContains(t, err, "claude, codex, gemini, opencode")
+	c, err := ParseProfileFlag("claude=claude-agent-acp --x")
+	require.NoError(t, err)
+	require.Equal(t, "claude", c.Name)
+	p.Env["X"] = "y"
+	again, _ := WellKnownProfile("claude")
+	require.NotContains(t, again.Env, "X", "a profile's env is the caller's copy")
+}

@@ -91,7 +91,7 @@ func startRemote(ctx context.Context, t testing.TB, d *benchDeck) *acpPeer {
 		t.Fatal(err)
 	}
 	p := &acpPeer{name: "remote", closer: func() { _ = ws.Close(websocket.StatusNormalClosure, ""); cancel() }}
-	if _, err := p.open(ctx, st, st, &stampClient{}, "/"); err != nil {
+	if _, err := p.open(ctx, st, st, &stampClient{}, "/", zeroWork); err != nil {
 		t.Fatal(err)
 	}
 	env.sessions = append(env.sessions, string(p.sid))

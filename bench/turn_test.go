@@ -82,6 +82,11 @@ type acpPeer struct {
 // startPeer starts cmd, initializes the ACP peer on its stdio, opens a session in cwd and
 // runs one zero-work turn, so that the agent behind it is warm.
 func startPeer(ctx context.Context, name string, cmd *exec.Cmd, cwd string) (*acpPeer, error) {
+	return startPeerWarm(ctx, name, cmd, cwd, zeroWork)
+}
+
+// startPeerWarm is startPeer with the prompt of the warm-up turn.
+func startPeerWarm(ctx context.Context, name string, cmd *exec.Cmd, cwd, warm string) (*acpPeer, error) {
 	stdin, err := cmd.StdinPipe()
 	if err != nil {
 		return nil, err
@@ -94,12 +99,12 @@ func startPeer(ctx context.Context, name string, cmd *exec.Cmd, cwd string) (*ac
 		return nil, fmt.Errorf("start %s: %w", name, err)
 	}
 	p := &acpPeer{name: name, cmd: cmd, stdin: stdin}
-	return p.open(ctx, stdin, stdout, &stampClient{}, cwd)
+	return p.open(ctx, stdin, stdout, &stampClient{}, cwd, warm)
 }
 
 // open makes p an ACP client over w and r (as the client of c), initializes it, opens a
-// session in cwd and runs one zero-work turn.
-func (p *acpPeer) open(ctx context.Context, w io.Writer, r io.Reader, c *stampClient, cwd string) (*acpPeer, error) {
+// session in cwd and runs the turn warm (zeroWork: one that does nothing).
+func (p *acpPeer) open(ctx context.Context, w io.Writer, r io.Reader, c *stampClient, cwd, warm string) (*acpPeer, error) {
 	p.client = c
 	p.conn = newClientConn(c, w, r)
 	if _, err := p.conn.Initialize(ctx, acp.InitializeRequest{ProtocolVersion: acp.ProtocolVersionNumber}); err != nil {
@@ -112,7 +117,7 @@ func (p *acpPeer) open(ctx context.Context, w io.Writer, r io.Reader, c *stampCl
 		return nil, fmt.Errorf("%s: session/new: %w", p.name, err)
 	}
 	p.sid = resp.SessionId
-	if _, err := p.prompt(ctx, zeroWork); err != nil {
+	if _, err := p.prompt(ctx, warm); err != nil {
 		p.close()
 		return nil, err
 	}
@@ -674,12 +679,14 @@ func startSlowWorker(t testing.TB) *signals.Client {
 }
 
 // startBenchWorker starts another tacp worker in this process on a task queue of its own,
-// with its own data and transcript directories and the testagent binary, stopped when t
-// ends; opts sets the rest.
+// with its own data and transcript directories and the testagent binary (unless opts.Agent
+// names another agent), stopped when t ends; opts sets the rest.
 func startBenchWorker(t testing.TB, name string, opts app.WorkerOptions) (*app.Worker, *signals.Client) {
 	opts.TaskQueue = "tacp-bench-" + name + "-" + signals.NewID()[:8]
 	opts.DataDir = filepath.Join(env.tmp, "data-"+name)
-	opts.Agent = strconv.Quote(env.agentBinary) + " -transcripts " + strconv.Quote(filepath.Join(env.tmp, "transcripts-"+name))
+	if opts.Agent == "" {
+		opts.Agent = strconv.Quote(env.agentBinary) + " -transcripts " + strconv.Quote(filepath.Join(env.tmp, "transcripts-"+name))
+	}
 	w, err := app.StartWorker(env.c, opts)
 	if err != nil {
 		t.Fatal(err)

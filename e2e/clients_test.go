@@ -1,8 +1,9 @@
 package e2e
 
 // ACP clients nobody on this team wrote, driving `starter acp`: acpx 0.19.1 and the official
-// TypeScript ACP SDK's example client (@agentclientprotocol/sdk@1.9.0), both installed by
-// .ci/run with npm into .ci/npm. Each test skips where they are missing.
+// TypeScript ACP SDK's example client (@agentclientprotocol/sdk@1.9.0, under the alias
+// acp-sdk-examples: 2.x ships no examples), both installed by .ci/peers with npm into
+// .ci/npm (see requirePeer).
 
 import (
 	"os"
@@ -18,29 +19,10 @@ import (
 	"github.com/tacp-dev/tacp/signals"
 )
 
-// npmFile returns a file under .ci/npm/node_modules, skipping the test when it is missing
-// (failing it under TACP_REQUIRE_PEERS=1).
+// npmFile returns a file under .ci/npm/node_modules (see requirePeer).
 func npmFile(t *testing.T, rel string) string {
 	t.Helper()
-	path, err := filepath.Abs(filepath.Join("..", ".ci", "npm", "node_modules", rel))
-	require.NoError(t, err)
-	if _, err := os.Stat(path); err != nil {
-		missingPeer(t, "%s is not installed: run `npm install --prefix .ci/npm acpx@0.19.1 @agentclientprotocol/sdk@1.9.0` (.ci/run does)", rel)
-	}
-	if _, err := exec.LookPath("node"); err != nil {
-		missingPeer(t, "node is not installed")
-	}
-	return path
-}
-
-// missingPeer skips a test whose peer is not installed, or fails it under
-// TACP_REQUIRE_PEERS=1: where the peers must be, a missing one never passes quietly.
-func missingPeer(t *testing.T, format string, args ...any) {
-	t.Helper()
-	if os.Getenv("TACP_REQUIRE_PEERS") == "1" {
-		t.Fatalf("TACP_REQUIRE_PEERS=1: "+format, args...)
-	}
-	t.Skipf(format, args...)
+	return requirePeer(t, rel)
 }
 
 // acpx runs acpx in dir with a HOME of its own (where it keeps its session records),
@@ -101,7 +83,7 @@ func TestAcpxPersistentSessionSurvivesTheClientQuitting(t *testing.T) {
 
 func TestTypeScriptSDKExampleClientThroughTheGateway(t *testing.T) {
 	t.Parallel()
-	script := npmFile(t, "@agentclientprotocol/sdk/dist/examples/client.js")
+	script := npmFile(t, "acp-sdk-examples/dist/examples/client.js")
 	// The example client starts its agent as `npx tsx agent.ts`: an npx first on PATH
 	// starts the gateway instead.
 	bin := t.TempDir()

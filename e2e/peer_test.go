@@ -1,9 +1,7 @@
 package e2e
 
 import (
-	"os"
 	"os/exec"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -14,17 +12,15 @@ import (
 	"github.com/tacp-dev/tacp/signals"
 )
 
-// peerAgent is the official TypeScript ACP SDK's example agent, installed by .ci/run with
-// npm into .ci/npm: an agent nobody on this team wrote. It streams text, makes a read tool
-// call, then asks permission for an edit.
+// peerAgent is the official TypeScript ACP SDK's example agent (@agentclientprotocol/sdk
+// 1.9.0 under the alias acp-sdk-examples), installed by .ci/peers with npm into .ci/npm: an
+// agent nobody on this team wrote. It streams text, makes a read tool call, then asks
+// permission for an edit.
 func peerAgent(t *testing.T) string {
 	t.Helper()
-	script, err := filepath.Abs(filepath.Join("..", ".ci", "npm", "node_modules", "@agentclientprotocol", "sdk", "dist", "examples", "agent.js"))
+	script := requirePeer(t, "acp-sdk-examples/dist/examples/agent.js")
+	node, err := exec.LookPath("node")
 	require.NoError(t, err)
-	node, nerr := exec.LookPath("node")
-	if _, err := os.Stat(script); err != nil || nerr != nil {
-		t.Skip("the TypeScript ACP SDK example agent is not installed: run `npm install --prefix .ci/npm @agentclientprotocol/sdk@1.9.0` (.ci/run does)")
-	}
 	return node + " " + script
 }
 

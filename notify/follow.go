@@ -23,6 +23,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"log/slog"
+	"sync"
 	"time"
 
 	"github.com/tacp-dev/tacp/signals"
@@ -56,8 +57,10 @@ type FollowerOptions struct {
 
 // Follower turns journal events into notifications.
 type Follower struct {
-	o        FollowerOptions
-	start    time.Time
+	o     FollowerOptions
+	start time.Time
+	// mu guards sessions, sent and order: a step reads several sessions at once.
+	mu       sync.Mutex
 	sessions map[string]*followed
 	sent     map[string]bool // ids notified in this process
 	order    []string
@@ -121,12 +124,24 @@ func (f *Follower) Step(ctx context.Context) error {
 		return err
 	}
 	running := make(map[string]bool, len(infos))
+	// Sessions are read a few at a time: a busy cluster answers each events query in tens of
+	// milliseconds or more, and one session's request must not wait behind a hundred reads.
+	sem := make(chan struct{}, readersAtOnce)
+	var wg sync.WaitGroup
 	for _, info := range infos {
 		running[info.SessionID] = true
-		if err := f.look(qctx, info); err != nil && ctx.Err() == nil {
-			f.o.Logger.Debug("notifications: session not read", "session", info.SessionID, "err", err)
-		}
+		sem <- struct{}{}
+		wg.Add(1)
+		go func() {
+			defer func() { <-sem; wg.Done() }()
+			if err := f.look(qctx, info); err != nil && ctx.Err() == nil {
+				f.o.Logger.Debug("notifications: session not read", "session", info.SessionID, "err", err)
+			}
+		}()
 	}
+	wg.Wait()
+	f.mu.Lock()
+	defer f.mu.Unlock()
 	for id := range f.sessions {
 		if !running[id] {
 			delete(f.sessions, id) // closed
@@ -138,6 +153,7 @@ func (f *Follower) Step(ctx context.Context) error {
 func (f *Follower) look(ctx context.Context, info signals.SessionInfo) error {
 	key := fmt.Sprintf("%s/%d/%t", info.State, info.Turn, info.AwaitingApproval)
 	idle := info.State == signals.StateIdle && !info.AwaitingApproval
+	f.mu.Lock()
 	s := f.sessions[info.SessionID]
 	if s == nil {
 		// The turn whose end is old news: the last one when idle, the one before the
@@ -152,12 +168,15 @@ func (f *Follower) look(ctx context.Context, info signals.SessionInfo) error {
 			s.seq = 0 // new since the follower started: everything in it is news
 		case idle:
 			s.key = key // nothing to tell until it changes
+			f.mu.Unlock()
 			return nil
 		}
 	} else if idle && key == s.key {
+		f.mu.Unlock()
 		return nil
 	}
 	s.key = key
+	f.mu.Unlock() // s is this session's alone: one reader per session per step
 	if s.seq < 0 {
 		if err := f.catchUp(ctx, info.SessionID, s); err != nil {
 			return err
@@ -234,6 +253,9 @@ func (f *Follower) read(ctx context.Context, id string, s *followed) error {
 	return nil
 }
 
+// readersAtOnce bounds the sessions a step reads at once.
+const readersAtOnce = 16
+
 // eventsPage is the page size of a journal read.
 const eventsPage = 500
 
@@ -250,6 +272,8 @@ func (f *Follower) turnEvent(id string, ev signals.Event) {
 
 // notify sends n once per process, when its event is chosen.
 func (f *Follower) notify(n Notification) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
 	if !f.o.Events[n.Event] || f.sent[n.ID] {
 		return
 	}
