@@ -194,6 +194,19 @@ func (c *Client) SetPolicy(ctx context.Context, sessionID string, req SetPolicyR
 	return res, c.update(ctx, sessionID, UpdateSetPolicy, req, &res)
 }
 
+// SetMode sets the agent's mode for the session (one the agent offered).
+func (c *Client) SetMode(ctx context.Context, sessionID string, req SetModeRequest) (SetModeResult, error) {
+	var res SetModeResult
+	return res, c.update(ctx, sessionID, UpdateSetMode, req, &res)
+}
+
+// SetConfigOption sets one of the agent's config options for the session (a value it
+// offered).
+func (c *Client) SetConfigOption(ctx context.Context, sessionID string, req SetConfigOptionRequest) (SetConfigOptionResult, error) {
+	var res SetConfigOptionResult
+	return res, c.update(ctx, sessionID, UpdateSetConfigOption, req, &res)
+}
+
 // Attach attaches (or renews) a viewer and returns the status snapshot.
 func (c *Client) Attach(ctx context.Context, sessionID string, req AttachRequest) (Status, error) {
 	var res Status
