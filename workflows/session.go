@@ -76,6 +76,8 @@ type sessionState struct {
 	LastOutcome string `json:"last_outcome,omitempty"`
 	// Withdrawn are requests a restart withdrew, newest last (cancelPermissions).
 	Withdrawn []withdrawnRequest `json:"withdrawn,omitempty"`
+	// Settings is the agent's offer and the clients' choices (settings.go).
+	Settings *Settings `json:"settings,omitempty"`
 }
 
 // OutcomeFailed is the TacpLastOutcome of a session whose last turn failed.
@@ -115,7 +117,8 @@ type session struct {
 	alarmsVersion *workflow.Version
 	alarmLabel    string
 
-	saVersion *workflow.Version
+	saVersion       *workflow.Version
+	settingsVersion *workflow.Version
 }
 
 // SessionWorkflow runs one tacp session with no admission of its own (tests; a worker
@@ -192,6 +195,8 @@ func (s *session) register(ctx workflow.Context) error {
 		{signals.UpdateAttach, s.attach, s.validateAttach},
 		{signals.UpdateDetach, s.detach, nil},
 		{signals.UpdateClose, s.close, nil},
+		{signals.UpdateSetMode, s.setMode, s.validateSetMode},
+		{signals.UpdateSetConfigOption, s.setConfig, s.validateSetConfig},
 	} {
 		if err := workflow.SetUpdateHandlerWithOptions(ctx, r.name, r.handler, workflow.UpdateHandlerOptions{Validator: r.validator}); err != nil {
 			return err
@@ -207,7 +212,7 @@ func (s *session) register(ctx workflow.Context) error {
 	}); err != nil {
 		return err
 	}
-	s.receivers = s.signalReceivers()
+	s.receivers = append(s.signalReceivers(), s.settingsSignals()...)
 	for i := range s.receivers {
 		s.receivers[i].ch = workflow.GetSignalChannel(ctx, s.receivers[i].name)
 	}
@@ -483,6 +488,7 @@ func (s *session) turnStarted(ctx workflow.Context, sig signals.TurnStartedSigna
 	if sig.AgentSessionID != "" {
 		s.AgentSessionID = sig.AgentSessionID
 	}
+	s.offered(ctx, t.TurnID, sig.Settings)
 }
 
 func (s *session) turnEvents(ctx workflow.Context, sig signals.TurnEventsSignal) {
@@ -501,6 +507,7 @@ func (s *session) turnEvents(ctx workflow.Context, sig signals.TurnEventsSignal)
 	t.LastBatch = sig.Batch
 	for _, ev := range sig.Events {
 		s.journal(ctx, signals.EventAgentUpdate, t.TurnID, ev)
+		s.observeSettings(ctx, t.TurnID, ev)
 	}
 	s.maybeFinish(ctx)
 }
@@ -537,6 +544,7 @@ func (s *session) betweenTurns(ctx workflow.Context, sig signals.TurnEventsSigna
 	s.Between[i].Batch = sig.Batch
 	for _, ev := range sig.Events {
 		s.journal(ctx, signals.EventAgentUpdate, 0, ev)
+		s.observeSettings(ctx, 0, ev)
 	}
 }
 
@@ -634,6 +642,7 @@ func (s *session) status(ctx workflow.Context) signals.Status {
 		Agent:              sessionAgent(s.cfg.Agent),
 		Profiles:           s.offer(),
 		AgentSessionID:     s.AgentSessionID,
+		AgentSettings:      s.Settings.View(),
 		HistoryLength:      workflow.GetInfo(ctx).GetCurrentHistoryLength(),
 		Run:                s.Run,
 	}
@@ -760,6 +769,8 @@ func (s *session) startTurn(ctx workflow.Context) {
 		Agent:           s.cfg.Agent,
 		Workspace:       s.cfg.Workspace,
 		AgentSessionID:  s.AgentSessionID,
+		Choices:         s.Settings.Wanted(),
+		McpServers:      s.cfg.McpServers,
 		StartToClose:    s.cfg.Deadline + turnStartToCloseSlack,
 		Heartbeat:       TurnHeartbeat,
 	})

@@ -304,3 +304,21 @@ func (s *Settings) IsLegacyModel(id string) bool {
 	_, ok := s.legacy(id)
 	return ok
 }
+
+// IsSettingsUpdate reports whether agent.update params carry a settings update of the agent
+// (current_mode_update, config_option_update, available_commands_update).
+func IsSettingsUpdate(params json.RawMessage) bool {
+	var n struct {
+		Update struct {
+			Kind string `json:"sessionUpdate"`
+		} `json:"update"`
+	}
+	if json.Unmarshal(params, &n) != nil {
+		return false
+	}
+	switch n.Update.Kind {
+	case "current_mode_update", "config_option_update", "available_commands_update":
+		return true
+	}
+	return false
+}
