@@ -144,6 +144,10 @@ func (r *Runner) runTurn(ctx context.Context, in signals.RunTurnInput) (signals.
 	if err != nil {
 		return res, fail(err)
 	}
+	mcpServers, err := r.Trust.MCPServers(in.McpServers)
+	if err != nil {
+		return res, temporal.NewNonRetryableApplicationError(err.Error(), signals.RejectInvalidRequest, nil, res)
+	}
 	sandbox, err := NewSandbox(dir)
 	if err != nil {
 		return res, fail(err)
@@ -201,14 +205,18 @@ func (r *Runner) runTurn(ctx context.Context, in signals.RunTurnInput) (signals.
 	// which the session has journaled already, is left out (openSession).
 	proc.setTap(func(raw json.RawMessage) {
 		watch.observe(raw)
+		if o := ag.offer; o != nil {
+			o.observe(raw)
+		}
 		b.add(raw)
 	})
-	sid, err := r.openSession(setupCtx, ag, in, dir)
+	sid, err := r.openSession(setupCtx, ag, in, dir, mcpServers)
 	if err != nil {
 		keep = false
 		return finish(res, r.agentErr(proc, err, res))
 	}
 	res.AgentSessionID = string(sid)
+	offered := r.applyChoices(setupCtx, ag, sid, in, log)
 
 	lt := r.Host.register(in.SessionID, in.TurnID, attempt)
 	defer r.Host.unregister(lt)
@@ -219,6 +227,12 @@ func (r *Runner) runTurn(ctx context.Context, in signals.RunTurnInput) (signals.
 	}
 	home, _ := os.UserHomeDir()
 	lt.reach = func(toolCall json.RawMessage) string { return ToolCallReach(toolCall, dir, home) }
+	lt.applySettings = func(ctx context.Context, c signals.SessionChoices) error {
+		if ag.offer == nil {
+			return errors.New("the agent session offers nothing to set")
+		}
+		return ag.offer.apply(ctx, proc.conn, sid, c)
+	}
 	ag.client.setTurn(lt)
 
 	// turn_started tells the session where to deliver decisions. The prompt does not wait for
@@ -226,6 +240,7 @@ func (r *Runner) runTurn(ctx context.Context, in signals.RunTurnInput) (signals.
 	go func() {
 		if err := r.signal(sendCtx, in.SessionWorkflowID, signals.SignalTurnStarted, signals.TurnStartedSignal{
 			TurnID: in.TurnID, Attempt: attempt, HostQueue: r.Host.Queue, AgentSessionID: res.AgentSessionID,
+			Settings: offered,
 		}); err != nil {
 			log.Warn("turn_started failed: decisions cannot reach this attempt", "error", err)
 		}
@@ -466,7 +481,7 @@ func (r *Runner) agentErr(proc *agentProc, err error, res signals.RunTurnResult)
 // openSession picks the agent session for the turn: the one the live agent already holds
 // when it is the session's, else session/load of the one kept in workflow state when the
 // agent can load sessions, else a new one.
-func (r *Runner) openSession(ctx context.Context, ag *hostedAgent, in signals.RunTurnInput, dir string) (acp.SessionId, error) {
+func (r *Runner) openSession(ctx context.Context, ag *hostedAgent, in signals.RunTurnInput, dir string, mcpServers []acp.McpServer) (acp.SessionId, error) {
 	proc := ag.proc
 	if ag.acpSession != "" && (in.AgentSessionID == "" || in.AgentSessionID == string(ag.acpSession)) {
 		return ag.acpSession, nil
@@ -477,22 +492,24 @@ func (r *Runner) openSession(ctx context.Context, ag *hostedAgent, in signals.Ru
 		// not journaled twice.
 		var replayed atomic.Int64
 		endReplay := proc.replayUntilAnswer(func(json.RawMessage) { replayed.Add(1) })
-		_, err := proc.conn.LoadSession(ctx, acp.LoadSessionRequest{
-			SessionId: acp.SessionId(in.AgentSessionID), Cwd: dir, McpServers: []acp.McpServer{},
+		loaded, err := proc.conn.LoadSession(ctx, acp.LoadSessionRequest{
+			SessionId: acp.SessionId(in.AgentSessionID), Cwd: dir, McpServers: mcpServers,
 		})
 		endReplay()
 		if err == nil {
 			r.Logger.Info("session/load: the agent replayed the conversation", "session", in.SessionID, "updates", replayed.Load())
 			ag.acpSession = acp.SessionId(in.AgentSessionID)
+			ag.offer = offerOf(loaded.Modes, loaded.ConfigOptions, loaded.Models)
 			return ag.acpSession, nil
 		}
 		r.Logger.Warn("session/load failed: starting a new agent session", "session", in.SessionID, "error", err)
 	}
-	resp, err := proc.conn.NewSession(ctx, acp.NewSessionRequest{Cwd: dir, McpServers: []acp.McpServer{}})
+	resp, err := proc.conn.NewSession(ctx, acp.NewSessionRequest{Cwd: dir, McpServers: mcpServers})
 	if err != nil {
 		return "", fmt.Errorf("session/new: %w", err)
 	}
 	ag.acpSession = resp.SessionId
+	ag.offer = offerOf(resp.Modes, resp.ConfigOptions, resp.Models)
 	return resp.SessionId, nil
 }
 
