@@ -60,8 +60,10 @@ func (c *conn) Initialize(_ context.Context, _ acp.InitializeRequest) (acp.Initi
 			SessionCapabilities: acp.SessionCapabilities{
 				List:   &acp.SessionListCapabilities{},
 				Resume: &acp.SessionResumeCapabilities{},
+				Close:  &acp.SessionCloseCapabilities{},
 			},
-			Meta: steering,
+			McpCapabilities: c.g.o.McpCapabilities,
+			Meta:            steering,
 		},
 		AgentInfo:   &acp.Implementation{Name: "tacp", Title: ptr("tacp (durable sessions on Temporal)"), Version: "1"},
 		AuthMethods: []acp.AuthMethod{},
@@ -85,6 +87,15 @@ func (c *conn) NewSession(ctx context.Context, p acp.NewSessionRequest) (acp.New
 	if cfg.Workspace == "" && !c.g.o.IgnoreClientCwd {
 		cfg.Workspace = p.Cwd
 	}
+	if len(p.McpServers) > 0 {
+		// Kept in the session's config (encrypted with its payloads when the codec is on);
+		// the worker's MCP policy refuses what it does not allow, before anything is stored.
+		raw, err := json.Marshal(p.McpServers)
+		if err != nil {
+			return acp.NewSessionResponse{}, invalidParams("mcpServers: %v", err)
+		}
+		cfg.McpServers = raw
+	}
 	cctx, cancel := c.callCtx(ctx)
 	defer cancel()
 	// A fixed --session may already have a journal: the client starts from its end.
@@ -92,7 +103,8 @@ func (c *conn) NewSession(ctx context.Context, p acp.NewSessionRequest) (acp.New
 	if err != nil {
 		return acp.NewSessionResponse{}, err
 	}
-	return acp.NewSessionResponse{SessionId: acp.SessionId(id), Meta: at.meta()}, nil
+	modes, opts := c.sessionOffer(cctx, id)
+	return acp.NewSessionResponse{SessionId: acp.SessionId(id), Meta: at.meta(), Modes: modes, ConfigOptions: opts}, nil
 }
 
 // metaPolicy is the permission level a client asks for a new session in
@@ -116,7 +128,8 @@ func (c *conn) LoadSession(ctx context.Context, p acp.LoadSessionRequest) (acp.L
 	if err != nil {
 		return acp.LoadSessionResponse{}, err
 	}
-	return acp.LoadSessionResponse{Meta: at.meta()}, nil
+	modes, opts := c.sessionOffer(cctx, string(p.SessionId))
+	return acp.LoadSessionResponse{Meta: at.meta(), Modes: modes, ConfigOptions: opts}, nil
 }
 
 // ResumeSession goes live without a replay, or after _meta.tacp.after_seq when the client
@@ -132,7 +145,8 @@ func (c *conn) ResumeSession(ctx context.Context, p acp.ResumeSessionRequest) (a
 	if err != nil {
 		return acp.ResumeSessionResponse{}, err
 	}
-	return acp.ResumeSessionResponse{Meta: at.meta()}, nil
+	modes, opts := c.sessionOffer(cctx, string(p.SessionId))
+	return acp.ResumeSessionResponse{Meta: at.meta(), Modes: modes, ConfigOptions: opts}, nil
 }
 
 // writeAfter is the seq after which a load or resume writes the journal: _meta.tacp.after_seq
@@ -225,18 +239,6 @@ func (c *conn) Cancel(ctx context.Context, p acp.CancelNotification) error {
 		return nil // nothing runs: the cancel has nothing to do
 	}
 	return rpcErr(err)
-}
-
-func (c *conn) CloseSession(context.Context, acp.CloseSessionRequest) (acp.CloseSessionResponse, error) {
-	return acp.CloseSessionResponse{}, acp.NewMethodNotFound(acp.AgentMethodSessionClose)
-}
-
-func (c *conn) SetSessionConfigOption(context.Context, acp.SetSessionConfigOptionRequest) (acp.SetSessionConfigOptionResponse, error) {
-	return acp.SetSessionConfigOptionResponse{}, acp.NewMethodNotFound(acp.AgentMethodSessionSetConfigOption)
-}
-
-func (c *conn) SetSessionMode(context.Context, acp.SetSessionModeRequest) (acp.SetSessionModeResponse, error) {
-	return acp.SetSessionModeResponse{}, acp.NewMethodNotFound(acp.AgentMethodSessionSetMode)
 }
 
 // Extension methods.

@@ -54,6 +54,9 @@ type Options struct {
 	// PromptCapabilities are advertised in initialize: the content blocks the agent behind
 	// the sessions takes besides text and resource links.
 	PromptCapabilities acp.PromptCapabilities
+	// McpCapabilities are advertised in initialize: the MCP transports (http, sse) the
+	// agent behind the sessions connects to, which the worker's MCP policy must allow too.
+	McpCapabilities acp.McpCapabilities
 	// PollFast is the events polling interval while a turn runs or a prompt waits, PollSlow
 	// while the session is quiet. Defaults 50 ms and 1 s.
 	PollFast, PollSlow time.Duration
