@@ -1,0 +1,151 @@
+package e2e
+
+// What the agent offers, end to end (DESIGN §10): editors (acp-go-sdk clients through
+// `starter acp`) pick a mode and a model, they reach the agent, survive a kill -9 of the
+// worker (the new agent process gets them re-applied before its first prompt), and every
+// attached client sees the change; refusals journal nothing; MCP servers from session/new
+// reach the agent's session/new after the worker's policy; session/close closes.
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	acp "github.com/coder/acp-go-sdk"
+	"github.com/stretchr/testify/require"
+
+	"github.com/tacp-dev/tacp/signals"
+)
+
+// settingsWorker runs a worker process on queue whose default agent offers modes and
+// config options (testagent -settings -commands) and that takes http MCP servers.
+func settingsWorker(t *testing.T, queue string) *os.Process {
+	t.Helper()
+	cmd := startWorkerProcess(t, queue,
+		"TACP_E2E_AGENT="+testAgentCmd("-settings", "-commands"),
+		"TACP_E2E_MCP=http",
+		"TACP_E2E_ROOTS="+strings.Join(suiteRoots(), string(filepath.ListSeparator)),
+	)
+	return cmd.Process
+}
+
+// waitUpdate waits until the client got an update that match accepts.
+func (p *acpPeer) waitUpdate(match func(acp.SessionUpdate) bool) {
+	p.t.Helper()
+	require.Eventually(p.t, func() bool {
+		p.mu.Lock()
+		defer p.mu.Unlock()
+		return slices.ContainsFunc(p.updates, func(n acp.SessionNotification) bool { return match(n.Update) })
+	}, 60*time.Second, 20*time.Millisecond)
+}
+
+func modeIs(id string) func(acp.SessionUpdate) bool {
+	return func(u acp.SessionUpdate) bool {
+		return u.CurrentModeUpdate != nil && string(u.CurrentModeUpdate.CurrentModeId) == id
+	}
+}
+
+// said prompts and returns the agent's text of that turn.
+func (p *acpPeer) said(id, text string) string {
+	p.t.Helper()
+	before := len(p.texts(false))
+	res, err := p.prompt(id, text)
+	require.NoError(p.t, err)
+	require.Equal(p.t, acp.StopReasonEndTurn, res.StopReason)
+	return strings.Join(p.texts(false)[before:], "")
+}
+
+func TestACPSettingsReachTheAgentSurviveAKillAndReachEveryClient(t *testing.T) {
+	t.Parallel()
+	queue := "tacp-settings-" + signals.NewID()[:8]
+	qc := signals.NewClient(tc, queue)
+	first := settingsWorker(t, queue)
+	a := startACP(t, "--task-queue", queue)
+	ctx := ctxFor(t, 180*time.Second)
+
+	// A stdio MCP server is refused: this worker takes http ones only. Nothing is stored.
+	_, err := a.conn.NewSession(ctx, acp.NewSessionRequest{Cwd: editorCwd(), McpServers: []acp.McpServer{
+		{Stdio: &acp.McpServerStdio{Name: "tools", Command: "/bin/sh", Args: []string{}, Env: []acp.EnvVariable{}}},
+	}})
+	require.Error(t, err)
+	require.Contains(t, err.Error(), "not one this worker's operator listed")
+
+	res, err := a.conn.NewSession(ctx, acp.NewSessionRequest{Cwd: editorCwd(), McpServers: []acp.McpServer{
+		{Http: &acp.McpServerHttpInline{Name: "docs", Type: "http", Url: "http://127.0.0.1:1/mcp", Headers: []acp.HttpHeader{}}},
+	}})
+	require.NoError(t, err)
+	id := string(res.SessionId)
+	require.Equal(t, "settings mode=default model=sonnet", a.said(id, "/settings"))
+	require.Equal(t, "mcp: http:docs", a.said(id, "/mcp"), "the editor's MCP servers reach the agent's session/new")
+	a.waitUpdate(modeIs("default")) // the agent's offer, sent when its first turn reported it
+
+	// A second editor resumes: it is answered with the modes and options, and gets the
+	// slash commands at once.
+	b := startACP(t, "--task-queue", queue)
+	rb, err := b.conn.ResumeSession(ctx, acp.ResumeSessionRequest{SessionId: acp.SessionId(id), Cwd: editorCwd()})
+	require.NoError(t, err)
+	require.NotNil(t, rb.Modes)
+	require.Equal(t, acp.SessionModeId("default"), rb.Modes.CurrentModeId)
+	require.Len(t, rb.ConfigOptions, 2)
+	b.waitUpdate(func(u acp.SessionUpdate) bool { return u.AvailableCommandsUpdate != nil })
+
+	// Refused: a mode or value the agent does not offer, and anything from an observer.
+	before := allEvents(t, id)
+	_, err = a.conn.SetSessionMode(ctx, acp.SetSessionModeRequest{SessionId: acp.SessionId(id), ModeId: "dontAsk"})
+	require.ErrorContains(t, err, "not offered")
+	_, err = a.conn.SetSessionConfigOption(ctx, acp.SetSessionConfigOptionRequest{ValueId: &acp.SetSessionConfigOptionValueId{SessionId: acp.SessionId(id), ConfigId: "model", Value: "gpt-9"}})
+	require.ErrorContains(t, err, "no value")
+	o := startACP(t, "--task-queue", queue, "--observe")
+	_, err = o.conn.ResumeSession(ctx, acp.ResumeSessionRequest{SessionId: acp.SessionId(id), Cwd: editorCwd()})
+	require.NoError(t, err)
+	_, err = o.conn.SetSessionMode(ctx, acp.SetSessionModeRequest{SessionId: acp.SessionId(id), ModeId: "plan"})
+	require.ErrorContains(t, err, "Forbidden")
+	require.Equal(t, len(before), len(allEvents(t, id)), "a refusal journals nothing")
+
+	// The editor picks plan and opus: every attached client sees it, the agent has it.
+	_, err = a.conn.SetSessionMode(ctx, acp.SetSessionModeRequest{SessionId: acp.SessionId(id), ModeId: "plan"})
+	require.NoError(t, err)
+	set, err := a.conn.SetSessionConfigOption(ctx, acp.SetSessionConfigOptionRequest{ValueId: &acp.SetSessionConfigOptionValueId{SessionId: acp.SessionId(id), ConfigId: "model", Value: "opus"}})
+	require.NoError(t, err)
+	require.Equal(t, acp.SessionConfigValueId("opus"), set.ConfigOptions[1].Select.CurrentValue)
+	b.waitUpdate(modeIs("plan"))
+	o.waitUpdate(modeIs("plan"))
+	b.waitUpdate(func(u acp.SessionUpdate) bool {
+		return u.ConfigOptionUpdate != nil && slices.ContainsFunc(u.ConfigOptionUpdate.ConfigOptions, func(c acp.SessionConfigOption) bool {
+			return c.Select != nil && c.Select.Id == "model" && c.Select.CurrentValue == "opus"
+		})
+	})
+	require.Equal(t, "settings mode=plan model=opus", a.said(id, "/settings"))
+
+	// kill -9 the worker: the next one's agent process loads the session and gets the
+	// mode and model re-applied before its first prompt.
+	settingsWorker(t, queue)
+	require.NoError(t, first.Signal(syscall.SIGKILL))
+	_, _ = first.Wait()
+	require.Equal(t, "settings mode=plan model=opus", a.said(id, "/settings"))
+	st, err := qc.Status(ctx, id)
+	require.NoError(t, err)
+	require.Equal(t, "plan", st.AgentSettings.CurrentModeID)
+
+	var changed []string
+	for _, ev := range allEvents(t, id) {
+		switch ev.Kind {
+		case signals.EventModeChanged, signals.EventConfigOptionChanged:
+			var d map[string]any
+			require.NoError(t, json.Unmarshal(ev.Data, &d))
+			changed = append(changed, ev.Kind)
+		}
+	}
+	require.Equal(t, []string{signals.EventModeChanged, signals.EventConfigOptionChanged}, changed)
+
+	// session/close closes the session.
+	_, err = a.conn.CloseSession(ctx, acp.CloseSessionRequest{SessionId: acp.SessionId(id)})
+	require.NoError(t, err)
+	waitFor(t, id, func(ev signals.Event) bool { return ev.Kind == signals.EventSessionClosed })
+	checkInvariants(t, allEvents(t, id))
+}
