@@ -122,6 +122,16 @@ func TestACPSettingsReachTheAgentSurviveAKillAndReachEveryClient(t *testing.T) {
 	})
 	require.Equal(t, "settings mode=plan model=opus", a.said(id, "/settings"))
 
+	// The CLI reads and changes the same state.
+	out, err := starterCmd(ctx, "mode", "--session", id, "--task-queue", queue, "--json").Output()
+	require.NoError(t, err)
+	require.Contains(t, string(out), `"current_mode_id":"plan"`)
+	_, err = starterCmd(ctx, "mode", "--session", id, "--task-queue", queue, "nope").Output()
+	require.Error(t, err, "an unknown mode is refused")
+	out, err = starterCmd(ctx, "config", "--session", id, "--task-queue", queue, "model", "opus").Output()
+	require.NoError(t, err, "%s", out)
+	require.Equal(t, "model = opus\n", string(out), "setting the value it has changes nothing")
+
 	// kill -9 the worker: the next one's agent process loads the session and gets the
 	// mode and model re-applied before its first prompt.
 	settingsWorker(t, queue)

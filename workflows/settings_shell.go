@@ -76,9 +76,12 @@ func (s *session) setMode(ctx workflow.Context, req signals.SetModeRequest) (sig
 	if rej := s.checkSetMode(req); rej != nil {
 		return signals.SetModeResult{}, rej.ApplicationError()
 	}
-	prev := s.Settings.SetMode(req.ModeID)
-	s.journal(ctx, signals.EventModeChanged, s.turnID(), signals.ModeChangedData{ModeID: req.ModeID, Previous: prev, ViewerID: req.ViewerID})
-	s.deliverSettings(signals.SessionChoices{ModeID: req.ModeID})
+	// Setting the mode it has records the choice (re-applied to new agent processes) and
+	// journals nothing.
+	if prev := s.Settings.SetMode(req.ModeID); prev != req.ModeID {
+		s.journal(ctx, signals.EventModeChanged, s.turnID(), signals.ModeChangedData{ModeID: req.ModeID, Previous: prev, ViewerID: req.ViewerID})
+		s.deliverSettings(signals.SessionChoices{ModeID: req.ModeID})
+	}
 	return signals.SetModeResult{ModeID: req.ModeID}, nil
 }
 
@@ -103,9 +106,10 @@ func (s *session) setConfig(ctx workflow.Context, req signals.SetConfigOptionReq
 	if rej := s.checkSetConfig(req); rej != nil {
 		return signals.SetConfigOptionResult{}, rej.ApplicationError()
 	}
-	prev := s.Settings.SetConfig(req.ConfigID, req.Value)
-	s.journal(ctx, signals.EventConfigOptionChanged, s.turnID(), signals.ConfigOptionChangedData{ConfigID: req.ConfigID, Value: req.Value, Previous: prev, ViewerID: req.ViewerID})
-	s.deliverSettings(signals.SessionChoices{ConfigOptions: []signals.ConfigChoice{{ConfigID: req.ConfigID, Value: req.Value}}})
+	if prev := s.Settings.SetConfig(req.ConfigID, req.Value); prev != req.Value {
+		s.journal(ctx, signals.EventConfigOptionChanged, s.turnID(), signals.ConfigOptionChangedData{ConfigID: req.ConfigID, Value: req.Value, Previous: prev, ViewerID: req.ViewerID})
+		s.deliverSettings(signals.SessionChoices{ConfigOptions: []signals.ConfigChoice{{ConfigID: req.ConfigID, Value: req.Value}}})
+	}
 	return signals.SetConfigOptionResult{ConfigID: req.ConfigID, Value: req.Value}, nil
 }
 
