@@ -45,6 +45,9 @@ type LiveTurn struct {
 	LastBatch int64 `json:"last_batch"`
 	// Finished holds a turn_finished that waits for its attempt's last batches.
 	Finished *signals.TurnFinishedSignal `json:"finished,omitempty"`
+	// Choices is what the turn's input carried of the clients' choices: every attempt's
+	// runner applies these, so its report predates any choice made since (settings_shell.go).
+	Choices *signals.SessionChoices `json:"choices,omitempty"`
 }
 
 // sessionState is everything a run carries to the next across continue-as-new.
@@ -747,7 +750,7 @@ func (s *session) track(ctx workflow.Context, f workflow.Future, done func(error
 func (s *session) startTurn(ctx workflow.Context) {
 	p, _ := s.Queue.Pop()
 	now := workflow.Now(ctx)
-	t := &LiveTurn{TurnID: p.TurnID, ClientMessageID: p.ClientMessageID, Attempt: 1, StartedAt: now, HadViewer: len(s.Viewers) > 0}
+	t := &LiveTurn{TurnID: p.TurnID, ClientMessageID: p.ClientMessageID, Attempt: 1, StartedAt: now, HadViewer: len(s.Viewers) > 0, Choices: s.Settings.Wanted()}
 	t.Clock.resume(now)
 	s.Turn = t
 	s.Steer.Begin(t.TurnID)
@@ -769,7 +772,7 @@ func (s *session) startTurn(ctx workflow.Context) {
 		Agent:           s.cfg.Agent,
 		Workspace:       s.cfg.Workspace,
 		AgentSessionID:  s.AgentSessionID,
-		Choices:         s.Settings.Wanted(),
+		Choices:         t.Choices,
 		McpServers:      s.cfg.McpServers,
 		StartToClose:    s.cfg.Deadline + turnStartToCloseSlack,
 		Heartbeat:       TurnHeartbeat,

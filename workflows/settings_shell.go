@@ -7,7 +7,9 @@ package workflows
 // (the next turn's TurnInput carries them otherwise, and to every new agent process).
 
 import (
+	"bytes"
 	"encoding/json"
+	"slices"
 
 	"go.temporal.io/sdk/workflow"
 
@@ -35,14 +37,81 @@ func (s *session) settings() *Settings {
 	return s.Settings
 }
 
-// offered takes the runner's report of a new agent session.
+// settingsReassertChange guards delivering, to a turn's new attempt, the choices made since
+// the turn's input was built (a history recorded before it queued no such delivery).
+const settingsReassertChange = "settings-reassert"
+
+// offered takes the runner's report of a new agent session. The report shows what the
+// turn's input carried (LiveTurn.Choices): a choice a client made since is newer, so it is
+// kept in the view rather than followed back to the report, and it reaches this attempt's
+// agent — by the settings delivery queued when it was made, or, when that went to an
+// earlier attempt, by one queued now.
 func (s *session) offered(ctx workflow.Context, turnID int64, o *signals.AgentSettings) {
 	if o == nil || !s.settingsOn(ctx) {
 		return
 	}
-	if s.settings().Offered(*o) {
-		s.journal(ctx, signals.EventAgentSettings, turnID, s.Settings.View())
+	st := s.settings()
+	var sent *signals.SessionChoices
+	if s.Turn != nil && s.Turn.TurnID == turnID {
+		sent = s.Turn.Choices
 	}
+	later := laterChoices(st.Choices, sent)
+	before := st.snapshot()
+	st.Offered(*o)
+	kept := signals.SessionChoices{}
+	if later.ModeID != "" && st.CheckMode(later.ModeID) == nil {
+		st.SetMode(later.ModeID)
+		kept.ModeID = later.ModeID
+	}
+	for _, c := range later.ConfigOptions {
+		if st.CheckConfig(c.ConfigID, c.Value) == nil {
+			st.SetConfig(c.ConfigID, c.Value)
+			kept.ConfigOptions = append(kept.ConfigOptions, c)
+		}
+	}
+	if !bytes.Equal(before, st.snapshot()) {
+		s.journal(ctx, signals.EventAgentSettings, turnID, st.View())
+	}
+	if kept = laterChoices(kept, s.pendingSettings(turnID)); kept.Empty() {
+		return
+	}
+	if workflow.GetVersion(ctx, settingsReassertChange, workflow.DefaultVersion, 1) > workflow.DefaultVersion {
+		s.deliverSettings(kept)
+	}
+}
+
+// laterChoices is what was chosen and differs from what a turn's input (or a delivery)
+// carried.
+func laterChoices(chosen signals.SessionChoices, sent *signals.SessionChoices) signals.SessionChoices {
+	if sent == nil {
+		sent = &signals.SessionChoices{}
+	}
+	var out signals.SessionChoices
+	if chosen.ModeID != sent.ModeID {
+		out.ModeID = chosen.ModeID
+	}
+	for _, c := range chosen.ConfigOptions {
+		if !slices.Contains(sent.ConfigOptions, c) {
+			out.ConfigOptions = append(out.ConfigOptions, c)
+		}
+	}
+	return out
+}
+
+// pendingSettings is what the settings deliveries waiting for the live attempt of turnID
+// carry (the latest of each setting).
+func (s *session) pendingSettings(turnID int64) *signals.SessionChoices {
+	out := &signals.SessionChoices{}
+	for _, d := range s.Deliveries {
+		if d.Kind != signals.DeliverSettings || d.Choices == nil || d.TurnID != turnID || s.Turn == nil || d.Attempt != s.Turn.Attempt {
+			continue
+		}
+		if d.Choices.ModeID != "" {
+			out.ModeID = d.Choices.ModeID
+		}
+		out.ConfigOptions = append(out.ConfigOptions, d.Choices.ConfigOptions...)
+	}
+	return out
 }
 
 // observeSettings feeds one agent.update to the core.

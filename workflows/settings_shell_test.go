@@ -119,3 +119,53 @@ func TestSession_SettingsRefuseObservers(t *testing.T) {
 		require.NotEqual(t, signals.EventModeChanged, ev.Kind)
 	}
 }
+
+// A choice made after a turn's input was built is newer than the runner's report of that
+// turn's agent session: the view keeps it (the report does not revert it), and it reaches
+// the attempt — by its own delivery, and on a retried attempt by one queued again.
+func TestSession_SettingsChosenDuringATurnOutliveItsStaleReport(t *testing.T) {
+	h := newHarness(t)
+	var mu sync.Mutex
+	var deliveries []signals.Delivery
+	h.env.RegisterActivityWithOptions(func(_ context.Context, d signals.Delivery) (signals.DeliveryResult, error) {
+		mu.Lock()
+		deliveries = append(deliveries, d)
+		mu.Unlock()
+		return signals.DeliveryResult{}, nil
+	}, activity.RegisterOptions{Name: signals.ActivityDeliver})
+	offer := claudeOffer()
+	h.step(func() { h.prompt("one", "m1", func(signals.PromptResult, error) {}) })
+	h.step(func() {
+		h.env.SignalWorkflow(signals.SignalTurnStarted, signals.TurnStartedSignal{TurnID: 1, Attempt: 1, HostQueue: "host1", Settings: &offer})
+	})
+	h.step(func() {
+		h.env.SignalWorkflow(signals.SignalTurnFinished, signals.TurnFinishedSignal{TurnID: 1, Attempt: 1, StopReason: "end_turn"})
+	})
+	h.step(func() { h.prompt("two", "m2", func(signals.PromptResult, error) {}) })
+	h.step(func() {
+		// Chosen before turn 2's runner reported: its report still says default.
+		h.update(signals.UpdateSetMode, signals.SetModeRequest{ModeID: "plan"}, func(_ any, err error) { require.NoError(t, err) })
+	})
+	h.step(func() {
+		h.env.SignalWorkflow(signals.SignalTurnStarted, signals.TurnStartedSignal{TurnID: 2, Attempt: 1, HostQueue: "host1", Settings: &offer})
+	})
+	h.step(func() {
+		require.Equal(t, "plan", h.status().AgentSettings.CurrentModeID, "the report does not revert a later choice")
+		h.env.SignalWorkflow(signals.SignalTurnStarted, signals.TurnStartedSignal{TurnID: 2, Attempt: 2, HostQueue: "host2", Settings: &offer})
+	})
+	h.step(func() {
+		require.Equal(t, "plan", h.status().AgentSettings.CurrentModeID)
+		h.env.SignalWorkflow(signals.SignalTurnFinished, signals.TurnFinishedSignal{TurnID: 2, Attempt: 2, StopReason: "end_turn"})
+	})
+	h.closeSession()
+	require.NoError(t, h.run(signals.SessionConfig{SessionID: "s1"}))
+	mu.Lock()
+	defer mu.Unlock()
+	var attempts []int32
+	for _, d := range deliveries {
+		require.Equal(t, signals.DeliverSettings, d.Kind)
+		require.Equal(t, "plan", d.Choices.ModeID)
+		attempts = append(attempts, d.Attempt)
+	}
+	require.Equal(t, []int32{1, 2}, attempts, "delivered to attempt 1, and again to the retried attempt 2")
+}
