@@ -103,7 +103,7 @@ func TestTrustAnUnknownProfileIsRefusedWithTheNames(t *testing.T) {
 	out, _, code = starter(t, "status", "--session", id)
 	require.Equal(t, 0, code)
 	require.Contains(t, out, "agent     steering")
-	require.Contains(t, out, "profiles  default, exits, garbage, hangs, missing, steering")
+	require.Contains(t, out, "profiles  default, exits, garbage, hangs, missing, settings, steering")
 }
 
 func TestTrustWorkspacesOutsideTheRootsAreRefused(t *testing.T) {
