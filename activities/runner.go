@@ -210,11 +210,13 @@ func (r *Runner) runTurn(ctx context.Context, in signals.RunTurnInput) (signals.
 		}
 		b.add(raw)
 	})
-	sid, err := r.openSession(setupCtx, ag, in, dir, mcpServers)
+	r.Trust.Profiles.Learn(profile.Name, proc.caps, env)
+	sid, err := r.openSession(setupCtx, ag, in, dir, mcpServers, r.Trust.Profiles.workerAuth(profile.Name))
 	if err != nil {
 		keep = false
 		return finish(res, r.agentErr(proc, err, res))
 	}
+	r.Trust.Profiles.Opened(profile.Name)
 	res.AgentSessionID = string(sid)
 	offered := r.applyChoices(setupCtx, ag, sid, in, log)
 
@@ -481,7 +483,11 @@ func (r *Runner) agentErr(proc *agentProc, err error, res signals.RunTurnResult)
 // openSession picks the agent session for the turn: the one the live agent already holds
 // when it is the session's, else session/load of the one kept in workflow state when the
 // agent can load sessions, else a new one.
-func (r *Runner) openSession(ctx context.Context, ag *hostedAgent, in signals.RunTurnInput, dir string, mcpServers []acp.McpServer) (acp.SessionId, error) {
+//
+// An agent that answers session/new with auth_required is authenticated with authID, an
+// auth method the worker completes by itself (an env-var key the agent's environment
+// holds), and asked again; with none the error says what the operator must set.
+func (r *Runner) openSession(ctx context.Context, ag *hostedAgent, in signals.RunTurnInput, dir string, mcpServers []acp.McpServer, authID string) (acp.SessionId, error) {
 	proc := ag.proc
 	if ag.acpSession != "" && (in.AgentSessionID == "" || in.AgentSessionID == string(ag.acpSession)) {
 		return ag.acpSession, nil
@@ -505,6 +511,15 @@ func (r *Runner) openSession(ctx context.Context, ag *hostedAgent, in signals.Ru
 		r.Logger.Warn("session/load failed: starting a new agent session", "session", in.SessionID, "error", err)
 	}
 	resp, err := proc.conn.NewSession(ctx, acp.NewSessionRequest{Cwd: dir, McpServers: mcpServers})
+	if authRequired(err) && authID != "" {
+		if _, aerr := proc.conn.Authenticate(ctx, acp.AuthenticateRequest{MethodId: authID}); aerr != nil {
+			return "", fmt.Errorf("authenticate %s: %w", authID, aerr)
+		}
+		resp, err = proc.conn.NewSession(ctx, acp.NewSessionRequest{Cwd: dir, McpServers: mcpServers})
+	}
+	if authRequired(err) {
+		return "", fmt.Errorf("session/new: the agent needs authentication the worker cannot complete: %s (%w)", AuthHint(proc.caps.AuthMethods), err)
+	}
 	if err != nil {
 		return "", fmt.Errorf("session/new: %w", err)
 	}

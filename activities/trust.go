@@ -67,7 +67,7 @@ func (t *Trust) Offer() []signals.ProfileInfo {
 	if t == nil || t.Profiles == nil {
 		return nil
 	}
-	return t.Profiles.Infos()
+	return t.Profiles.infos(t.MCP)
 }
 
 // DefaultProfile names the profile serving sessions that name none.
