@@ -159,3 +159,62 @@ func TestACPSettingsReachTheAgentSurviveAKillAndReachEveryClient(t *testing.T) {
 	waitFor(t, id, func(ev signals.Event) bool { return ev.Kind == signals.EventSessionClosed })
 	checkInvariants(t, allEvents(t, id))
 }
+
+// initialize advertises what the worker learned of its agent at its last start (before any
+// start: nothing, and --prompt-capabilities overrides it); authenticate says what the
+// operator must set; the legacy session/set_model maps to the model config option, and an
+// observer's is refused.
+func TestACPInitializeAdvertisesTheWorkersAgentAndSetModelIsTheModelOption(t *testing.T) {
+	t.Parallel()
+	queue := "tacp-caps-" + signals.NewID()[:8]
+	qc := signals.NewClient(tc, queue)
+	settingsWorker(t, queue)
+	ctx := ctxFor(t, 120*time.Second)
+
+	a := startACP(t, "--task-queue", queue)
+	first, err := a.conn.Initialize(ctx, acp.InitializeRequest{ProtocolVersion: acp.ProtocolVersionNumber})
+	require.NoError(t, err)
+	require.Equal(t, acp.PromptCapabilities{}, first.AgentCapabilities.PromptCapabilities, "the worker has not started its agent yet")
+	res, err := a.conn.NewSession(ctx, acp.NewSessionRequest{Cwd: editorCwd(), McpServers: []acp.McpServer{}})
+	require.NoError(t, err)
+	id := string(res.SessionId)
+	require.Equal(t, "settings mode=default model=sonnet", a.said(id, "/settings"))
+	st, err := qc.Status(ctx, id)
+	require.NoError(t, err)
+	require.JSONEq(t, `{"image":true,"embeddedContext":true}`, string(st.AgentSettings.PromptCapabilities))
+
+	b := startACP(t, "--task-queue", queue)
+	learned, err := b.conn.Initialize(ctx, acp.InitializeRequest{ProtocolVersion: acp.ProtocolVersionNumber})
+	require.NoError(t, err)
+	require.Equal(t, acp.PromptCapabilities{Image: true, EmbeddedContext: true}, learned.AgentCapabilities.PromptCapabilities)
+	require.Equal(t, acp.McpCapabilities{Http: true, Sse: true}, learned.AgentCapabilities.McpCapabilities, "this worker takes http MCP servers")
+	require.Empty(t, learned.AuthMethods, "an agent that opened a session on the worker needs no client to authenticate")
+	_, err = b.conn.Authenticate(ctx, acp.AuthenticateRequest{MethodId: "api-key"})
+	require.ErrorContains(t, err, "the worker's operator must")
+
+	over := startACP(t, "--task-queue", queue, "--prompt-capabilities", "none")
+	forced, err := over.conn.Initialize(ctx, acp.InitializeRequest{ProtocolVersion: acp.ProtocolVersionNumber})
+	require.NoError(t, err)
+	require.Equal(t, acp.PromptCapabilities{}, forced.AgentCapabilities.PromptCapabilities, "--prompt-capabilities overrides")
+
+	// session/set_model (legacy) is the model config option.
+	_, err = a.conn.UnstableSetSessionModel(ctx, acp.UnstableSetSessionModelRequest{SessionId: acp.SessionId(id), ModelId: "gpt-9"})
+	require.ErrorContains(t, err, "no value")
+	o := startACP(t, "--task-queue", queue, "--observe")
+	_, err = o.conn.ResumeSession(ctx, acp.ResumeSessionRequest{SessionId: acp.SessionId(id), Cwd: editorCwd()})
+	require.NoError(t, err)
+	_, err = o.conn.UnstableSetSessionModel(ctx, acp.UnstableSetSessionModelRequest{SessionId: acp.SessionId(id), ModelId: "opus"})
+	require.ErrorContains(t, err, "Forbidden")
+	_, err = o.conn.SetSessionConfigOption(ctx, acp.SetSessionConfigOptionRequest{ValueId: &acp.SetSessionConfigOptionValueId{SessionId: acp.SessionId(id), ConfigId: "model", Value: "opus"}})
+	require.ErrorContains(t, err, "Forbidden")
+	_, err = a.conn.UnstableSetSessionModel(ctx, acp.UnstableSetSessionModelRequest{SessionId: acp.SessionId(id), ModelId: "opus"})
+	require.NoError(t, err)
+	o.waitUpdate(func(u acp.SessionUpdate) bool {
+		return u.ConfigOptionUpdate != nil && slices.ContainsFunc(u.ConfigOptionUpdate.ConfigOptions, func(c acp.SessionConfigOption) bool {
+			return c.Select != nil && c.Select.Id == "model" && c.Select.CurrentValue == "opus"
+		})
+	})
+	require.Equal(t, "settings mode=default model=opus", a.said(id, "/settings"))
+	_, err = a.conn.CloseSession(ctx, acp.CloseSessionRequest{SessionId: acp.SessionId(id)})
+	require.NoError(t, err)
+}

@@ -27,6 +27,9 @@ type conn struct {
 	mu       sync.Mutex
 	sessions map[string]*attachment
 	closed   bool
+	// offer is what initialize advertised of the agent (capabilities.go): prompts may
+	// carry the content blocks it names.
+	offer agentOffer
 }
 
 func newConn(ctx context.Context, g *Gateway, w *lineWriter, observe bool) *conn {
@@ -50,29 +53,43 @@ func (c *conn) callCtx(ctx context.Context) (context.Context, context.CancelFunc
 
 // --- acp.Agent ---
 
-func (c *conn) Initialize(_ context.Context, _ acp.InitializeRequest) (acp.InitializeResponse, error) {
+func (c *conn) Initialize(ctx context.Context, _ acp.InitializeRequest) (acp.InitializeResponse, error) {
 	steering := map[string]any{"steering": map[string]any{"supported": true}}
+	offer := c.learnOffer(ctx)
+	c.mu.Lock()
+	c.offer = offer
+	c.mu.Unlock()
+	auth := offer.auth
+	if auth == nil {
+		auth = []acp.AuthMethod{}
+	}
 	return acp.InitializeResponse{
 		ProtocolVersion: acp.ProtocolVersionNumber,
 		AgentCapabilities: acp.AgentCapabilities{
 			LoadSession:        true,
-			PromptCapabilities: c.g.o.PromptCapabilities,
+			PromptCapabilities: offer.prompt,
 			SessionCapabilities: acp.SessionCapabilities{
 				List:   &acp.SessionListCapabilities{},
 				Resume: &acp.SessionResumeCapabilities{},
 				Close:  &acp.SessionCloseCapabilities{},
 			},
-			McpCapabilities: c.g.o.McpCapabilities,
+			McpCapabilities: offer.mcp,
 			Meta:            steering,
 		},
 		AgentInfo:   &acp.Implementation{Name: "tacp", Title: ptr("tacp (durable sessions on Temporal)"), Version: "1"},
-		AuthMethods: []acp.AuthMethod{},
+		AuthMethods: auth,
 		Meta:        steering,
 	}, nil
 }
 
-func (c *conn) Authenticate(context.Context, acp.AuthenticateRequest) (acp.AuthenticateResponse, error) {
-	return acp.AuthenticateResponse{}, nil
+// Authenticate is refused with what the worker's operator must set: tacp advertises only
+// the auth methods the worker cannot complete by itself (an agent whose key the worker
+// holds needs no client), and none a client completes reaches the agent on the worker.
+func (c *conn) Authenticate(_ context.Context, p acp.AuthenticateRequest) (acp.AuthenticateResponse, error) {
+	c.mu.Lock()
+	methods := c.offer.auth
+	c.mu.Unlock()
+	return acp.AuthenticateResponse{}, authenticateRefusal(methods, p.MethodId)
 }
 
 func (c *conn) NewSession(ctx context.Context, p acp.NewSessionRequest) (acp.NewSessionResponse, error) {
@@ -192,7 +209,10 @@ func (c *conn) Prompt(ctx context.Context, p acp.PromptRequest) (acp.PromptRespo
 	if c.observer() {
 		return acp.PromptResponse{}, forbidden("prompt")
 	}
-	text, content, err := promptText(p.Prompt, c.g.o.PromptCapabilities)
+	c.mu.Lock()
+	caps := c.offer.prompt
+	c.mu.Unlock()
+	text, content, err := promptText(p.Prompt, caps)
 	if err != nil {
 		return acp.PromptResponse{}, invalidParams("%v", err)
 	}

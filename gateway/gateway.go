@@ -51,12 +51,14 @@ type Options struct {
 	// /acp) name a directory of their own machine, not of the worker's, so an empty
 	// Workspace leaves the worker's default.
 	IgnoreClientCwd bool
-	// PromptCapabilities are advertised in initialize: the content blocks the agent behind
-	// the sessions takes besides text and resource links.
-	PromptCapabilities acp.PromptCapabilities
-	// McpCapabilities are advertised in initialize: the MCP transports (http, sse) the
-	// agent behind the sessions connects to, which the worker's MCP policy must allow too.
-	McpCapabilities acp.McpCapabilities
+	// PromptCapabilities, when set, override what initialize advertises of the content
+	// blocks the agent behind the sessions takes besides text and resource links (by
+	// default what the workers learned of it, capabilities.go), and what prompts may carry.
+	PromptCapabilities *acp.PromptCapabilities
+	// McpCapabilities, when set, override what initialize advertises of the MCP transports
+	// (http, sse) the agent connects to (by default what the workers learned of it, narrowed
+	// to what their MCP policy takes).
+	McpCapabilities *acp.McpCapabilities
 	// PollFast is the events polling interval while a turn runs or a prompt waits, PollSlow
 	// while the session is quiet. Defaults 50 ms and 1 s.
 	PollFast, PollSlow time.Duration
