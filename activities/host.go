@@ -75,7 +75,9 @@ type hostedAgent struct {
 	client     *hostClient
 	acpSession acp.SessionId
 	// offer is what acpSession offers (settings.go), nil until it is opened.
-	offer    *agentOffer
+	offer *agentOffer
+	// mcpKey is the JSON of the MCP servers acpSession was opened with.
+	mcpKey   []byte
 	busy     bool
 	lastUsed time.Time
 	between  *batcher

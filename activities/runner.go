@@ -5,6 +5,7 @@
 package activities
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -489,9 +490,17 @@ func (r *Runner) agentErr(proc *agentProc, err error, res signals.RunTurnResult)
 // holds), and asked again; with none the error says what the operator must set.
 func (r *Runner) openSession(ctx context.Context, ag *hostedAgent, in signals.RunTurnInput, dir string, mcpServers []acp.McpServer, authID string) (acp.SessionId, error) {
 	proc := ag.proc
+	key, _ := json.Marshal(mcpServers)
 	if ag.acpSession != "" && (in.AgentSessionID == "" || in.AgentSessionID == string(ag.acpSession)) {
-		return ag.acpSession, nil
+		// The session's MCP servers changed (set_mcp_servers): an agent that loads sessions
+		// loads its own again with them; one that cannot keeps its conversation, and gets
+		// them in its next process.
+		if bytes.Equal(ag.mcpKey, key) || !proc.caps.AgentCapabilities.LoadSession {
+			return ag.acpSession, nil
+		}
+		in.AgentSessionID = string(ag.acpSession)
 	}
+	ag.mcpKey = key
 	if in.AgentSessionID != "" && proc.caps.AgentCapabilities.LoadSession {
 		// The replay is the conversation the session has journaled already (a lost attempt's
 		// partial output was superseded by turn.restarted): it is counted in the worker's log,

@@ -62,6 +62,13 @@ func (t *Trust) MCPServers(raw json.RawMessage) ([]acp.McpServer, error) {
 	return servers, nil
 }
 
+// CheckMCP is MCPServers' refusal alone (workflows: set_mcp_servers checks only the MCP
+// policy, so that a session whose profile was since removed still loads).
+func (t *Trust) CheckMCP(raw json.RawMessage) error {
+	_, err := t.MCPServers(raw)
+	return err
+}
+
 // Offer lists the profiles a session may pick.
 func (t *Trust) Offer() []signals.ProfileInfo {
 	if t == nil || t.Profiles == nil {

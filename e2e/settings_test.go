@@ -163,7 +163,8 @@ func TestACPSettingsReachTheAgentSurviveAKillAndReachEveryClient(t *testing.T) {
 // initialize advertises what the worker learned of its agent at its last start (before any
 // start: nothing, and --prompt-capabilities overrides it); authenticate says what the
 // operator must set; the legacy session/set_model maps to the model config option, and an
-// observer's is refused.
+// observer's is refused; the MCP servers of session/load and session/resume become the
+// session's.
 func TestACPInitializeAdvertisesTheWorkersAgentAndSetModelIsTheModelOption(t *testing.T) {
 	t.Parallel()
 	queue := "tacp-caps-" + signals.NewID()[:8]
@@ -214,6 +215,21 @@ func TestACPInitializeAdvertisesTheWorkersAgentAndSetModelIsTheModelOption(t *te
 			return c.Select != nil && c.Select.Id == "model" && c.Select.CurrentValue == "opus"
 		})
 	})
+	require.Equal(t, "settings mode=default model=opus", a.said(id, "/settings"))
+
+	// The project's MCP servers, sent on every load and resume, become the session's: the
+	// live agent loads its session again with them (the model chosen is re-applied); a
+	// stdio one this worker does not allow fails the load and changes nothing.
+	require.Equal(t, "mcp: ", a.said(id, "/mcp"))
+	_, err = b.conn.ResumeSession(ctx, acp.ResumeSessionRequest{SessionId: acp.SessionId(id), Cwd: editorCwd(), McpServers: []acp.McpServer{
+		{Http: &acp.McpServerHttpInline{Name: "docs", Type: "http", Url: "http://127.0.0.1:1/mcp", Headers: []acp.HttpHeader{}}},
+	}})
+	require.NoError(t, err)
+	_, err = b.conn.LoadSession(ctx, acp.LoadSessionRequest{SessionId: acp.SessionId(id), Cwd: editorCwd(), McpServers: []acp.McpServer{
+		{Stdio: &acp.McpServerStdio{Name: "tools", Command: "/bin/sh", Args: []string{}, Env: []acp.EnvVariable{}}},
+	}})
+	require.ErrorContains(t, err, "not one this worker's operator listed")
+	require.Equal(t, "mcp: http:docs", a.said(id, "/mcp"))
 	require.Equal(t, "settings mode=default model=opus", a.said(id, "/settings"))
 	_, err = a.conn.CloseSession(ctx, acp.CloseSessionRequest{SessionId: acp.SessionId(id)})
 	require.NoError(t, err)

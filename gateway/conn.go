@@ -141,6 +141,9 @@ func (c *conn) LoadSession(ctx context.Context, p acp.LoadSessionRequest) (acp.L
 	}
 	cctx, cancel := c.callCtx(ctx)
 	defer cancel()
+	if err := c.setMcpServers(cctx, string(p.SessionId), p.McpServers); err != nil {
+		return acp.LoadSessionResponse{}, err
+	}
 	_, at, err := c.attach(cctx, string(p.SessionId), after)
 	if err != nil {
 		return acp.LoadSessionResponse{}, err
@@ -158,12 +161,40 @@ func (c *conn) ResumeSession(ctx context.Context, p acp.ResumeSessionRequest) (a
 	}
 	cctx, cancel := c.callCtx(ctx)
 	defer cancel()
+	if err := c.setMcpServers(cctx, string(p.SessionId), p.McpServers); err != nil {
+		return acp.ResumeSessionResponse{}, err
+	}
 	_, at, err := c.attach(cctx, string(p.SessionId), after)
 	if err != nil {
 		return acp.ResumeSessionResponse{}, err
 	}
 	modes, opts := c.sessionOffer(cctx, string(p.SessionId))
 	return acp.ResumeSessionResponse{Meta: at.meta(), Modes: modes, ConfigOptions: opts}, nil
+}
+
+// setMcpServers makes the MCP servers a controller's session/load or session/resume names
+// the session's (an editor sends its project's every time, and expects them used, as
+// session/new's): the worker's MCP policy refuses what it does not allow, and the load
+// fails with its reason, changing nothing. An observer's, or a request that names none (mcpServers absent),
+// changes nothing.
+func (c *conn) setMcpServers(ctx context.Context, id string, servers []acp.McpServer) error {
+	if c.observer() || servers == nil {
+		return nil
+	}
+	raw, err := json.Marshal(servers)
+	if err != nil {
+		return invalidParams("mcpServers: %v", err)
+	}
+	_, err = c.client().SetMcpServers(ctx, id, signals.SetMcpServersRequest{McpServers: raw, ViewerID: c.viewer})
+	// Only the policy's refusal fails the load: a closed or unknown session is attach's to
+	// answer (a closed one still replays its journal).
+	if rej, ok := signals.AsRejection(err); ok && rej.Type == signals.RejectInvalidRequest {
+		return rpcErr(err)
+	}
+	if err != nil {
+		c.g.o.Logger.Debug("set_mcp_servers on load", "session", id, "error", err)
+	}
+	return nil
 }
 
 // writeAfter is the seq after which a load or resume writes the journal: _meta.tacp.after_seq

@@ -207,6 +207,12 @@ func (c *Client) SetConfigOption(ctx context.Context, sessionID string, req SetC
 	return res, c.update(ctx, sessionID, UpdateSetConfigOption, req, &res)
 }
 
+// SetMcpServers replaces the MCP servers the session passes its agent.
+func (c *Client) SetMcpServers(ctx context.Context, sessionID string, req SetMcpServersRequest) (SetMcpServersResult, error) {
+	var res SetMcpServersResult
+	return res, c.update(ctx, sessionID, UpdateSetMcpServers, req, &res)
+}
+
 // Attach attaches (or renews) a viewer and returns the status snapshot.
 func (c *Client) Attach(ctx context.Context, sessionID string, req AttachRequest) (Status, error) {
 	var res Status

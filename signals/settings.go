@@ -100,3 +100,23 @@ type ConfigOptionChangedData struct {
 	Previous string `json:"previous,omitempty"`
 	ViewerID string `json:"viewer_id,omitempty"`
 }
+
+// UpdateSetMcpServers replaces the MCP servers the session passes its agent (an editor sends
+// its project's on every session/load and session/resume); it has a signal twin. The
+// worker's MCP policy checks them as it checks session/new's; like those they are kept in
+// the session's config, never logged or journaled, and reach the agent at its next turn
+// (the runner loads the agent session again when its servers changed).
+const UpdateSetMcpServers = "set_mcp_servers"
+
+// SetMcpServersRequest is the payload of set_mcp_servers: McpServers is the ACP McpServer
+// JSON list ([] for none).
+type SetMcpServersRequest struct {
+	McpServers json.RawMessage `json:"mcp_servers"`
+	ViewerID   string          `json:"viewer_id,omitempty"`
+}
+
+// SetMcpServersResult answers set_mcp_servers: Changed is false when the session had
+// these servers already.
+type SetMcpServersResult struct {
+	Changed bool `json:"changed"`
+}

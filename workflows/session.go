@@ -200,6 +200,7 @@ func (s *session) register(ctx workflow.Context) error {
 		{signals.UpdateClose, s.close, nil},
 		{signals.UpdateSetMode, s.setMode, s.validateSetMode},
 		{signals.UpdateSetConfigOption, s.setConfig, s.validateSetConfig},
+		{signals.UpdateSetMcpServers, s.setMcpServers, s.validateSetMcpServers},
 	} {
 		if err := workflow.SetUpdateHandlerWithOptions(ctx, r.name, r.handler, workflow.UpdateHandlerOptions{Validator: r.validator}); err != nil {
 			return err
@@ -215,7 +216,7 @@ func (s *session) register(ctx workflow.Context) error {
 	}); err != nil {
 		return err
 	}
-	s.receivers = append(s.signalReceivers(), s.settingsSignals()...)
+	s.receivers = append(append(s.signalReceivers(), s.settingsSignals()...), s.mcpSignal())
 	for i := range s.receivers {
 		s.receivers[i].ch = workflow.GetSignalChannel(ctx, s.receivers[i].name)
 	}
