@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -141,6 +142,27 @@ func TestRecordHistoriesSettings(t *testing.T) {
 	waitFor(t, id, func(ev signals.Event) bool { return ev.Kind == signals.EventSessionClosed })
 	writeHistory(t, signals.SessionWorkflowID(id), "", filepath.Join(dir, fmt.Sprintf("session-settings-%s.json", stamp)))
 	writeHistory(t, signals.TurnWorkflowID(id, 2), "", filepath.Join(dir, fmt.Sprintf("turn-settings-delivered-%s.json", stamp)))
+
+	// set_mcp_servers: by update (the servers it has), refused by policy (this worker takes
+	// none from clients) by update and by its signal twin (a SideEffect), then a turn.
+	id = session(t)
+	cfg = signals.SessionConfig{SessionID: id, Agent: profileSettings}
+	prompt(t, cfg, "/mcp")
+	turnEnd(t, id, 1)
+	res, err := sc.SetMcpServers(ctx, id, signals.SetMcpServersRequest{McpServers: json.RawMessage(`[]`)})
+	require.NoError(t, err)
+	require.False(t, res.Changed)
+	docs := json.RawMessage(`[{"type":"http","name":"docs","url":"http://127.0.0.1:1/mcp","headers":[]}]`)
+	_, err = sc.SetMcpServers(ctx, id, signals.SetMcpServersRequest{McpServers: docs})
+	require.ErrorContains(t, err, "refused")
+	require.NoError(t, tc.SignalWorkflow(ctx, signals.SessionWorkflowID(id), "", signals.UpdateSetMcpServers, signals.SetMcpServersRequest{McpServers: docs}))
+	prompt(t, cfg, "/mcp")
+	evs = turnEnd(t, id, 2)
+	require.Equal(t, "mcp: ", strings.Join(agentTexts(t, evs, 2), ""), "the refused servers never reached the agent")
+	_, err = sc.Close(ctx, id, signals.CloseRequest{Reason: "recorded"})
+	require.NoError(t, err)
+	waitFor(t, id, func(ev signals.Event) bool { return ev.Kind == signals.EventSessionClosed })
+	writeHistory(t, signals.SessionWorkflowID(id), "", filepath.Join(dir, fmt.Sprintf("session-mcp-servers-%s.json", stamp)))
 }
 
 // writeHistory records a history, never over an existing file: the files recorded by
