@@ -74,9 +74,13 @@ type hostedAgent struct {
 	proc       *agentProc
 	client     *hostClient
 	acpSession acp.SessionId
-	busy       bool
-	lastUsed   time.Time
-	between    *batcher
+	// offer is what acpSession offers (settings.go), nil until it is opened.
+	offer *agentOffer
+	// mcpKey is the JSON of the MCP servers acpSession was opened with.
+	mcpKey   []byte
+	busy     bool
+	lastUsed time.Time
+	between  *batcher
 }
 
 // Start starts the idle reaper. Close stops it and every agent.
@@ -300,6 +304,8 @@ type liveTurn struct {
 	reach func(toolCall json.RawMessage) string
 	// watch names the turn's tool calls (from their tool_call updates).
 	watch *turnObserver
+	// applySettings sets a mode or config value chosen while the turn runs in its agent.
+	applySettings func(ctx context.Context, c signals.SessionChoices) error
 }
 
 type steerRequest struct {
@@ -376,6 +382,11 @@ func (h *Host) Deliver(ctx context.Context, d signals.Delivery) (signals.Deliver
 		}
 		ch <- permissionResponse(d.Outcome, d.OptionID)
 		return signals.DeliveryResult{}, nil
+	case signals.DeliverSettings:
+		if d.Choices == nil || lt.applySettings == nil {
+			return signals.DeliveryResult{}, nil
+		}
+		return signals.DeliveryResult{}, lt.applySettings(ctx, *d.Choices)
 	}
 	return signals.DeliveryResult{}, temporal.NewNonRetryableApplicationError("unknown delivery kind "+d.Kind, "invalid_request", nil)
 }

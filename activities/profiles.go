@@ -50,6 +50,8 @@ type Profiles struct {
 	byName  map[string]Profile
 	deflt   string
 	ordered []string
+	// learned is what the worker learned of the profiles' agents (agentinfo.go).
+	learned learnedAgents
 }
 
 // NewProfiles checks ps and returns them as a set; deflt names the default profile ("" : the
@@ -128,11 +130,17 @@ func (p *Profiles) Default() string { return p.deflt }
 // Names lists the profiles, sorted.
 func (p *Profiles) Names() []string { return slices.Clone(p.ordered) }
 
-// Infos lists the profiles as clients see them: names and descriptions, never commands.
-func (p *Profiles) Infos() []signals.ProfileInfo {
+// Infos lists the profiles as clients see them: names and descriptions, never commands,
+// with what the worker learned of their agents.
+func (p *Profiles) Infos() []signals.ProfileInfo { return p.infos(MCPPolicy{Mode: MCPListed}) }
+
+// infos is Infos with the agents' MCP transports narrowed to those policy mcp takes.
+func (p *Profiles) infos(mcp MCPPolicy) []signals.ProfileInfo {
 	out := make([]signals.ProfileInfo, 0, len(p.ordered))
 	for _, n := range p.ordered {
-		out = append(out, signals.ProfileInfo{Name: n, Description: p.byName[n].Description, Default: n == p.deflt})
+		info := signals.ProfileInfo{Name: n, Description: p.byName[n].Description, Default: n == p.deflt}
+		info.PromptCapabilities, info.McpCapabilities, info.AuthMethods = p.known(n, mcp)
+		out = append(out, info)
 	}
 	return out
 }

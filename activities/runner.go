@@ -5,6 +5,7 @@
 package activities
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -144,6 +145,10 @@ func (r *Runner) runTurn(ctx context.Context, in signals.RunTurnInput) (signals.
 	if err != nil {
 		return res, fail(err)
 	}
+	mcpServers, err := r.Trust.MCPServers(in.McpServers)
+	if err != nil {
+		return res, temporal.NewNonRetryableApplicationError(err.Error(), signals.RejectInvalidRequest, nil, res)
+	}
 	var sandbox *Sandbox // nil: the profile keeps the agent on its own files
 	if profile.OffersClientFS() {
 		if sandbox, err = NewSandbox(dir); err != nil {
@@ -203,14 +208,20 @@ func (r *Runner) runTurn(ctx context.Context, in signals.RunTurnInput) (signals.
 	// which the session has journaled already, is left out (openSession).
 	proc.setTap(func(raw json.RawMessage) {
 		watch.observe(raw)
+		if o := ag.offer; o != nil {
+			o.observe(raw)
+		}
 		b.add(raw)
 	})
-	sid, err := r.openSession(setupCtx, ag, in, dir)
+	r.Trust.Profiles.Learn(profile.Name, proc.caps, env)
+	sid, err := r.openSession(setupCtx, ag, in, dir, mcpServers, r.Trust.Profiles.workerAuth(profile.Name))
 	if err != nil {
 		keep = false
 		return finish(res, r.agentErr(proc, err, res))
 	}
+	r.Trust.Profiles.Opened(profile.Name)
 	res.AgentSessionID = string(sid)
+	offered := r.applyChoices(setupCtx, ag, sid, in, log)
 
 	lt := r.Host.register(in.SessionID, in.TurnID, attempt)
 	defer r.Host.unregister(lt)
@@ -221,6 +232,12 @@ func (r *Runner) runTurn(ctx context.Context, in signals.RunTurnInput) (signals.
 	}
 	home, _ := os.UserHomeDir()
 	lt.reach = func(toolCall json.RawMessage) string { return ToolCallReach(toolCall, dir, home) }
+	lt.applySettings = func(ctx context.Context, c signals.SessionChoices) error {
+		if ag.offer == nil {
+			return errors.New("the agent session offers nothing to set")
+		}
+		return ag.offer.apply(ctx, proc.conn, sid, c)
+	}
 	ag.client.setTurn(lt)
 
 	// turn_started tells the session where to deliver decisions. The prompt does not wait for
@@ -228,6 +245,7 @@ func (r *Runner) runTurn(ctx context.Context, in signals.RunTurnInput) (signals.
 	go func() {
 		if err := r.signal(sendCtx, in.SessionWorkflowID, signals.SignalTurnStarted, signals.TurnStartedSignal{
 			TurnID: in.TurnID, Attempt: attempt, HostQueue: r.Host.Queue, AgentSessionID: res.AgentSessionID,
+			Settings: offered,
 		}); err != nil {
 			log.Warn("turn_started failed: decisions cannot reach this attempt", "error", err)
 		}
@@ -468,33 +486,56 @@ func (r *Runner) agentErr(proc *agentProc, err error, res signals.RunTurnResult)
 // openSession picks the agent session for the turn: the one the live agent already holds
 // when it is the session's, else session/load of the one kept in workflow state when the
 // agent can load sessions, else a new one.
-func (r *Runner) openSession(ctx context.Context, ag *hostedAgent, in signals.RunTurnInput, dir string) (acp.SessionId, error) {
+//
+// An agent that answers session/new with auth_required is authenticated with authID, an
+// auth method the worker completes by itself (an env-var key the agent's environment
+// holds), and asked again; with none the error says what the operator must set.
+func (r *Runner) openSession(ctx context.Context, ag *hostedAgent, in signals.RunTurnInput, dir string, mcpServers []acp.McpServer, authID string) (acp.SessionId, error) {
 	proc := ag.proc
+	key, _ := json.Marshal(mcpServers)
 	if ag.acpSession != "" && (in.AgentSessionID == "" || in.AgentSessionID == string(ag.acpSession)) {
-		return ag.acpSession, nil
+		// The session's MCP servers changed (set_mcp_servers): an agent that loads sessions
+		// loads its own again with them; one that cannot keeps its conversation, and gets
+		// them in its next process.
+		if bytes.Equal(ag.mcpKey, key) || !proc.caps.AgentCapabilities.LoadSession {
+			return ag.acpSession, nil
+		}
+		in.AgentSessionID = string(ag.acpSession)
 	}
+	ag.mcpKey = key
 	if in.AgentSessionID != "" && proc.caps.AgentCapabilities.LoadSession {
 		// The replay is the conversation the session has journaled already (a lost attempt's
 		// partial output was superseded by turn.restarted): it is counted in the worker's log,
 		// not journaled twice.
 		var replayed atomic.Int64
 		endReplay := proc.replayUntilAnswer(func(json.RawMessage) { replayed.Add(1) })
-		_, err := proc.conn.LoadSession(ctx, acp.LoadSessionRequest{
-			SessionId: acp.SessionId(in.AgentSessionID), Cwd: dir, McpServers: []acp.McpServer{},
+		loaded, err := proc.conn.LoadSession(ctx, acp.LoadSessionRequest{
+			SessionId: acp.SessionId(in.AgentSessionID), Cwd: dir, McpServers: mcpServers,
 		})
 		endReplay()
 		if err == nil {
 			r.Logger.Info("session/load: the agent replayed the conversation", "session", in.SessionID, "updates", replayed.Load())
 			ag.acpSession = acp.SessionId(in.AgentSessionID)
+			ag.offer = offerOf(loaded.Modes, loaded.ConfigOptions, loaded.Models)
 			return ag.acpSession, nil
 		}
 		r.Logger.Warn("session/load failed: starting a new agent session", "session", in.SessionID, "error", err)
 	}
-	resp, err := proc.conn.NewSession(ctx, acp.NewSessionRequest{Cwd: dir, McpServers: []acp.McpServer{}})
+	resp, err := proc.conn.NewSession(ctx, acp.NewSessionRequest{Cwd: dir, McpServers: mcpServers})
+	if authRequired(err) && authID != "" {
+		if _, aerr := proc.conn.Authenticate(ctx, acp.AuthenticateRequest{MethodId: authID}); aerr != nil {
+			return "", fmt.Errorf("authenticate %s: %w", authID, aerr)
+		}
+		resp, err = proc.conn.NewSession(ctx, acp.NewSessionRequest{Cwd: dir, McpServers: mcpServers})
+	}
+	if authRequired(err) {
+		return "", fmt.Errorf("session/new: the agent needs authentication the worker cannot complete: %s (%w)", AuthHint(proc.caps.AuthMethods), err)
+	}
 	if err != nil {
 		return "", fmt.Errorf("session/new: %w", err)
 	}
 	ag.acpSession = resp.SessionId
+	ag.offer = offerOf(resp.Modes, resp.ConfigOptions, resp.Models)
 	return resp.SessionId, nil
 }
 

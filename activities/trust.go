@@ -7,7 +7,10 @@ package activities
 // without passing it.
 
 import (
+	"encoding/json"
 	"errors"
+
+	acp "github.com/coder/acp-go-sdk"
 
 	"github.com/tacp-dev/tacp/signals"
 )
@@ -36,7 +39,34 @@ func (t *Trust) Admit(cfg signals.SessionConfig) error {
 	if _, err := t.Roots.Resolve(cfg.SessionID, cfg.Workspace); err != nil {
 		return err
 	}
+	if _, err := t.MCPServers(cfg.McpServers); err != nil {
+		return err
+	}
 	return nil
+}
+
+// MCPServers decodes the MCP servers a client gave a session (ACP McpServer JSON) and
+// checks them against the worker's MCP policy: the list the agent's session/new and
+// session/load get, never nil. A refusal is a *signals.Rejection (invalid_request).
+func (t *Trust) MCPServers(raw json.RawMessage) ([]acp.McpServer, error) {
+	servers := []acp.McpServer{}
+	if len(raw) == 0 || string(raw) == "null" {
+		return servers, nil
+	}
+	if err := json.Unmarshal(raw, &servers); err != nil {
+		return nil, signals.Reject(signals.RejectInvalidRequest, "mcp_servers: want ACP McpServer objects: %v", err)
+	}
+	if err := t.MCP.Check(servers); err != nil {
+		return nil, err
+	}
+	return servers, nil
+}
+
+// CheckMCP is MCPServers' refusal alone (workflows: set_mcp_servers checks only the MCP
+// policy, so that a session whose profile was since removed still loads).
+func (t *Trust) CheckMCP(raw json.RawMessage) error {
+	_, err := t.MCPServers(raw)
+	return err
 }
 
 // Offer lists the profiles a session may pick.
@@ -44,7 +74,7 @@ func (t *Trust) Offer() []signals.ProfileInfo {
 	if t == nil || t.Profiles == nil {
 		return nil
 	}
-	return t.Profiles.Infos()
+	return t.Profiles.infos(t.MCP)
 }
 
 // DefaultProfile names the profile serving sessions that name none.

@@ -17,6 +17,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/tacp-dev/tacp/activities"
 	"github.com/tacp-dev/tacp/internal/app"
 	"github.com/tacp-dev/tacp/signals"
 )
@@ -36,12 +37,17 @@ func runWorkerProcess() int {
 		return 1
 	}
 	defer c.Close()
-	w, err := app.StartWorker(c, app.WorkerOptions{
+	opts := app.WorkerOptions{
 		TaskQueue: os.Getenv(workerProcessEnv),
 		Agent:     os.Getenv("TACP_E2E_AGENT"),
 		DataDir:   os.Getenv("TACP_E2E_DATA"),
 		Logger:    logger,
-	})
+		MCP:       activities.MCPPolicy{Mode: os.Getenv("TACP_E2E_MCP")},
+	}
+	if roots := os.Getenv("TACP_E2E_ROOTS"); roots != "" {
+		opts.WorkspaceRoots = filepath.SplitList(roots)
+	}
+	w, err := app.StartWorker(c, opts)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "worker process:", err)
 		return 1

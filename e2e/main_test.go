@@ -263,6 +263,8 @@ func updatesInHistory(t *testing.T, id, text string) int {
 // Agent profiles of the suite's workers (DESIGN §10: a session names one, never a command).
 const (
 	profileSteering = "steering"
+	// profileSettings offers claude-agent-acp's modes, config options and slash commands.
+	profileSettings = "settings"
 	// Misbehaving agents (e2e/host_test.go).
 	profileHangs   = "hangs"
 	profileGarbage = "garbage"
@@ -276,6 +278,7 @@ func suiteProfiles() []activities.Profile {
 	return []activities.Profile{
 		{Name: activities.DefaultProfile, Command: testAgentCmd()},
 		{Name: profileSteering, Command: testAgentCmd("-steering")},
+		{Name: profileSettings, Command: testAgentCmd("-settings", "-commands")},
 		{Name: profileHangs, Command: "sleep 600"},
 		{Name: profileGarbage, Command: `sh -c 'while true; do echo garbage; sleep 0.1; done'`},
 		{Name: profileExits, Command: "sh -c 'exit 3'"},

@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -104,6 +105,64 @@ func TestRecordHistories(t *testing.T) {
 	first := d.GetWorkflowExecutionInfo().GetFirstRunId()
 	writeHistory(t, signals.SessionWorkflowID(id), first, filepath.Join(dir, fmt.Sprintf("session-continue-as-new-mid-turn-%s.json", stamp)))
 	writeHistory(t, signals.TurnWorkflowID(id, 1), "", filepath.Join(dir, fmt.Sprintf("turn-streamed-%s.json", stamp)))
+}
+
+// TestRecordHistoriesSettings records the agent's offer as session state: agent.settings
+// from the runner's report, set_mode and set_config_option between turns and delivered into
+// a live turn, refusals by update and by signal, the choices carried into the next turn
+// (-run TestRecordHistories records these too).
+func TestRecordHistoriesSettings(t *testing.T) {
+	dir, stamp := recordingTo(t)
+
+	id := session(t)
+	cfg := signals.SessionConfig{SessionID: id, Agent: profileSettings}
+	ctx := ctxFor(t, 60*time.Second)
+	prompt(t, cfg, "/settings")
+	turnEnd(t, id, 1)
+	waitFor(t, id, func(ev signals.Event) bool { return ev.Kind == signals.EventAgentSettings })
+	_, err := sc.SetMode(ctx, id, signals.SetModeRequest{ModeID: "dontAsk"})
+	require.Error(t, err, "a mode the agent does not offer")
+	require.NoError(t, tc.SignalWorkflow(ctx, signals.SessionWorkflowID(id), "", signals.UpdateSetMode, signals.SetModeRequest{ModeID: "nope"}))
+	_, err = sc.SetMode(ctx, id, signals.SetModeRequest{ModeID: "plan"})
+	require.NoError(t, err)
+	require.NoError(t, tc.SignalWorkflow(ctx, signals.SessionWorkflowID(id), "", signals.UpdateSetConfigOption, signals.SetConfigOptionRequest{ConfigID: "model", Value: "opus"}))
+	waitFor(t, id, func(ev signals.Event) bool { return ev.Kind == signals.EventConfigOptionChanged })
+	prompt(t, cfg, "/sleep 2s")
+	waitRunning(t, id, 2)
+	_, err = sc.SetConfigOption(ctx, id, signals.SetConfigOptionRequest{ConfigID: "model", Value: "sonnet"})
+	require.NoError(t, err, "delivered into the live turn")
+	_, err = sc.SetMode(ctx, id, signals.SetModeRequest{ModeID: "acceptEdits"})
+	require.NoError(t, err)
+	turnEnd(t, id, 2)
+	prompt(t, cfg, "/settings")
+	evs := turnEnd(t, id, 3)
+	require.Equal(t, "settings mode=acceptEdits model=sonnet", strings.Join(agentTexts(t, evs, 3), ""))
+	_, err = sc.Close(ctx, id, signals.CloseRequest{Reason: "recorded"})
+	require.NoError(t, err)
+	waitFor(t, id, func(ev signals.Event) bool { return ev.Kind == signals.EventSessionClosed })
+	writeHistory(t, signals.SessionWorkflowID(id), "", filepath.Join(dir, fmt.Sprintf("session-settings-%s.json", stamp)))
+	writeHistory(t, signals.TurnWorkflowID(id, 2), "", filepath.Join(dir, fmt.Sprintf("turn-settings-delivered-%s.json", stamp)))
+
+	// set_mcp_servers: by update (the servers it has), refused by policy (this worker takes
+	// none from clients) by update and by its signal twin (a SideEffect), then a turn.
+	id = session(t)
+	cfg = signals.SessionConfig{SessionID: id, Agent: profileSettings}
+	prompt(t, cfg, "/mcp")
+	turnEnd(t, id, 1)
+	res, err := sc.SetMcpServers(ctx, id, signals.SetMcpServersRequest{McpServers: json.RawMessage(`[]`)})
+	require.NoError(t, err)
+	require.False(t, res.Changed)
+	docs := json.RawMessage(`[{"type":"http","name":"docs","url":"http://127.0.0.1:1/mcp","headers":[]}]`)
+	_, err = sc.SetMcpServers(ctx, id, signals.SetMcpServersRequest{McpServers: docs})
+	require.ErrorContains(t, err, "refused")
+	require.NoError(t, tc.SignalWorkflow(ctx, signals.SessionWorkflowID(id), "", signals.UpdateSetMcpServers, signals.SetMcpServersRequest{McpServers: docs}))
+	prompt(t, cfg, "/mcp")
+	evs = turnEnd(t, id, 2)
+	require.Equal(t, "mcp: ", strings.Join(agentTexts(t, evs, 2), ""), "the refused servers never reached the agent")
+	_, err = sc.Close(ctx, id, signals.CloseRequest{Reason: "recorded"})
+	require.NoError(t, err)
+	waitFor(t, id, func(ev signals.Event) bool { return ev.Kind == signals.EventSessionClosed })
+	writeHistory(t, signals.SessionWorkflowID(id), "", filepath.Join(dir, fmt.Sprintf("session-mcp-servers-%s.json", stamp)))
 }
 
 // writeHistory records a history, never over an existing file: the files recorded by

@@ -85,7 +85,7 @@ func TestTrustAnUnknownProfileIsRefusedWithTheNames(t *testing.T) {
 	id := session(t)
 	_, err := tw.qc.Prompt(ctxFor(t, 30*time.Second), signals.SessionConfig{SessionID: id, Agent: "claude"}, signals.PromptRequest{Text: "hello"})
 	rej := requireRejection(t, err, signals.RejectInvalidRequest)
-	require.Contains(t, rej.Message, `unknown agent profile "claude": this worker offers default, exits, garbage, hangs, missing, steering`)
+	require.Contains(t, rej.Message, `unknown agent profile "claude": this worker offers default, exits, garbage, hangs, missing, settings, steering`)
 	tw.refusedBeforeAnything(t, id)
 	requireSessionFailed(t, id)
 
@@ -103,7 +103,7 @@ func TestTrustAnUnknownProfileIsRefusedWithTheNames(t *testing.T) {
 	out, _, code = starter(t, "status", "--session", id)
 	require.Equal(t, 0, code)
 	require.Contains(t, out, "agent     steering")
-	require.Contains(t, out, "profiles  default, exits, garbage, hangs, missing, steering")
+	require.Contains(t, out, "profiles  default, exits, garbage, hangs, missing, settings, steering")
 }
 
 func TestTrustWorkspacesOutsideTheRootsAreRefused(t *testing.T) {

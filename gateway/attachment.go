@@ -32,6 +32,7 @@ type attachment struct {
 	texts     map[string]string                          // client_message_id → prompt text
 	openPerms map[string]signals.PermissionRequestedData // requested and not yet resolved
 	toolCalls map[string]string                          // request_id → toolCallId
+	shown     settingsSent                               // the agent's offer as the client last saw it
 
 	mu        sync.Mutex
 	live      bool // past the catch-up: permission requests are relayed as they come
@@ -111,6 +112,10 @@ func (a *attachment) goLive() {
 	for _, d := range a.openPerms {
 		a.relay(d)
 	}
+	// The agent's modes, options and slash commands as they are now, at once: a client that
+	// attached without a replay would otherwise see the commands only when the agent next
+	// announces them.
+	a.pushSettings(a.sent)
 	a.sub = a.c.g.hub.subscribe(a.id, a.sent)
 	go a.pump()
 	go a.renew()
@@ -215,7 +220,15 @@ func (a *attachment) handle(ev signals.Event, write bool) {
 			log.Warn("journal event not relayed", "session", a.id, "seq", ev.Seq, "err", err)
 			return
 		}
+		a.noteAgentUpdate(u.Update)
 		a.write(u)
+	case signals.EventAgentSettings, signals.EventModeChanged, signals.EventConfigOptionChanged:
+		a.mu.Lock()
+		live := a.live
+		a.mu.Unlock()
+		if write && live {
+			a.pushSettings(ev.Seq)
+		}
 	case signals.EventPermissionRequested:
 		var d signals.PermissionRequestedData
 		if json.Unmarshal(ev.Data, &d) != nil {

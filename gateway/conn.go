@@ -27,6 +27,9 @@ type conn struct {
 	mu       sync.Mutex
 	sessions map[string]*attachment
 	closed   bool
+	// offer is what initialize advertised of the agent (capabilities.go): prompts may
+	// carry the content blocks it names.
+	offer agentOffer
 }
 
 func newConn(ctx context.Context, g *Gateway, w *lineWriter, observe bool) *conn {
@@ -50,27 +53,43 @@ func (c *conn) callCtx(ctx context.Context) (context.Context, context.CancelFunc
 
 // --- acp.Agent ---
 
-func (c *conn) Initialize(_ context.Context, _ acp.InitializeRequest) (acp.InitializeResponse, error) {
+func (c *conn) Initialize(ctx context.Context, _ acp.InitializeRequest) (acp.InitializeResponse, error) {
 	steering := map[string]any{"steering": map[string]any{"supported": true}}
+	offer := c.learnOffer(ctx)
+	c.mu.Lock()
+	c.offer = offer
+	c.mu.Unlock()
+	auth := offer.auth
+	if auth == nil {
+		auth = []acp.AuthMethod{}
+	}
 	return acp.InitializeResponse{
 		ProtocolVersion: acp.ProtocolVersionNumber,
 		AgentCapabilities: acp.AgentCapabilities{
 			LoadSession:        true,
-			PromptCapabilities: c.g.o.PromptCapabilities,
+			PromptCapabilities: offer.prompt,
 			SessionCapabilities: acp.SessionCapabilities{
 				List:   &acp.SessionListCapabilities{},
 				Resume: &acp.SessionResumeCapabilities{},
+				Close:  &acp.SessionCloseCapabilities{},
 			},
-			Meta: steering,
+			McpCapabilities: offer.mcp,
+			Meta:            steering,
 		},
 		AgentInfo:   &acp.Implementation{Name: "tacp", Title: ptr("tacp (durable sessions on Temporal)"), Version: "1"},
-		AuthMethods: []acp.AuthMethod{},
+		AuthMethods: auth,
 		Meta:        steering,
 	}, nil
 }
 
-func (c *conn) Authenticate(context.Context, acp.AuthenticateRequest) (acp.AuthenticateResponse, error) {
-	return acp.AuthenticateResponse{}, nil
+// Authenticate is refused with what the worker's operator must set: tacp advertises only
+// the auth methods the worker cannot complete by itself (an agent whose key the worker
+// holds needs no client), and none a client completes reaches the agent on the worker.
+func (c *conn) Authenticate(_ context.Context, p acp.AuthenticateRequest) (acp.AuthenticateResponse, error) {
+	c.mu.Lock()
+	methods := c.offer.auth
+	c.mu.Unlock()
+	return acp.AuthenticateResponse{}, authenticateRefusal(methods, p.MethodId)
 }
 
 func (c *conn) NewSession(ctx context.Context, p acp.NewSessionRequest) (acp.NewSessionResponse, error) {
@@ -85,6 +104,15 @@ func (c *conn) NewSession(ctx context.Context, p acp.NewSessionRequest) (acp.New
 	if cfg.Workspace == "" && !c.g.o.IgnoreClientCwd {
 		cfg.Workspace = p.Cwd
 	}
+	if len(p.McpServers) > 0 {
+		// Kept in the session's config (encrypted with its payloads when the codec is on);
+		// the worker's MCP policy refuses what it does not allow, before anything is stored.
+		raw, err := json.Marshal(p.McpServers)
+		if err != nil {
+			return acp.NewSessionResponse{}, invalidParams("mcpServers: %v", err)
+		}
+		cfg.McpServers = raw
+	}
 	cctx, cancel := c.callCtx(ctx)
 	defer cancel()
 	// A fixed --session may already have a journal: the client starts from its end.
@@ -92,7 +120,8 @@ func (c *conn) NewSession(ctx context.Context, p acp.NewSessionRequest) (acp.New
 	if err != nil {
 		return acp.NewSessionResponse{}, err
 	}
-	return acp.NewSessionResponse{SessionId: acp.SessionId(id), Meta: at.meta()}, nil
+	modes, opts := c.sessionOffer(cctx, id)
+	return acp.NewSessionResponse{SessionId: acp.SessionId(id), Meta: at.meta(), Modes: modes, ConfigOptions: opts}, nil
 }
 
 // metaPolicy is the permission level a client asks for a new session in
@@ -112,11 +141,15 @@ func (c *conn) LoadSession(ctx context.Context, p acp.LoadSessionRequest) (acp.L
 	}
 	cctx, cancel := c.callCtx(ctx)
 	defer cancel()
+	if err := c.setMcpServers(cctx, string(p.SessionId), p.McpServers); err != nil {
+		return acp.LoadSessionResponse{}, err
+	}
 	_, at, err := c.attach(cctx, string(p.SessionId), after)
 	if err != nil {
 		return acp.LoadSessionResponse{}, err
 	}
-	return acp.LoadSessionResponse{Meta: at.meta()}, nil
+	modes, opts := c.sessionOffer(cctx, string(p.SessionId))
+	return acp.LoadSessionResponse{Meta: at.meta(), Modes: modes, ConfigOptions: opts}, nil
 }
 
 // ResumeSession goes live without a replay, or after _meta.tacp.after_seq when the client
@@ -128,11 +161,40 @@ func (c *conn) ResumeSession(ctx context.Context, p acp.ResumeSessionRequest) (a
 	}
 	cctx, cancel := c.callCtx(ctx)
 	defer cancel()
+	if err := c.setMcpServers(cctx, string(p.SessionId), p.McpServers); err != nil {
+		return acp.ResumeSessionResponse{}, err
+	}
 	_, at, err := c.attach(cctx, string(p.SessionId), after)
 	if err != nil {
 		return acp.ResumeSessionResponse{}, err
 	}
-	return acp.ResumeSessionResponse{Meta: at.meta()}, nil
+	modes, opts := c.sessionOffer(cctx, string(p.SessionId))
+	return acp.ResumeSessionResponse{Meta: at.meta(), Modes: modes, ConfigOptions: opts}, nil
+}
+
+// setMcpServers makes the MCP servers a controller's session/load or session/resume names
+// the session's (an editor sends its project's every time, and expects them used, as
+// session/new's): the worker's MCP policy refuses what it does not allow, and the load
+// fails with its reason, changing nothing. An observer's, or a request that names none (mcpServers absent),
+// changes nothing.
+func (c *conn) setMcpServers(ctx context.Context, id string, servers []acp.McpServer) error {
+	if c.observer() || servers == nil {
+		return nil
+	}
+	raw, err := json.Marshal(servers)
+	if err != nil {
+		return invalidParams("mcpServers: %v", err)
+	}
+	_, err = c.client().SetMcpServers(ctx, id, signals.SetMcpServersRequest{McpServers: raw, ViewerID: c.viewer})
+	// Only the policy's refusal fails the load: a closed or unknown session is attach's to
+	// answer (a closed one still replays its journal).
+	if rej, ok := signals.AsRejection(err); ok && rej.Type == signals.RejectInvalidRequest {
+		return rpcErr(err)
+	}
+	if err != nil {
+		c.g.o.Logger.Debug("set_mcp_servers on load", "session", id, "error", err)
+	}
+	return nil
 }
 
 // writeAfter is the seq after which a load or resume writes the journal: _meta.tacp.after_seq
@@ -178,7 +240,10 @@ func (c *conn) Prompt(ctx context.Context, p acp.PromptRequest) (acp.PromptRespo
 	if c.observer() {
 		return acp.PromptResponse{}, forbidden("prompt")
 	}
-	text, content, err := promptText(p.Prompt, c.g.o.PromptCapabilities)
+	c.mu.Lock()
+	caps := c.offer.prompt
+	c.mu.Unlock()
+	text, content, err := promptText(p.Prompt, caps)
 	if err != nil {
 		return acp.PromptResponse{}, invalidParams("%v", err)
 	}
@@ -225,18 +290,6 @@ func (c *conn) Cancel(ctx context.Context, p acp.CancelNotification) error {
 		return nil // nothing runs: the cancel has nothing to do
 	}
 	return rpcErr(err)
-}
-
-func (c *conn) CloseSession(context.Context, acp.CloseSessionRequest) (acp.CloseSessionResponse, error) {
-	return acp.CloseSessionResponse{}, acp.NewMethodNotFound(acp.AgentMethodSessionClose)
-}
-
-func (c *conn) SetSessionConfigOption(context.Context, acp.SetSessionConfigOptionRequest) (acp.SetSessionConfigOptionResponse, error) {
-	return acp.SetSessionConfigOptionResponse{}, acp.NewMethodNotFound(acp.AgentMethodSessionSetConfigOption)
-}
-
-func (c *conn) SetSessionMode(context.Context, acp.SetSessionModeRequest) (acp.SetSessionModeResponse, error) {
-	return acp.SetSessionModeResponse{}, acp.NewMethodNotFound(acp.AgentMethodSessionSetMode)
 }
 
 // Extension methods.

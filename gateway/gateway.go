@@ -51,9 +51,14 @@ type Options struct {
 	// /acp) name a directory of their own machine, not of the worker's, so an empty
 	// Workspace leaves the worker's default.
 	IgnoreClientCwd bool
-	// PromptCapabilities are advertised in initialize: the content blocks the agent behind
-	// the sessions takes besides text and resource links.
-	PromptCapabilities acp.PromptCapabilities
+	// PromptCapabilities, when set, override what initialize advertises of the content
+	// blocks the agent behind the sessions takes besides text and resource links (by
+	// default what the workers learned of it, capabilities.go), and what prompts may carry.
+	PromptCapabilities *acp.PromptCapabilities
+	// McpCapabilities, when set, override what initialize advertises of the MCP transports
+	// (http, sse) the agent connects to (by default what the workers learned of it, narrowed
+	// to what their MCP policy takes).
+	McpCapabilities *acp.McpCapabilities
 	// PollFast is the pause before a failed events query is tried again (doubling, up to
 	// 5 s). Default 50 ms. Events are queried when the session's history grows, and at least
 	// every Client.SafetyPoll.

@@ -202,6 +202,25 @@ func (c *Client) SetPolicy(ctx context.Context, sessionID string, req SetPolicyR
 	return res, c.update(ctx, sessionID, UpdateSetPolicy, req, &res)
 }
 
+// SetMode sets the agent's mode for the session (one the agent offered).
+func (c *Client) SetMode(ctx context.Context, sessionID string, req SetModeRequest) (SetModeResult, error) {
+	var res SetModeResult
+	return res, c.update(ctx, sessionID, UpdateSetMode, req, &res)
+}
+
+// SetConfigOption sets one of the agent's config options for the session (a value it
+// offered).
+func (c *Client) SetConfigOption(ctx context.Context, sessionID string, req SetConfigOptionRequest) (SetConfigOptionResult, error) {
+	var res SetConfigOptionResult
+	return res, c.update(ctx, sessionID, UpdateSetConfigOption, req, &res)
+}
+
+// SetMcpServers replaces the MCP servers the session passes its agent.
+func (c *Client) SetMcpServers(ctx context.Context, sessionID string, req SetMcpServersRequest) (SetMcpServersResult, error) {
+	var res SetMcpServersResult
+	return res, c.update(ctx, sessionID, UpdateSetMcpServers, req, &res)
+}
+
 // Attach attaches (or renews) a viewer and returns the status snapshot.
 func (c *Client) Attach(ctx context.Context, sessionID string, req AttachRequest) (Status, error) {
 	var res Status

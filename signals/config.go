@@ -4,6 +4,7 @@ package signals
 // before it starts anything, and the workflow, which applies the defaults.
 
 import (
+	"encoding/json"
 	"fmt"
 	"time"
 )
@@ -98,4 +99,13 @@ type ProfileInfo struct {
 	Name        string `json:"name"`
 	Description string `json:"description,omitempty"`
 	Default     bool   `json:"default,omitempty"`
+	// PromptCapabilities and McpCapabilities are what the profile's agent answered in its
+	// last initialize on the answering worker (ACP JSON), the MCP transports narrowed to
+	// those the worker's MCP policy takes; empty until that worker has started the agent.
+	PromptCapabilities json.RawMessage `json:"prompt_capabilities,omitempty"`
+	McpCapabilities    json.RawMessage `json:"mcp_capabilities,omitempty"`
+	// AuthMethods are the agent's auth methods (ACP JSON) when the worker cannot complete
+	// them by itself: empty once the agent opened a session on the worker, or when the
+	// agent's environment holds the key of one of its env-var methods.
+	AuthMethods []json.RawMessage `json:"auth_methods,omitempty"`
 }

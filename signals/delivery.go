@@ -53,6 +53,8 @@ type Delivery struct {
 	RequestID string `json:"request_id,omitempty"`
 	Outcome   string `json:"outcome,omitempty"`
 	OptionID  string `json:"option_id,omitempty"`
+	// settings: the mode and config values to set in the live agent
+	Choices *SessionChoices `json:"choices,omitempty"`
 }
 
 // DeliveryResult answers a delivery.

@@ -93,6 +93,8 @@ var payloadTypes = []payloadType{
 	pt[PolicyChangedData]("PolicyChangedData", `{"level":"allow_all","previous":"ask_always"}`),
 	pt[PermissionForgottenData]("PermissionForgottenData", `{"tool":"tool:Bash"}`),
 	pt[GraceData]("GraceData", `{"until":"2026-11-30T09:15:00Z","viewer_id":"v"}`),
+	pt[SetModeRequest]("SetModeRequest", `{"mode_id":"plan","viewer_id":"v"}`),
+	pt[SetConfigOptionRequest]("SetConfigOptionRequest", `{"config_id":"model","value":"opus","viewer_id":"v"}`),
 }
 
 // payloadOfName maps every update and signal name to its payload type (by payloadTypes
@@ -107,6 +109,8 @@ var payloadOfName = map[string]string{
 	UpdateAttach:              "AttachRequest",
 	UpdateDetach:              "DetachRequest",
 	UpdateClose:               "CloseRequest",
+	UpdateSetMode:             "SetModeRequest",
+	UpdateSetConfigOption:     "SetConfigOptionRequest",
 	SignalTurnStarted:         "TurnStartedSignal",
 	SignalTurnEvents:          "TurnEventsSignal",
 	SignalTurnFinished:        "TurnFinishedSignal",
@@ -117,7 +121,7 @@ var payloadOfName = map[string]string{
 func TestFuzzTablesCoverEveryUpdateAndSignal(t *testing.T) {
 	names := []string{
 		UpdatePrompt, UpdateSteer, UpdateCancel, UpdatePermissionRespond, UpdatePermissionForget,
-		UpdateSetPolicy, UpdateAttach, UpdateDetach, UpdateClose,
+		UpdateSetPolicy, UpdateAttach, UpdateDetach, UpdateClose, UpdateSetMode, UpdateSetConfigOption,
 		SignalTurnStarted, SignalTurnEvents, SignalTurnFinished, SignalPermissionRequested,
 		QueryEvents,
 	}

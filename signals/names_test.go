@@ -99,6 +99,8 @@ func TestNames_WireStringsMatchDesign(t *testing.T) {
 		{UpdateAttach, "attach"},
 		{UpdateDetach, "detach"},
 		{UpdateClose, "close"},
+		{UpdateSetMode, "set_mode"},
+		{UpdateSetConfigOption, "set_config_option"},
 		{SteerAccepted, "accepted"},
 		{SteerDuplicate, "duplicate"},
 		{CancelCancelling, "cancelling"},
@@ -127,6 +129,11 @@ func TestNames_WireStringsMatchDesign(t *testing.T) {
 		{EventViewerGraceStarted, "viewer.grace_started"},
 		{EventViewerGraceCancelled, "viewer.grace_cancelled"},
 		{EventSessionClosed, "session.closed"},
+		// §10
+		{EventAgentSettings, "agent.settings"},
+		{EventModeChanged, "mode.changed"},
+		{EventConfigOptionChanged, "config_option.changed"},
+		{DeliverSettings, "settings"},
 		// §7
 		{SignalTurnStarted, "turn_started"},
 		{SignalTurnEvents, "turn_events"},

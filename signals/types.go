@@ -23,6 +23,10 @@ type SessionConfig struct {
 	Policy            string `json:"policy,omitempty"`
 	Steering          *bool  `json:"steering,omitempty"`
 	MaxRunEvents      int    `json:"max_run_events,omitempty"`
+	// McpServers is the ACP McpServer list the client passes the agent (session/new's
+	// mcpServers), as JSON: kept in the session, encrypted with its payloads when the codec
+	// is on, never logged or journaled, and checked by the worker's MCP policy.
+	McpServers json.RawMessage `json:"mcp_servers,omitempty"`
 	// Carried is the state a run hands to the next across continue-as-new. Clients leave it
 	// empty; its shape belongs to the workflows package.
 	Carried json.RawMessage `json:"carried,omitempty"`
@@ -172,8 +176,11 @@ type Status struct {
 	Agent          string        `json:"agent"`
 	Profiles       []ProfileInfo `json:"profiles,omitempty"`
 	AgentSessionID string        `json:"agent_session_id,omitempty"`
-	HistoryLength  int           `json:"history_length"`
-	Run            int           `json:"run"`
+	// AgentSettings is the latest the agent offered (modes, config options, commands,
+	// capabilities), with the clients' choices applied.
+	AgentSettings *AgentSettings `json:"agent_settings,omitempty"`
+	HistoryLength int            `json:"history_length"`
+	Run           int            `json:"run"`
 }
 
 // --- Turn runner wire (DESIGN §7): TurnWorkflow input, activity input, and the signals the
@@ -189,6 +196,12 @@ type TurnInput struct {
 	Agent           string          `json:"agent,omitempty"`
 	Workspace       string          `json:"workspace,omitempty"`
 	AgentSessionID  string          `json:"agent_session_id,omitempty"`
+	// Choices is the mode and config values clients chose: the runner applies them after
+	// session/new or session/load, before the first prompt, where the agent differs.
+	Choices *SessionChoices `json:"choices,omitempty"`
+	// McpServers are the ACP McpServer JSON list the client gave the session (session/new),
+	// passed to the agent's session/new and session/load after the worker's MCP policy.
+	McpServers json.RawMessage `json:"mcp_servers,omitempty"`
 	// StartToClose bounds one attempt of the turn activity.
 	StartToClose time.Duration `json:"start_to_close"`
 	// Heartbeat is the turn activity's heartbeat timeout: how fast a lost worker is noticed.
@@ -226,6 +239,9 @@ type TurnStartedSignal struct {
 	Attempt        int32  `json:"attempt"`
 	HostQueue      string `json:"host_queue,omitempty"`
 	AgentSessionID string `json:"agent_session_id,omitempty"`
+	// Settings is what the agent offered when this attempt opened its agent session
+	// (session/new or session/load); nil when it took an agent session already open.
+	Settings *AgentSettings `json:"settings,omitempty"`
 }
 
 // TurnEventsSignal carries a batch of raw ACP session/update params. It is idempotent on

@@ -24,7 +24,7 @@ import (
 
 func cmdACP(ctx context.Context, e *env, fs *flag.FlagSet, args []string) int {
 	observe := fs.Bool("observe", false, "attach as an observer: see everything, prompt, steer, cancel and answer nothing")
-	caps := fs.String("prompt-capabilities", "", "content blocks besides text and resource links the agent takes: a comma list of image, audio, embedded_context")
+	caps := fs.String("prompt-capabilities", "", "override what initialize advertises (by default what the worker learned of its agent) of the content blocks besides text and resource links the agent takes: a comma list of image, audio, embedded_context, or none")
 	logLevel := fs.String("log.level", "warn", "stderr log level: debug, info, warn, error")
 	remoteURL := fs.String("remote", "", "a deck's ACP endpoint (ws[s]://host:port/acp): relay to it over a WebSocket instead of dialing Temporal")
 	token := fs.String("token", "", "with --remote: the deck token (an observer token observes)")
@@ -78,11 +78,15 @@ func cmdACP(ctx context.Context, e *env, fs *flag.FlagSet, args []string) int {
 	return exitOK
 }
 
-func promptCapabilities(list string) (acp.PromptCapabilities, error) {
-	var pc acp.PromptCapabilities
+// promptCapabilities reads --prompt-capabilities: nil (what the worker learned) when empty.
+func promptCapabilities(list string) (*acp.PromptCapabilities, error) {
+	if list == "" {
+		return nil, nil
+	}
+	pc := &acp.PromptCapabilities{}
 	for _, c := range strings.Split(list, ",") {
 		switch strings.TrimSpace(c) {
-		case "":
+		case "", "none":
 		case "image":
 			pc.Image = true
 		case "audio":
@@ -90,7 +94,7 @@ func promptCapabilities(list string) (acp.PromptCapabilities, error) {
 		case "embedded_context":
 			pc.EmbeddedContext = true
 		default:
-			return pc, fmt.Errorf("--prompt-capabilities: unknown %q (want image, audio, embedded_context)", c)
+			return nil, fmt.Errorf("--prompt-capabilities: unknown %q (want image, audio, embedded_context or none)", c)
 		}
 	}
 	return pc, nil

@@ -46,6 +46,8 @@ var commands = []command{
 	{"deny", "REQUEST_ID [OPTION_ID]", "answer a permission request with a reject option (default: the first reject_once)", cmdDeny},
 	{"forget", "TOOL", "forget a remembered tool (a key of status rules)", cmdForget},
 	{"policy", "[LEVEL]", "show or set the permission level: allow_all, ask_for_risky, ask_always", cmdPolicy},
+	{"mode", "[MODE_ID]", "show the agent's modes or set the session's (re-applied to every new agent process)", cmdMode},
+	{"config", "[ID VALUE]", "show the agent's config options (model, effort, ...) or set one for the session", cmdConfig},
 	{"status", "", "show the session's status", cmdStatus},
 	{"tail", "[--after SEQ] [--follow]", "print journal events after SEQ", cmdTail},
 	{"replay", "", "print the session's transcript from the journal", cmdReplay},

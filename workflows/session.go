@@ -45,6 +45,9 @@ type LiveTurn struct {
 	LastBatch int64 `json:"last_batch"`
 	// Finished holds a turn_finished that waits for its attempt's last batches.
 	Finished *signals.TurnFinishedSignal `json:"finished,omitempty"`
+	// Choices is what the turn's input carried of the clients' choices: every attempt's
+	// runner applies these, so its report predates any choice made since (settings_shell.go).
+	Choices *signals.SessionChoices `json:"choices,omitempty"`
 }
 
 // sessionState is everything a run carries to the next across continue-as-new.
@@ -76,6 +79,8 @@ type sessionState struct {
 	LastOutcome string `json:"last_outcome,omitempty"`
 	// Withdrawn are requests a restart withdrew, newest last (cancelPermissions).
 	Withdrawn []withdrawnRequest `json:"withdrawn,omitempty"`
+	// Settings is the agent's offer and the clients' choices (settings.go).
+	Settings *Settings `json:"settings,omitempty"`
 }
 
 // OutcomeFailed is the TacpLastOutcome of a session whose last turn failed.
@@ -115,7 +120,8 @@ type session struct {
 	alarmsVersion *workflow.Version
 	alarmLabel    string
 
-	saVersion *workflow.Version
+	saVersion       *workflow.Version
+	settingsVersion *workflow.Version
 }
 
 // SessionWorkflow runs one tacp session with no admission of its own (tests; a worker
@@ -192,6 +198,9 @@ func (s *session) register(ctx workflow.Context) error {
 		{signals.UpdateAttach, s.attach, s.validateAttach},
 		{signals.UpdateDetach, s.detach, nil},
 		{signals.UpdateClose, s.close, nil},
+		{signals.UpdateSetMode, s.setMode, s.validateSetMode},
+		{signals.UpdateSetConfigOption, s.setConfig, s.validateSetConfig},
+		{signals.UpdateSetMcpServers, s.setMcpServers, s.validateSetMcpServers},
 	} {
 		if err := workflow.SetUpdateHandlerWithOptions(ctx, r.name, r.handler, workflow.UpdateHandlerOptions{Validator: r.validator}); err != nil {
 			return err
@@ -207,7 +216,7 @@ func (s *session) register(ctx workflow.Context) error {
 	}); err != nil {
 		return err
 	}
-	s.receivers = s.signalReceivers()
+	s.receivers = append(append(s.signalReceivers(), s.settingsSignals()...), s.mcpSignal())
 	for i := range s.receivers {
 		s.receivers[i].ch = workflow.GetSignalChannel(ctx, s.receivers[i].name)
 	}
@@ -483,6 +492,7 @@ func (s *session) turnStarted(ctx workflow.Context, sig signals.TurnStartedSigna
 	if sig.AgentSessionID != "" {
 		s.AgentSessionID = sig.AgentSessionID
 	}
+	s.offered(ctx, t.TurnID, sig.Settings)
 }
 
 func (s *session) turnEvents(ctx workflow.Context, sig signals.TurnEventsSignal) {
@@ -501,6 +511,7 @@ func (s *session) turnEvents(ctx workflow.Context, sig signals.TurnEventsSignal)
 	t.LastBatch = sig.Batch
 	for _, ev := range sig.Events {
 		s.journal(ctx, signals.EventAgentUpdate, t.TurnID, ev)
+		s.observeSettings(ctx, t.TurnID, ev)
 	}
 	s.maybeFinish(ctx)
 }
@@ -537,6 +548,7 @@ func (s *session) betweenTurns(ctx workflow.Context, sig signals.TurnEventsSigna
 	s.Between[i].Batch = sig.Batch
 	for _, ev := range sig.Events {
 		s.journal(ctx, signals.EventAgentUpdate, 0, ev)
+		s.observeSettings(ctx, 0, ev)
 	}
 }
 
@@ -634,6 +646,7 @@ func (s *session) status(ctx workflow.Context) signals.Status {
 		Agent:              sessionAgent(s.cfg.Agent),
 		Profiles:           s.offer(),
 		AgentSessionID:     s.AgentSessionID,
+		AgentSettings:      s.Settings.View(),
 		HistoryLength:      workflow.GetInfo(ctx).GetCurrentHistoryLength(),
 		Run:                s.Run,
 	}
@@ -738,7 +751,7 @@ func (s *session) track(ctx workflow.Context, f workflow.Future, done func(error
 func (s *session) startTurn(ctx workflow.Context) {
 	p, _ := s.Queue.Pop()
 	now := workflow.Now(ctx)
-	t := &LiveTurn{TurnID: p.TurnID, ClientMessageID: p.ClientMessageID, Attempt: 1, StartedAt: now, HadViewer: len(s.Viewers) > 0}
+	t := &LiveTurn{TurnID: p.TurnID, ClientMessageID: p.ClientMessageID, Attempt: 1, StartedAt: now, HadViewer: len(s.Viewers) > 0, Choices: s.Settings.Wanted()}
 	t.Clock.resume(now)
 	s.Turn = t
 	s.Steer.Begin(t.TurnID)
@@ -760,6 +773,8 @@ func (s *session) startTurn(ctx workflow.Context) {
 		Agent:           s.cfg.Agent,
 		Workspace:       s.cfg.Workspace,
 		AgentSessionID:  s.AgentSessionID,
+		Choices:         t.Choices,
+		McpServers:      s.cfg.McpServers,
 		StartToClose:    s.cfg.Deadline + turnStartToCloseSlack,
 		Heartbeat:       TurnHeartbeat,
 	})

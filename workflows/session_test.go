@@ -20,7 +20,13 @@ import (
 // The session shell under the SDK's test environment. TurnWorkflow is replaced by a child
 // that runs until cancelled; the tests play the turn runner by sending its signals.
 
+// seenTurn, when set, is handed every fake turn's input.
+var seenTurn func(signals.TurnInput)
+
 func fakeTurn(ctx workflow.Context, in signals.TurnInput) error {
+	if seenTurn != nil {
+		seenTurn(in)
+	}
 	return workflow.Await(ctx, func() bool { return false })
 }
 

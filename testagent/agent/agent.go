@@ -112,6 +112,8 @@ type Options struct {
 	// IgnoreCancel ignores session/cancel: an agent that never stops (the client's kill
 	// backstop is what ends its turn).
 	IgnoreCancel bool
+	// Settings offers modes and config options as claude-agent-acp does (settings.go).
+	Settings bool
 	// ChildPID is the pid of the helper process -spawn-child started (0: none), which /pids
 	// reports.
 	ChildPID int
@@ -132,6 +134,7 @@ func Main(args []string) int {
 	hold := fset.Bool("hold", false, "be that helper: ignore SIGINT, SIGTERM and SIGHUP and wait to be killed")
 	fset.BoolVar(&opts.IgnoreCancel, "ignore-cancel", false, "ignore session/cancel (a stuck agent, for tests of the client's kill backstop)")
 	fset.BoolVar(&opts.Commands, "commands", false, "send available_commands_update right after answering session/new and session/load")
+	fset.BoolVar(&opts.Settings, "settings", false, "offer modes (default, acceptEdits, plan) and config options (mode, model) as claude-agent-acp does, and honour set_mode and set_config_option")
 	if err := fset.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return 0
@@ -264,6 +267,9 @@ type session struct {
 	cancel context.CancelFunc // cancels turn
 	done   chan struct{}      // closed when turn has finished
 	cwd    string             // the cwd of session/new or session/load: /read and /write resolve against it
+	mode   string             // -settings: the current mode and model
+	model  string
+	mcp    []string // the MCP servers session/new or session/load got, as transport:name
 }
 
 // testAgent implements acp.Agent, acp.AgentLoader and acp.ExtensionMethodHandler.
@@ -307,19 +313,15 @@ func (a *testAgent) Initialize(_ context.Context, req acp.InitializeRequest) (ac
 	if a.opts.Steering {
 		resp.Meta = map[string]any{"steering": map[string]any{"supported": true}}
 	}
+	if a.opts.Settings {
+		resp.AgentCapabilities.PromptCapabilities = acp.PromptCapabilities{Image: true, EmbeddedContext: true}
+		resp.AgentCapabilities.McpCapabilities = acp.McpCapabilities{Http: true, Sse: true}
+	}
 	return resp, nil
 }
 
 func (a *testAgent) Authenticate(context.Context, acp.AuthenticateRequest) (acp.AuthenticateResponse, error) {
 	return acp.AuthenticateResponse{}, nil
-}
-
-func (a *testAgent) SetSessionMode(context.Context, acp.SetSessionModeRequest) (acp.SetSessionModeResponse, error) {
-	return acp.SetSessionModeResponse{}, nil
-}
-
-func (a *testAgent) SetSessionConfigOption(context.Context, acp.SetSessionConfigOptionRequest) (acp.SetSessionConfigOptionResponse, error) {
-	return acp.SetSessionConfigOptionResponse{}, acp.NewMethodNotFound(acp.AgentMethodSessionSetConfigOption)
 }
 
 func (a *testAgent) ListSessions(context.Context, acp.ListSessionsRequest) (acp.ListSessionsResponse, error) {
@@ -344,9 +346,10 @@ func (a *testAgent) NewSession(_ context.Context, p acp.NewSessionRequest) (acp.
 	}
 	s.mu.Lock()
 	s.cwd = p.Cwd
+	modes, options := a.offerSettings(s, p.McpServers)
 	s.mu.Unlock()
 	a.commandsAfter([]byte(strconv.Quote(string(id))), id)
-	return acp.NewSessionResponse{SessionId: id}, nil
+	return acp.NewSessionResponse{SessionId: id, Modes: modes, ConfigOptions: options}, nil
 }
 
 // commands are what -commands advertises: the directives.
@@ -388,6 +391,7 @@ func (a *testAgent) LoadSession(_ context.Context, p acp.LoadSessionRequest) (ac
 		return acp.LoadSessionResponse{}, acp.NewInvalidRequest(map[string]any{"error": "a prompt is running in this session"})
 	}
 	s.cwd = p.Cwd
+	modes, options := a.offerSettings(s, p.McpServers)
 	data, err := os.ReadFile(a.transcriptPath(p.SessionId))
 	if err != nil {
 		return acp.LoadSessionResponse{}, acp.NewInternalError(map[string]any{"error": err.Error()})
@@ -408,7 +412,7 @@ func (a *testAgent) LoadSession(_ context.Context, p acp.LoadSessionRequest) (ac
 	// The load's answer is the next result this agent writes: nothing else is asked of a
 	// session while it loads.
 	a.commandsAfter([]byte(`"result"`), p.SessionId)
-	return acp.LoadSessionResponse{}, nil
+	return acp.LoadSessionResponse{Modes: modes, ConfigOptions: options}, nil
 }
 
 // Cancel ends the running turn of the session, if any; the prompt then
@@ -545,6 +549,10 @@ func (a *testAgent) run(ctx context.Context, s *session, text string) (acp.Promp
 		usage = &acp.Usage{InputTokens: 10, OutputTokens: 20, TotalTokens: 38, CachedReadTokens: acp.Ptr(5), ThoughtTokens: acp.Ptr(3)}
 	case "/unknown":
 		err = a.unknown(s)
+	case "/settings":
+		err = a.say(s, s.settingsLine())
+	case "/mcp":
+		err = a.say(s, s.mcpLine())
 	case "/pids":
 		err = a.say(s, fmt.Sprintf("pids %d %d", os.Getpid(), a.opts.ChildPID))
 	case "/read":

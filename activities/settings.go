@@ -1,0 +1,198 @@
+package activities
+
+// What the agent offers (DESIGN §10), on the runner's side: after session/new or
+// session/load the runner reads the agent's modes, config options, models and
+// capabilities, applies the session's choices where the agent's current values differ
+// (before the first prompt, so a chosen mode or model survives every new agent process),
+// and reports the result in turn_started. A choice made while a turn runs arrives as a
+// settings delivery and is applied at once.
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"strconv"
+	"sync"
+
+	acp "github.com/coder/acp-go-sdk"
+
+	"github.com/tacp-dev/tacp/signals"
+)
+
+// agentOffer is what one agent session offers, as the runner tracks it: kept on the
+// hosted agent, so a turn on a live agent applies only what changed since.
+type agentOffer struct {
+	// mu guards the fields, never across a call to the agent: a notification the agent sends
+	// before its answer is handled before the answer is.
+	mu      sync.Mutex
+	modes   *acp.SessionModeState
+	options []acp.SessionConfigOption
+	models  *acp.SessionModelState
+	// fresh is set when the agent session was just opened: its offer goes to the session.
+	fresh bool
+}
+
+// offerOf reads a session/new or session/load answer.
+func offerOf(modes *acp.SessionModeState, options []acp.SessionConfigOption, models *acp.SessionModelState) *agentOffer {
+	return &agentOffer{modes: modes, options: options, models: models, fresh: true}
+}
+
+// report is the offer as the session keeps it, with the agent's capabilities.
+func (o *agentOffer) report(caps acp.InitializeResponse) *signals.AgentSettings {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	out := &signals.AgentSettings{}
+	if o.modes != nil {
+		out.CurrentModeID = string(o.modes.CurrentModeId)
+		for _, m := range o.modes.AvailableModes {
+			if b, err := json.Marshal(m); err == nil {
+				out.Modes = append(out.Modes, b)
+			}
+		}
+	}
+	for _, c := range o.options {
+		if b, err := json.Marshal(c); err == nil {
+			out.ConfigOptions = append(out.ConfigOptions, b)
+		}
+	}
+	if o.models != nil {
+		out.Models, _ = json.Marshal(o.models)
+	}
+	out.PromptCapabilities, _ = json.Marshal(caps.AgentCapabilities.PromptCapabilities)
+	out.McpCapabilities, _ = json.Marshal(caps.AgentCapabilities.McpCapabilities)
+	return out
+}
+
+// option finds config option id.
+func (o *agentOffer) option(id string) (int, bool) {
+	for i, c := range o.options {
+		if (c.Select != nil && string(c.Select.Id) == id) || (c.Boolean != nil && string(c.Boolean.Id) == id) {
+			return i, true
+		}
+	}
+	return -1, false
+}
+
+// current is the agent's current value of config option id.
+func (o *agentOffer) current(id string) (string, bool) {
+	if i, ok := o.option(id); ok {
+		if c := o.options[i]; c.Select != nil {
+			return string(c.Select.CurrentValue), true
+		}
+		return strconv.FormatBool(o.options[i].Boolean.CurrentValue), true
+	}
+	if id == signals.ConfigModel && o.models != nil {
+		return string(o.models.CurrentModelId), true
+	}
+	return "", false
+}
+
+// apply sets in the agent what c chose and the agent does not have yet: session/set_mode,
+// session/set_config_option, or the legacy session/set_model for an agent that offers
+// models and no model config option. The first error stops it.
+func (o *agentOffer) apply(ctx context.Context, conn *acp.ClientSideConnection, sid acp.SessionId, c signals.SessionChoices) error {
+	o.mu.Lock()
+	setMode := c.ModeID != "" && (o.modes == nil || string(o.modes.CurrentModeId) != c.ModeID)
+	o.mu.Unlock()
+	if setMode {
+		if _, err := conn.SetSessionMode(ctx, acp.SetSessionModeRequest{SessionId: sid, ModeId: acp.SessionModeId(c.ModeID)}); err != nil {
+			return fmt.Errorf("session/set_mode %s: %w", c.ModeID, err)
+		}
+		o.mu.Lock()
+		if o.modes != nil {
+			o.modes.CurrentModeId = acp.SessionModeId(c.ModeID)
+		}
+		o.mu.Unlock()
+	}
+	for _, ch := range c.ConfigOptions {
+		if err := o.applyOption(ctx, conn, sid, ch); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (o *agentOffer) applyOption(ctx context.Context, conn *acp.ClientSideConnection, sid acp.SessionId, ch signals.ConfigChoice) error {
+	o.mu.Lock()
+	cur, known := o.current(ch.ConfigID)
+	i, isOption := o.option(ch.ConfigID)
+	legacy := !isOption && ch.ConfigID == signals.ConfigModel && o.models != nil
+	boolean := isOption && o.options[i].Boolean != nil
+	o.mu.Unlock()
+	switch {
+	case known && cur == ch.Value:
+		return nil
+	case legacy:
+		if _, err := conn.UnstableSetSessionModel(ctx, acp.UnstableSetSessionModelRequest{SessionId: sid, ModelId: acp.UnstableModelId(ch.Value)}); err != nil {
+			return fmt.Errorf("session/set_model %s: %w", ch.Value, err)
+		}
+		o.mu.Lock()
+		o.models.CurrentModelId = acp.ModelId(ch.Value)
+		o.mu.Unlock()
+		return nil
+	case !isOption:
+		return fmt.Errorf("the agent offers no config option %q", ch.ConfigID)
+	}
+	req := acp.SetSessionConfigOptionRequest{ValueId: &acp.SetSessionConfigOptionValueId{SessionId: sid, ConfigId: acp.SessionConfigId(ch.ConfigID), Value: acp.SessionConfigValueId(ch.Value)}}
+	if boolean {
+		req = acp.SetSessionConfigOptionRequest{Boolean: &acp.SetSessionConfigOptionBoolean{SessionId: sid, ConfigId: acp.SessionConfigId(ch.ConfigID), Type: "boolean", Value: ch.Value == "true"}}
+	}
+	resp, err := conn.SetSessionConfigOption(ctx, req)
+	if err != nil {
+		return fmt.Errorf("session/set_config_option %s=%s: %w", ch.ConfigID, ch.Value, err)
+	}
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if len(resp.ConfigOptions) > 0 {
+		o.options = resp.ConfigOptions
+	} else if i, ok := o.option(ch.ConfigID); ok {
+		if sel := o.options[i].Select; sel != nil {
+			sel.CurrentValue = acp.SessionConfigValueId(ch.Value)
+		} else {
+			o.options[i].Boolean.CurrentValue = ch.Value == "true"
+		}
+	}
+	return nil
+}
+
+// observe follows the agent's own changes (current_mode_update, config_option_update).
+func (o *agentOffer) observe(raw json.RawMessage) {
+	var n acp.SessionNotification
+	if json.Unmarshal(raw, &n) != nil {
+		return
+	}
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	switch u := n.Update; {
+	case u.CurrentModeUpdate != nil && o.modes != nil:
+		o.modes.CurrentModeId = u.CurrentModeUpdate.CurrentModeId
+	case u.ConfigOptionUpdate != nil:
+		o.options = u.ConfigOptionUpdate.ConfigOptions
+	}
+}
+
+// applyChoices applies the session's choices to the agent session the turn took, before
+// its first prompt, and returns the offer to report in turn_started: set when the agent
+// session was just opened, or when applying changed something. A choice the agent refuses
+// is logged and left: the turn runs with what the agent has.
+func (r *Runner) applyChoices(ctx context.Context, ag *hostedAgent, sid acp.SessionId, in signals.RunTurnInput, log *slog.Logger) *signals.AgentSettings {
+	o := ag.offer
+	if o == nil {
+		return nil
+	}
+	o.mu.Lock()
+	fresh := o.fresh
+	o.fresh = false
+	o.mu.Unlock()
+	if in.Choices != nil && !in.Choices.Empty() {
+		if err := o.apply(ctx, ag.proc.conn, sid, *in.Choices); err != nil {
+			log.Warn("the session's settings were not all applied to the agent", "error", err)
+		}
+		fresh = true
+	}
+	if !fresh {
+		return nil
+	}
+	return o.report(ag.proc.caps)
+}

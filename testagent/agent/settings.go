@@ -1,0 +1,125 @@
+package agent
+
+// With Options.Settings (-settings) the agent offers what claude-agent-acp offers: modes
+// default, acceptEdits and plan, and config options mode and model (sonnet, opus) in the
+// answers of session/new and session/load, starting at default and sonnet in every new
+// process (a mode is not kept across processes, as real agents do not keep it); it honours
+// session/set_mode and session/set_config_option (an unknown mode or value is invalid
+// params), advertises promptCapabilities {image, embeddedContext} and mcpCapabilities
+// {http, sse}, and answers the directives
+//
+//	/settings            say "settings mode=<mode> model=<model>"
+//	/mcp                 say "mcp: <names of the MCP servers session/new or session/load got>"
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+
+	acp "github.com/coder/acp-go-sdk"
+)
+
+var (
+	settingsModes  = []string{"default", "acceptEdits", "plan"}
+	settingsModels = []string{"sonnet", "opus"}
+)
+
+func (s *session) modeState() *acp.SessionModeState {
+	out := &acp.SessionModeState{CurrentModeId: acp.SessionModeId(s.mode)}
+	for _, m := range settingsModes {
+		out.AvailableModes = append(out.AvailableModes, acp.SessionMode{Id: acp.SessionModeId(m), Name: m})
+	}
+	return out
+}
+
+func selectOption(id, name, current string, values []string) acp.SessionConfigOption {
+	opts := acp.SessionConfigSelectOptionsUngrouped{}
+	for _, v := range values {
+		opts = append(opts, acp.SessionConfigSelectOption{Value: acp.SessionConfigValueId(v), Name: v})
+	}
+	return acp.SessionConfigOption{Select: &acp.SessionConfigOptionSelect{
+		Id: acp.SessionConfigId(id), Name: name, Type: "select", CurrentValue: acp.SessionConfigValueId(current),
+		Options: acp.SessionConfigSelectOptions{Ungrouped: &opts},
+	}}
+}
+
+func (s *session) configOptions() []acp.SessionConfigOption {
+	return []acp.SessionConfigOption{
+		selectOption("mode", "Mode", s.mode, settingsModes),
+		selectOption("model", "Model", s.model, settingsModels),
+	}
+}
+
+// offerSettings sets up a session's settings on session/new or session/load.
+func (a *testAgent) offerSettings(s *session, servers []acp.McpServer) (*acp.SessionModeState, []acp.SessionConfigOption) {
+	s.mode, s.model = settingsModes[0], settingsModels[0]
+	s.mcp = s.mcp[:0]
+	for _, m := range servers {
+		switch {
+		case m.Http != nil:
+			s.mcp = append(s.mcp, "http:"+m.Http.Name)
+		case m.Sse != nil:
+			s.mcp = append(s.mcp, "sse:"+m.Sse.Name)
+		case m.Stdio != nil:
+			s.mcp = append(s.mcp, "stdio:"+m.Stdio.Name)
+		}
+	}
+	if !a.opts.Settings {
+		return nil, nil
+	}
+	return s.modeState(), s.configOptions()
+}
+
+func (a *testAgent) SetSessionMode(_ context.Context, p acp.SetSessionModeRequest) (acp.SetSessionModeResponse, error) {
+	if !a.opts.Settings {
+		return acp.SetSessionModeResponse{}, nil // without -settings: accepted, changes nothing
+	}
+	s, err := a.lookup(p.SessionId)
+	if err != nil {
+		return acp.SetSessionModeResponse{}, err
+	}
+	if !slices.Contains(settingsModes, string(p.ModeId)) {
+		return acp.SetSessionModeResponse{}, acp.NewInvalidParams(map[string]any{"error": fmt.Sprintf("unknown mode %q", p.ModeId)})
+	}
+	s.mu.Lock()
+	s.mode = string(p.ModeId)
+	s.mu.Unlock()
+	return acp.SetSessionModeResponse{}, nil
+}
+
+func (a *testAgent) SetSessionConfigOption(_ context.Context, p acp.SetSessionConfigOptionRequest) (acp.SetSessionConfigOptionResponse, error) {
+	if !a.opts.Settings || p.ValueId == nil {
+		return acp.SetSessionConfigOptionResponse{}, acp.NewMethodNotFound(acp.AgentMethodSessionSetConfigOption)
+	}
+	s, err := a.lookup(p.ValueId.SessionId)
+	if err != nil {
+		return acp.SetSessionConfigOptionResponse{}, err
+	}
+	v := string(p.ValueId.Value)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	switch {
+	case p.ValueId.ConfigId == "mode" && slices.Contains(settingsModes, v):
+		s.mode = v
+	case p.ValueId.ConfigId == "model" && slices.Contains(settingsModels, v):
+		s.model = v
+	default:
+		return acp.SetSessionConfigOptionResponse{}, acp.NewInvalidParams(map[string]any{"error": fmt.Sprintf("no value %q for config option %q", v, p.ValueId.ConfigId)})
+	}
+	return acp.SetSessionConfigOptionResponse{ConfigOptions: s.configOptions()}, nil
+}
+
+// settingsLine is what /settings says.
+func (s *session) settingsLine() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return fmt.Sprintf("settings mode=%s model=%s", s.mode, s.model)
+}
+
+// mcpLine is what /mcp says.
+func (s *session) mcpLine() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return "mcp: " + strings.Join(s.mcp, ",")
+}
