@@ -127,6 +127,10 @@ func TestNames_WireStringsMatchDesign(t *testing.T) {
 		{EventViewerGraceStarted, "viewer.grace_started"},
 		{EventViewerGraceCancelled, "viewer.grace_cancelled"},
 		{EventSessionClosed, "session.closed"},
+		// §10
+		{EventAgentContextLost, "agent.context_lost"},
+		{EventWorkspaceMissing, "workspace.missing"},
+		{QueryTranscript, "transcript"},
 		// §7
 		{SignalTurnStarted, "turn_started"},
 		{SignalTurnEvents, "turn_events"},

@@ -55,8 +55,13 @@ type sessionState struct {
 	Journal        *Journal  `json:"journal"`
 	Turn           *LiveTurn `json:"turn,omitempty"`
 	AgentSessionID string    `json:"agent_session_id,omitempty"`
-	Closing        bool      `json:"closing,omitempty"`
-	CloseReason    string    `json:"close_reason,omitempty"`
+	// AgentHost is the host queue of the worker that ran the last attempt, which holds the
+	// live agent: the next turn goes there first (affinity, DESIGN §10).
+	AgentHost string `json:"agent_host,omitempty"`
+	// ContextLost is the last agent.context_lost, for status.
+	ContextLost *signals.ContextLostView `json:"context_lost,omitempty"`
+	Closing     bool                     `json:"closing,omitempty"`
+	CloseReason string                   `json:"close_reason,omitempty"`
 	// Deliveries wait to be sent into the live turn, oldest first.
 	Deliveries  []signals.Delivery                       `json:"deliveries,omitempty"`
 	Permissions []openPermission                         `json:"permissions,omitempty"`
@@ -204,6 +209,13 @@ func (s *session) register(ctx workflow.Context) error {
 	}
 	if err := workflow.SetQueryHandler(ctx, signals.QueryEvents, func(req signals.EventsRequest) (signals.EventsResult, error) {
 		return s.Journal.Since(req.AfterSeq, req.Limit), nil
+	}); err != nil {
+		return err
+	}
+	// The transcript is asked for by a runner that could not load the agent's session, at
+	// the moment it needs it: a query costs no history, so the warm path pays nothing.
+	if err := workflow.SetQueryHandler(ctx, signals.QueryTranscript, func(req signals.TranscriptRequest) (signals.TranscriptResult, error) {
+		return BuildTranscript(s.Journal.Events, req.BeforeTurn, req.MaxBytes), nil
 	}); err != nil {
 		return err
 	}
@@ -449,13 +461,19 @@ func (s *session) liveTurn(turnID int64) *LiveTurn {
 // advanceAttempt moves the live turn to a newer attempt of its activity: the partial output
 // of the old attempt is superseded, which viewers learn from turn.restarted.
 func (s *session) advanceAttempt(ctx workflow.Context, t *LiveTurn, attempt int32) {
+	s.advanceAttemptResumed(ctx, t, attempt, false)
+}
+
+// advanceAttemptResumed is advanceAttempt for an attempt that says whether it found the
+// prompt in the agent session it loaded (resumed: the prompt was not sent again).
+func (s *session) advanceAttemptResumed(ctx workflow.Context, t *LiveTurn, attempt int32, resumed bool) {
 	if attempt <= t.Attempt {
 		return
 	}
 	cause := restartCause(t, attempt)
 	t.Attempt, t.LastBatch, t.HostQueue, t.HostLost = attempt, 0, "", false
 	s.cancelPermissions(ctx, t.TurnID, signals.DecidedByRestart, cause) // they belonged to the lost attempt
-	s.journal(ctx, signals.EventTurnRestarted, t.TurnID, signals.TurnStartedData{Attempt: attempt, PromptClientMessageID: t.ClientMessageID, Cause: cause})
+	s.journal(ctx, signals.EventTurnRestarted, t.TurnID, signals.TurnStartedData{Attempt: attempt, PromptClientMessageID: t.ClientMessageID, Cause: cause, Resumed: resumed})
 }
 
 // restartCause says why the attempt before attempt was given up, from what the session saw
@@ -478,10 +496,22 @@ func (s *session) turnStarted(ctx workflow.Context, sig signals.TurnStartedSigna
 	if t == nil || sig.Attempt < t.Attempt {
 		return
 	}
-	s.advanceAttempt(ctx, t, sig.Attempt)
+	if sig.Attempt > t.Attempt {
+		s.advanceAttemptResumed(ctx, t, sig.Attempt, sig.Resumed)
+	}
 	t.HostQueue, t.HostLost = sig.HostQueue, false
+	if sig.HostQueue != "" {
+		s.AgentHost = sig.HostQueue
+	}
 	if sig.AgentSessionID != "" {
 		s.AgentSessionID = sig.AgentSessionID
+	}
+	if w := sig.WorkspaceMissing; w != nil {
+		s.journal(ctx, signals.EventWorkspaceMissing, t.TurnID, *w)
+	}
+	if cl := sig.ContextLost; cl != nil {
+		ev := s.Journal.Append(signals.EventAgentContextLost, t.TurnID, workflow.Now(ctx), *cl)
+		s.ContextLost = &signals.ContextLostView{TurnID: t.TurnID, Seq: ev.Seq, At: ev.At, Reason: cl.Reason, Carried: cl.Carried}
 	}
 }
 
@@ -634,6 +664,7 @@ func (s *session) status(ctx workflow.Context) signals.Status {
 		Agent:              sessionAgent(s.cfg.Agent),
 		Profiles:           s.offer(),
 		AgentSessionID:     s.AgentSessionID,
+		ContextLost:        s.ContextLost,
 		HistoryLength:      workflow.GetInfo(ctx).GetCurrentHistoryLength(),
 		Run:                s.Run,
 	}
@@ -760,6 +791,7 @@ func (s *session) startTurn(ctx workflow.Context) {
 		Agent:           s.cfg.Agent,
 		Workspace:       s.cfg.Workspace,
 		AgentSessionID:  s.AgentSessionID,
+		HostQueue:       s.AgentHost,
 		StartToClose:    s.cfg.Deadline + turnStartToCloseSlack,
 		Heartbeat:       TurnHeartbeat,
 	})
