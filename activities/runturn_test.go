@@ -193,6 +193,7 @@ func TestRunTurnRecordsWhatTheAgentSaysAroundSessionNewAndLoad(t *testing.T) {
 
 	// Another worker takes the session over with session/load.
 	other := newTurnRig(t, transcripts)
+	other.runner.MissingWorkspace = MissingWorkspaceEmpty // its workspace roots are its own
 	in := turnInput("s1", 2, agent, "/echo\nagain")
 	in.AgentSessionID = res.AgentSessionID
 	res2 := other.mustRun(in)
