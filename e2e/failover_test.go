@@ -40,7 +40,9 @@ func runWorkerProcess() int {
 		TaskQueue: os.Getenv(workerProcessEnv),
 		Agent:     os.Getenv("TACP_E2E_AGENT"),
 		DataDir:   os.Getenv("TACP_E2E_DATA"),
-		Logger:    logger,
+		// Workspace roots on storage the workers share (as a multi-machine deployment must).
+		WorkspaceRoots: splitNonEmpty(os.Getenv("TACP_E2E_WORKSPACES")),
+		Logger:         logger,
 	})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "worker process:", err)
@@ -50,6 +52,13 @@ func runWorkerProcess() int {
 	fmt.Println("ready", w.Host.Queue)
 	<-ctx.Done()
 	return 0
+}
+
+func splitNonEmpty(s string) []string {
+	if s == "" {
+		return nil
+	}
+	return strings.Split(s, ",")
 }
 
 // startWorkerProcess runs a worker in a child process polling queue and waits until it

@@ -172,6 +172,9 @@ type Status struct {
 	Agent          string        `json:"agent"`
 	Profiles       []ProfileInfo `json:"profiles,omitempty"`
 	AgentSessionID string        `json:"agent_session_id,omitempty"`
+	// AgentHost is the host queue of the worker that holds the session's live agent (the one
+	// that ran its last attempt): the next turn goes there first.
+	AgentHost string `json:"agent_host,omitempty"`
 	// ContextLost is the last agent.context_lost of the session, with its turn (nil: the
 	// agent has kept the whole conversation).
 	ContextLost   *ContextLostView `json:"context_lost,omitempty"`

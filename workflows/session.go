@@ -664,6 +664,7 @@ func (s *session) status(ctx workflow.Context) signals.Status {
 		Agent:              sessionAgent(s.cfg.Agent),
 		Profiles:           s.offer(),
 		AgentSessionID:     s.AgentSessionID,
+		AgentHost:          s.AgentHost,
 		ContextLost:        s.ContextLost,
 		HistoryLength:      workflow.GetInfo(ctx).GetCurrentHistoryLength(),
 		Run:                s.Run,

@@ -119,7 +119,7 @@ type Options struct {
 }
 
 // StartsDirEnv names a directory where the agent leaves one file per process start.
-const StartsDirEnv = "TACP_TESTAGENT_STARTS"
+const StartsDirEnv = "TESTAGENT_STARTS_DIR"
 
 // DefaultTranscriptDir is where transcripts go unless configured otherwise.
 func DefaultTranscriptDir() string { return filepath.Join(os.TempDir(), "tacp-testagent") }
