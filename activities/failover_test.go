@@ -94,3 +94,44 @@ func TestRunTurnFailsWhenTheWorkspaceDidNotFollow(t *testing.T) {
 	_, err = other.run(in)
 	require.ErrorContains(t, err, "workspace is not on this worker")
 }
+
+// Never forget silently, carried over: the new agent session's first prompt is the session's
+// transcript (asked of the session by the transcript query, for the turns before this one,
+// bounded as the worker says) and then the turn's prompt; a failed query costs only the seed.
+func TestRunTurnSeedsANewAgentSessionWithTheTranscript(t *testing.T) {
+	rig := newTurnRig(t, t.TempDir())
+	res := rig.mustRun(turnInput("s1", 1, rig.agent(), "remember w01"))
+	require.Empty(t, rig.rec.queries, "a turn that lost nothing asks for no transcript")
+
+	other := newTurnRig(t, t.TempDir()) // its agent cannot load the first one's session
+	other.runner.MissingWorkspace = MissingWorkspaceEmpty
+	other.runner.CarryContextBytes = 4096
+	const seed = "[earlier] user: remember w01"
+	other.rec.transcript = func(signals.TranscriptRequest) (signals.TranscriptResult, error) {
+		return signals.TranscriptResult{Text: seed, Turns: 1, Truncated: true}, nil
+	}
+	in := turnInput("s1", 2, other.agent(), "/received")
+	in.AgentSessionID = res.AgentSessionID
+	other.mustRun(in)
+	require.Equal(t, []signals.TranscriptRequest{{BeforeTurn: 2, MaxBytes: 4096}}, other.rec.queries)
+	started := other.rec.turnStarted(2)
+	cl := started[len(started)-1].ContextLost
+	require.NotNil(t, cl)
+	require.Equal(t, len(seed), cl.Carried)
+	require.True(t, cl.CarriedTruncated)
+	received := strings.Join(joinedTexts(t, other.rec.events(2)), "")
+	require.Contains(t, received, seed)
+	require.True(t, strings.HasSuffix(strings.TrimSpace(received), "/received"), "the prompt comes after the transcript: %q", received)
+
+	// The query fails: agent.context_lost all the same, nothing carried, the turn goes on.
+	third := newTurnRig(t, t.TempDir())
+	third.runner.MissingWorkspace = MissingWorkspaceEmpty
+	in.TurnID = 3
+	third.mustRun(in)
+	require.Len(t, third.rec.queries, 1)
+	started = third.rec.turnStarted(3)
+	cl = started[len(started)-1].ContextLost
+	require.NotNil(t, cl)
+	require.Zero(t, cl.Carried)
+	require.NotContains(t, strings.Join(joinedTexts(t, third.rec.events(3)), ""), seed)
+}
