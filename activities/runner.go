@@ -118,7 +118,7 @@ func (r *Runner) RunTurn(ctx context.Context, in signals.RunTurnInput) (signals.
 	if err == nil && res.StopReason != "" {
 		if serr := r.signal(context.WithoutCancel(ctx), in.SessionWorkflowID, signals.SignalTurnFinished, signals.TurnFinishedSignal{
 			TurnID: in.TurnID, Attempt: res.Attempt, StopReason: res.StopReason,
-			AgentSessionID: res.AgentSessionID, Usage: res.Usage, Batches: res.Batches,
+			AgentSessionID: res.AgentSessionID, Usage: res.Usage, Batches: res.Batches, HostQueue: res.Host,
 		}); serr != nil {
 			r.Logger.Warn("early turn_finished failed: the TurnWorkflow will report", "session", in.SessionID, "turn", in.TurnID, "error", serr)
 		} else {

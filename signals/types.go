@@ -20,9 +20,12 @@ type SessionConfig struct {
 	GraceWindow       string `json:"grace_window,omitempty"`
 	TurnDeadline      string `json:"turn_deadline,omitempty"`
 	PermissionTimeout string `json:"permission_timeout,omitempty"`
-	Policy            string `json:"policy,omitempty"`
-	Steering          *bool  `json:"steering,omitempty"`
-	MaxRunEvents      int    `json:"max_run_events,omitempty"`
+	// AffinityWait bounds how long a turn waits for the worker holding the session's agent
+	// to take it before any worker may (DESIGN §10; empty: 3s).
+	AffinityWait string `json:"affinity_wait,omitempty"`
+	Policy       string `json:"policy,omitempty"`
+	Steering     *bool  `json:"steering,omitempty"`
+	MaxRunEvents int    `json:"max_run_events,omitempty"`
 	// Carried is the state a run hands to the next across continue-as-new. Clients leave it
 	// empty; its shape belongs to the workflows package.
 	Carried json.RawMessage `json:"carried,omitempty"`
@@ -314,6 +317,10 @@ type TurnFinishedSignal struct {
 	Orphaned       bool            `json:"orphaned,omitempty"`
 	AgentSessionID string          `json:"agent_session_id,omitempty"`
 	Usage          json.RawMessage `json:"usage,omitempty"`
+	// HostQueue is the host queue of the worker that ran the turn, where the session's agent
+	// now lives: turn_started says the same, but it is sent alongside the prompt and may
+	// arrive after the turn is over (a quick turn), too late to name the next turn's host.
+	HostQueue string `json:"host_queue,omitempty"`
 	// Batches is how many turn_events batches Attempt sent before it ended: the session
 	// journals the terminal event only after all of them.
 	Batches int64 `json:"batches,omitempty"`

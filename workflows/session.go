@@ -610,6 +610,11 @@ func (s *session) maybeFinish(ctx workflow.Context) {
 	if fin.AgentSessionID != "" {
 		s.AgentSessionID = fin.AgentSessionID
 	}
+	// Affinity: the next turn goes to the worker that ran this one, even when this turn's
+	// turn_started lost the race with its end.
+	if fin.HostQueue != "" {
+		s.AgentHost = fin.HostQueue
+	}
 	s.cancelPermissions(ctx, t.TurnID, signals.DecidedByCancel, "turn ended")
 	if len(fin.Usage) > 0 {
 		s.addUsage(ctx, t.TurnID, fin.Usage)
@@ -793,6 +798,7 @@ func (s *session) startTurn(ctx workflow.Context) {
 		Workspace:       s.cfg.Workspace,
 		AgentSessionID:  s.AgentSessionID,
 		HostQueue:       s.AgentHost,
+		AffinityWait:    s.cfg.AffinityWait,
 		StartToClose:    s.cfg.Deadline + turnStartToCloseSlack,
 		Heartbeat:       TurnHeartbeat,
 	})

@@ -82,7 +82,7 @@ func TurnWorkflow(ctx workflow.Context, in signals.TurnInput) error {
 	switch {
 	case err == nil:
 		fin.StopReason, fin.Attempt, fin.Batches = res.StopReason, res.Attempt, res.Batches
-		fin.AgentSessionID, fin.Usage = res.AgentSessionID, res.Usage
+		fin.AgentSessionID, fin.Usage, fin.HostQueue = res.AgentSessionID, res.Usage, res.Host
 	case temporal.IsCanceledError(err):
 		fin.StopReason = "cancelled"
 	case errors.As(err, &appErr):
