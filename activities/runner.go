@@ -280,10 +280,21 @@ func (r *Runner) runTurn(ctx context.Context, in signals.RunTurnInput) (signals.
 	ag.client.setTurn(lt)
 
 	// turn_started tells the session where to deliver decisions. The prompt does not wait for
-	// it: the session takes events and requests of an attempt in any order.
+	// it: the session takes events and requests of an attempt in any order. The turn's end
+	// does (bounded): a quick turn's turn_finished must not overtake it, or the session, the
+	// turn over, drops what it says (agent.context_lost, workspace.missing).
+	startedSent := make(chan struct{})
 	go func() {
+		defer close(startedSent)
 		if err := r.signal(sendCtx, in.SessionWorkflowID, signals.SignalTurnStarted, started); err != nil {
 			log.Warn("turn_started failed: decisions cannot reach this attempt", "error", err)
+		}
+	}()
+	defer func() {
+		select {
+		case <-startedSent:
+		case <-time.After(startedWait):
+			log.Warn("turn_started still not sent at the turn's end", "waited", startedWait)
 		}
 	}()
 
@@ -451,6 +462,9 @@ func countBatch(h client.MetricsHandler, events []json.RawMessage) {
 	h.Counter(MetricEventBatchEvents).Inc(int64(len(events)))
 	h.Counter(MetricEventBatchBytes).Inc(int64(n))
 }
+
+// startedWait bounds how long a turn's end waits for its turn_started to go out.
+const startedWait = 5 * time.Second
 
 // ResumeText is the prompt of an attempt whose agent session already holds the turn's prompt
 // (the lost attempt sent it): the agent is asked to go on, not told the prompt twice.
