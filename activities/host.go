@@ -445,3 +445,25 @@ func (lt *liveTurn) requestPermission(ctx context.Context, p acp.RequestPermissi
 	}
 	return permissionResponse(signals.OutcomeCancelled, ""), nil
 }
+
+// ReleaseAgent stops a session's idle agent on this host: the session's turn ran on another
+// host (NewHost), so this agent would only hold memory until its idle TTL (no orphans). A
+// busy agent is left alone: its turn ends it or keeps it.
+func (h *Host) ReleaseAgent(_ context.Context, req signals.ReleaseAgentRequest) error {
+	h.init()
+	if req.NewHost == h.Queue {
+		return nil
+	}
+	h.mu.Lock()
+	a, ok := h.agents[req.SessionID]
+	stop := ok && !a.busy
+	if stop {
+		delete(h.agents, req.SessionID)
+	}
+	h.mu.Unlock()
+	if stop {
+		h.Logger.Info("stopping the agent of a session that moved to another worker", "session", req.SessionID, "to", req.NewHost)
+		go a.shutdown(2 * time.Second)
+	}
+	return nil
+}

@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/tacp-dev/tacp/signals"
 )
 
 // newTestHost is a host whose between-turn batches go nowhere (no Temporal client is needed
@@ -46,4 +48,27 @@ func TestHostCloseWhileATurnHoldsTheAgentThenRelease(t *testing.T) {
 		h.release(a, true)
 		a.shutdown(time.Second) // what release's goroutine does, here in the test's
 	})
+}
+
+// No orphans: ReleaseAgent, sent by a turn that ran on another host, stops the session's
+// idle agent here; a busy agent, or a release naming this host as the new one, keeps it.
+func TestReleaseAgentStopsTheIdleAgentOfASessionThatMoved(t *testing.T) {
+	h := newTestHost(t)
+	t.Cleanup(h.Close)
+	ctx := context.Background()
+	a := acquireTestAgent(t, h, "s1")
+	pid := h.AgentPID("s1")
+	require.NotZero(t, pid)
+
+	require.NoError(t, h.ReleaseAgent(ctx, signals.ReleaseAgentRequest{SessionID: "s1", NewHost: "other-host"}))
+	require.Equal(t, pid, h.AgentPID("s1"), "a busy agent is left to its turn")
+
+	h.release(a, true)
+	require.NoError(t, h.ReleaseAgent(ctx, signals.ReleaseAgentRequest{SessionID: "s1", NewHost: h.Queue}))
+	require.Equal(t, pid, h.AgentPID("s1"), "the session did not leave this host")
+	require.NoError(t, h.ReleaseAgent(ctx, signals.ReleaseAgentRequest{SessionID: "unknown", NewHost: "other-host"}))
+
+	require.NoError(t, h.ReleaseAgent(ctx, signals.ReleaseAgentRequest{SessionID: "s1", NewHost: "other-host"}))
+	require.Zero(t, h.AgentPID("s1"))
+	require.Eventually(t, func() bool { return !a.proc.alive() }, 10*time.Second, 20*time.Millisecond, "the agent process is stopped")
 }

@@ -64,7 +64,15 @@ type Runner struct {
 	// InitTimeout bounds starting the agent and setting up its session: an agent that never
 	// answers initialize fails the attempt instead of hanging the turn.
 	InitTimeout time.Duration
-	Logger      *slog.Logger
+	// NoCarryContext turns off seeding a new agent session with the session's transcript
+	// when the agent's own session could not be loaded (agent.context_lost is journaled all
+	// the same). CarryContextBytes bounds the transcript (0: DefaultTranscriptBytes).
+	NoCarryContext    bool
+	CarryContextBytes int
+	// MissingWorkspace is what a turn does when the session's workspace did not follow it
+	// to this worker: MissingWorkspaceFail (the default) or MissingWorkspaceEmpty.
+	MissingWorkspace string
+	Logger           *slog.Logger
 
 	budget *flushBudget
 	once   sync.Once
@@ -111,7 +119,7 @@ func (r *Runner) RunTurn(ctx context.Context, in signals.RunTurnInput) (signals.
 	if err == nil && res.StopReason != "" {
 		if serr := r.signal(context.WithoutCancel(ctx), in.SessionWorkflowID, signals.SignalTurnFinished, signals.TurnFinishedSignal{
 			TurnID: in.TurnID, Attempt: res.Attempt, StopReason: res.StopReason,
-			AgentSessionID: res.AgentSessionID, Usage: res.Usage, Batches: res.Batches,
+			AgentSessionID: res.AgentSessionID, Usage: res.Usage, Batches: res.Batches, HostQueue: res.Host,
 		}); serr != nil {
 			r.Logger.Warn("early turn_finished failed: the TurnWorkflow will report", "session", in.SessionID, "turn", in.TurnID, "error", serr)
 		} else {
@@ -128,14 +136,36 @@ func (r *Runner) RunTurn(ctx context.Context, in signals.RunTurnInput) (signals.
 // heartbeats) is the backstop for cancel.
 func (r *Runner) runTurn(ctx context.Context, in signals.RunTurnInput) (signals.RunTurnResult, error) {
 	r.defaults()
-	attempt := activity.GetInfo(ctx).Attempt
+	// Attempts on the previous host's queue ran in another activity: number on from them.
+	attempt := in.AttemptBase + activity.GetInfo(ctx).Attempt
 	log := r.Logger.With("session", in.SessionID, "turn", in.TurnID, "attempt", attempt)
-	res := signals.RunTurnResult{Attempt: attempt}
+	res := signals.RunTurnResult{Attempt: attempt, Host: r.Host.Queue}
 	fail := func(err error) error {
 		return temporal.NewNonRetryableApplicationError(err.Error(), signals.ErrAgent, nil, res)
 	}
 
-	profile, dir, err := r.admit(in)
+	profile, dir, missing, err := r.admit(in)
+	if err == nil && missing {
+		miss := &signals.WorkspaceMissingData{Path: dir, Host: r.Host.Queue, Action: signals.WorkspaceMissingFailed}
+		if r.MissingWorkspace == MissingWorkspaceEmpty {
+			miss.Action = signals.WorkspaceMissingEmpty
+		}
+		log.Warn("the session's workspace did not follow it to this worker", "path", dir, "action", miss.Action)
+		if serr := r.signal(context.WithoutCancel(ctx), in.SessionWorkflowID, signals.SignalTurnStarted, signals.TurnStartedSignal{
+			TurnID: in.TurnID, Attempt: attempt, HostQueue: r.Host.Queue, WorkspaceMissing: miss,
+		}); serr != nil {
+			log.Warn("turn_started failed", "error", serr)
+		}
+		if miss.Action == signals.WorkspaceMissingFailed {
+			// Leave no empty workspace behind: the next turn here must find it missing too.
+			_ = os.Remove(filepath.Join(dir, WorkspaceMarker))
+			_ = os.Remove(dir)
+			return res, temporal.NewNonRetryableApplicationError(fmt.Sprintf(
+				"the session's workspace is not on this worker (%s has no %s): its earlier turns ran on another machine. "+
+					"Put the workspace roots on storage every worker shares, or start workers with -workspace.missing=empty", dir, WorkspaceMarker),
+				ErrWorkspaceMissing, nil, res)
+		}
+	}
 	if err != nil {
 		// Refused by this worker (a profile it does not offer, a workspace outside its
 		// roots): nothing runs, and no other attempt would run it either.
@@ -187,12 +217,16 @@ func (r *Runner) runTurn(ctx context.Context, in signals.RunTurnInput) (signals.
 	}
 
 	// A retry after a lost worker loads the agent session the lost attempt had, which it
-	// recorded in its heartbeats.
-	if in.AgentSessionID == "" && activity.HasHeartbeatDetails(ctx) {
-		var hb turnHeartbeat
-		if activity.GetHeartbeatDetails(ctx, &hb) == nil {
-			in.AgentSessionID = hb.AgentSessionID
-		}
+	// recorded in its heartbeats (or, when it ran on the previous host's queue, the
+	// TurnWorkflow passed on), and learns whether the prompt had reached it.
+	var before signals.TurnProgress
+	if activity.HasHeartbeatDetails(ctx) {
+		_ = activity.GetHeartbeatDetails(ctx, &before)
+	} else if in.Resume != nil {
+		before = *in.Resume
+	}
+	if in.AgentSessionID == "" {
+		in.AgentSessionID = before.AgentSessionID
 	}
 	setupCtx, cancelSetup := context.WithTimeout(ctx, r.InitTimeout)
 	defer cancelSetup()
@@ -214,7 +248,7 @@ func (r *Runner) runTurn(ctx context.Context, in signals.RunTurnInput) (signals.
 		b.add(raw)
 	})
 	r.Trust.Profiles.Learn(profile.Name, proc.caps, env)
-	sid, err := r.openSession(setupCtx, ag, in, dir, mcpServers, r.Trust.Profiles.workerAuth(profile.Name))
+	sid, lost, err := r.openSession(setupCtx, ag, in, dir, mcpServers, r.Trust.Profiles.workerAuth(profile.Name))
 	if err != nil {
 		keep = false
 		return finish(res, r.agentErr(proc, err, res))
@@ -222,6 +256,30 @@ func (r *Runner) runTurn(ctx context.Context, in signals.RunTurnInput) (signals.
 	r.Trust.Profiles.Opened(profile.Name)
 	res.AgentSessionID = string(sid)
 	offered := r.applyChoices(setupCtx, ag, sid, in, log)
+	started := signals.TurnStartedSignal{TurnID: in.TurnID, Attempt: attempt, HostQueue: r.Host.Queue, AgentSessionID: res.AgentSessionID, Settings: offered}
+	switch {
+	case lost != "":
+		// Never forget silently: journaled, and the new agent session gets the conversation.
+		cl := &signals.AgentContextLostData{Reason: lost, Attempt: attempt, Host: r.Host.Queue, LostSessionID: in.AgentSessionID, NewSessionID: string(sid)}
+		if !r.NoCarryContext {
+			seed, serr := r.transcript(setupCtx, in)
+			if serr != nil {
+				log.Warn("transcript query failed: the new agent session starts without the conversation", "error", serr)
+			} else if seed.Text != "" {
+				prompt = append([]acp.ContentBlock{acp.TextBlock(seed.Text)}, prompt...)
+				cl.Carried, cl.CarriedTruncated = len(seed.Text), seed.Truncated
+			}
+		}
+		log.Warn("agent context lost: started a new agent session", "reason", lost, "carried_bytes", cl.Carried)
+		started.ContextLost = cl
+	case before.PromptSent && before.AgentSessionID == string(sid):
+		// The agent session holds the prompt already (the lost attempt sent it, and the agent
+		// keeps what it was told): sending it again would show the model the prompt twice.
+		// The lost attempt's partial answer is dropped by viewers (turn.restarted, resumed).
+		log.Info("the agent session holds the prompt already: asking it to continue instead of sending it again")
+		prompt = []acp.ContentBlock{acp.TextBlock(ResumeText)}
+		started.Resumed = true
+	}
 
 	lt := r.Host.register(in.SessionID, in.TurnID, attempt)
 	defer r.Host.unregister(lt)
@@ -241,13 +299,21 @@ func (r *Runner) runTurn(ctx context.Context, in signals.RunTurnInput) (signals.
 	ag.client.setTurn(lt)
 
 	// turn_started tells the session where to deliver decisions. The prompt does not wait for
-	// it: the session takes events and requests of an attempt in any order.
+	// it: the session takes events and requests of an attempt in any order. The turn's end
+	// does (bounded): a quick turn's turn_finished must not overtake it, or the session, the
+	// turn over, drops what it says (agent.context_lost, workspace.missing).
+	startedSent := make(chan struct{})
 	go func() {
-		if err := r.signal(sendCtx, in.SessionWorkflowID, signals.SignalTurnStarted, signals.TurnStartedSignal{
-			TurnID: in.TurnID, Attempt: attempt, HostQueue: r.Host.Queue, AgentSessionID: res.AgentSessionID,
-			Settings: offered,
-		}); err != nil {
+		defer close(startedSent)
+		if err := r.signal(sendCtx, in.SessionWorkflowID, signals.SignalTurnStarted, started); err != nil {
 			log.Warn("turn_started failed: decisions cannot reach this attempt", "error", err)
+		}
+	}()
+	defer func() {
+		select {
+		case <-startedSent:
+		case <-time.After(startedWait):
+			log.Warn("turn_started still not sent at the turn's end", "waited", startedWait)
 		}
 	}()
 
@@ -268,7 +334,8 @@ func (r *Runner) runTurn(ctx context.Context, in signals.RunTurnInput) (signals.
 	// Heartbeats beat on their own: nothing the loop below waits for (a steer's injection,
 	// bounded at 10 s — the heartbeat timeout itself —, a write to an agent that stopped
 	// reading its stdin) may starve them, or a healthy worker's turn is taken for lost.
-	beat := turnHeartbeat{AgentSessionID: res.AgentSessionID}
+	// PromptSent is recorded with the first: the request is written before Prompt blocks.
+	beat := signals.TurnProgress{AgentSessionID: res.AgentSessionID, PromptSent: true}
 	activity.RecordHeartbeat(ctx, beat)
 	stopBeating := make(chan struct{})
 	defer close(stopBeating)
@@ -361,7 +428,7 @@ func (r *Runner) runTurn(ctx context.Context, in signals.RunTurnInput) (signals.
 				keep = false
 				proc.stop(0)
 				res, _ = finish(res, nil)
-				return res, temporal.NewApplicationErrorWithCause("turn attempt lost", "attempt_lost", cause)
+				return res, temporal.NewApplicationErrorWithCause("turn attempt lost", "attempt_lost", cause, beat)
 			}
 			startCancel("activity cancellation")
 		case <-killAt:
@@ -415,9 +482,39 @@ func countBatch(h client.MetricsHandler, events []json.RawMessage) {
 	h.Counter(MetricEventBatchBytes).Inc(int64(n))
 }
 
-// turnHeartbeat is what a turn attempt records with its heartbeats, for the next attempt.
-type turnHeartbeat struct {
-	AgentSessionID string `json:"agent_session_id"`
+// startedWait bounds how long a turn's end waits for its turn_started to go out.
+const startedWait = 5 * time.Second
+
+// ResumeText is the prompt of an attempt whose agent session already holds the turn's prompt
+// (the lost attempt sent it): the agent is asked to go on, not told the prompt twice.
+const ResumeText = "[tacp: the worker running this turn was lost while you were answering the previous message. " +
+	"Your partial answer may not have reached the user. Continue answering that message; do not repeat work that is already done.]"
+
+// WorkspaceMarker is the file tacp writes into a workspace it creates, naming the session:
+// a later turn on a worker that finds no such workspace knows it did not follow the session.
+const WorkspaceMarker = ".tacp-workspace"
+
+// What a turn does when the session's workspace is missing on its worker.
+const (
+	MissingWorkspaceFail  = "fail"
+	MissingWorkspaceEmpty = "empty"
+)
+
+// ErrWorkspaceMissing is the ApplicationError type of a turn failed because the session's
+// workspace did not follow it to the worker.
+const ErrWorkspaceMissing = "workspace_missing"
+
+// transcript asks the session for its conversation before this turn, for seeding a new
+// agent session (a query: no history, asked only when the agent's session was lost).
+func (r *Runner) transcript(ctx context.Context, in signals.RunTurnInput) (signals.TranscriptResult, error) {
+	var res signals.TranscriptResult
+	v, err := r.Client.QueryWorkflow(ctx, in.SessionWorkflowID, "", signals.QueryTranscript, signals.TranscriptRequest{
+		BeforeTurn: in.TurnID, MaxBytes: r.CarryContextBytes,
+	})
+	if err != nil {
+		return res, err
+	}
+	return res, v.Get(&res)
 }
 
 // steeringSupported reports whether the agent advertised _meta.steering.supported.
@@ -490,7 +587,10 @@ func (r *Runner) agentErr(proc *agentProc, err error, res signals.RunTurnResult)
 // An agent that answers session/new with auth_required is authenticated with authID, an
 // auth method the worker completes by itself (an env-var key the agent's environment
 // holds), and asked again; with none the error says what the operator must set.
-func (r *Runner) openSession(ctx context.Context, ag *hostedAgent, in signals.RunTurnInput, dir string, mcpServers []acp.McpServer, authID string) (acp.SessionId, error) {
+//
+// lost is set (the reason) when the session had an agent session that this agent could not
+// load, so the new one does not know the conversation.
+func (r *Runner) openSession(ctx context.Context, ag *hostedAgent, in signals.RunTurnInput, dir string, mcpServers []acp.McpServer, authID string) (sid acp.SessionId, lost string, err error) {
 	proc := ag.proc
 	key, _ := json.Marshal(mcpServers)
 	if ag.acpSession != "" && (in.AgentSessionID == "" || in.AgentSessionID == string(ag.acpSession)) {
@@ -498,9 +598,11 @@ func (r *Runner) openSession(ctx context.Context, ag *hostedAgent, in signals.Ru
 		// loads its own again with them; one that cannot keeps its conversation, and gets
 		// them in its next process.
 		if bytes.Equal(ag.mcpKey, key) || !proc.caps.AgentCapabilities.LoadSession {
-			return ag.acpSession, nil
+			return ag.acpSession, "", nil
 		}
 		in.AgentSessionID = string(ag.acpSession)
+	} else if in.AgentSessionID != "" && !proc.caps.AgentCapabilities.LoadSession {
+		lost = "the agent cannot load sessions (no loadSession capability)"
 	}
 	ag.mcpKey = key
 	if in.AgentSessionID != "" && proc.caps.AgentCapabilities.LoadSession {
@@ -517,55 +619,77 @@ func (r *Runner) openSession(ctx context.Context, ag *hostedAgent, in signals.Ru
 			r.Logger.Info("session/load: the agent replayed the conversation", "session", in.SessionID, "updates", replayed.Load())
 			ag.acpSession = acp.SessionId(in.AgentSessionID)
 			ag.offer = offerOf(loaded.Modes, loaded.ConfigOptions, loaded.Models)
-			return ag.acpSession, nil
+			return ag.acpSession, "", nil
 		}
 		r.Logger.Warn("session/load failed: starting a new agent session", "session", in.SessionID, "error", err)
+		lost = "session/load failed: " + loadErrText(err)
 	}
 	resp, err := proc.conn.NewSession(ctx, acp.NewSessionRequest{Cwd: dir, McpServers: mcpServers})
 	if authRequired(err) && authID != "" {
 		if _, aerr := proc.conn.Authenticate(ctx, acp.AuthenticateRequest{MethodId: authID}); aerr != nil {
-			return "", fmt.Errorf("authenticate %s: %w", authID, aerr)
+			return "", "", fmt.Errorf("authenticate %s: %w", authID, aerr)
 		}
 		resp, err = proc.conn.NewSession(ctx, acp.NewSessionRequest{Cwd: dir, McpServers: mcpServers})
 	}
 	if authRequired(err) {
-		return "", fmt.Errorf("session/new: the agent needs authentication the worker cannot complete: %s (%w)", AuthHint(proc.caps.AuthMethods), err)
+		return "", "", fmt.Errorf("session/new: the agent needs authentication the worker cannot complete: %s (%w)", AuthHint(proc.caps.AuthMethods), err)
 	}
 	if err != nil {
-		return "", fmt.Errorf("session/new: %w", err)
+		return "", "", fmt.Errorf("session/new: %w", err)
 	}
 	ag.acpSession = resp.SessionId
 	ag.offer = offerOf(resp.Modes, resp.ConfigOptions, resp.Models)
-	return resp.SessionId, nil
+	return resp.SessionId, lost, nil
+}
+
+// loadErrText is the agent's message for a failed session/load, without its data (which
+// may echo paths of the agent's host).
+func loadErrText(err error) string {
+	var reqErr *acp.RequestError
+	if errors.As(err, &reqErr) {
+		return reqErr.Message
+	}
+	return err.Error()
 }
 
 // admit resolves the turn's agent profile and workspace through the worker's Trust, and
 // creates the workspace when it does not exist yet (inside its root, resolved first).
-func (r *Runner) admit(in signals.RunTurnInput) (Profile, string, error) {
+//
+// missing is set when the workspace did not exist on this worker although the session had
+// turns before (it holds an agent session): its files are on the machine that ran them.
+// tacp writes WorkspaceMarker, naming the session, into every workspace it creates.
+func (r *Runner) admit(in signals.RunTurnInput) (profile Profile, dir string, missing bool, err error) {
 	if r.Trust == nil || r.Trust.Profiles == nil || r.Trust.Roots == nil {
-		return Profile{}, "", errors.New("this worker has no agent profiles or workspace roots configured")
+		return Profile{}, "", false, errors.New("this worker has no agent profiles or workspace roots configured")
 	}
 	if in.Agent != "" {
 		if err := signals.ValidateProfileName(in.Agent); err != nil {
-			return Profile{}, "", err
+			return Profile{}, "", false, err
 		}
 	}
-	profile, err := r.Trust.Profiles.Resolve(in.Agent)
+	profile, err = r.Trust.Profiles.Resolve(in.Agent)
 	if err != nil {
-		return Profile{}, "", err
+		return Profile{}, "", false, err
 	}
-	dir, err := r.Trust.Roots.Resolve(in.SessionID, in.Workspace)
+	dir, err = r.Trust.Roots.Resolve(in.SessionID, in.Workspace)
 	if err != nil {
-		return Profile{}, "", err
+		return Profile{}, "", false, err
 	}
+	_, statErr := os.Stat(dir)
+	created := errors.Is(statErr, os.ErrNotExist)
 	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return Profile{}, "", fmt.Errorf("workspace: %w", err)
+		return Profile{}, "", false, fmt.Errorf("workspace: %w", err)
 	}
 	// Created through a path checked a moment ago: check what it became.
 	if real, err := filepath.EvalSymlinks(dir); err != nil || !r.Trust.Roots.Contains(real) {
-		return Profile{}, "", fmt.Errorf("workspace %q moved outside the workspace roots while it was created", in.Workspace)
+		return Profile{}, "", false, fmt.Errorf("workspace %q moved outside the workspace roots while it was created", in.Workspace)
 	}
-	return profile, dir, nil
+	if created {
+		if err := os.WriteFile(filepath.Join(dir, WorkspaceMarker), []byte(in.SessionID+"\n"), 0o644); err != nil {
+			r.Logger.Warn("workspace marker not written", "session", in.SessionID, "error", err)
+		}
+	}
+	return profile, dir, created && in.AgentSessionID != "", nil
 }
 
 // signal sends a signal to the session workflow (by workflow id: it reaches the current

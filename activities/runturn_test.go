@@ -7,6 +7,7 @@ package activities
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -19,6 +20,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/converter"
 	"go.temporal.io/sdk/testsuite"
 
 	"github.com/tacp-dev/tacp/signals"
@@ -34,6 +36,9 @@ type signalRecorder struct {
 	// onPermission, when set, answers a permission request as the workflow would (it runs
 	// on the runner's goroutine, after the request is recorded).
 	onPermission func(signals.PermissionRequestedSignal)
+	// transcript, when set, answers the transcript query (unset: the query fails).
+	transcript func(signals.TranscriptRequest) (signals.TranscriptResult, error)
+	queries    []signals.TranscriptRequest
 }
 
 type recordedSignal struct {
@@ -49,6 +54,36 @@ func (c *signalRecorder) SignalWorkflow(_ context.Context, _, _, name string, ar
 	if p, ok := arg.(signals.PermissionRequestedSignal); ok && answer != nil {
 		go answer(p)
 	}
+	return nil
+}
+
+// QueryWorkflow answers the transcript query, the only query the runner asks.
+func (c *signalRecorder) QueryWorkflow(_ context.Context, _, _, name string, args ...any) (converter.EncodedValue, error) {
+	if name != signals.QueryTranscript || len(args) != 1 {
+		return nil, fmt.Errorf("unexpected query %q", name)
+	}
+	req := args[0].(signals.TranscriptRequest)
+	c.mu.Lock()
+	c.queries = append(c.queries, req)
+	answer := c.transcript
+	c.mu.Unlock()
+	if answer == nil {
+		return nil, errors.New("no transcript query handler")
+	}
+	res, err := answer(req)
+	if err != nil {
+		return nil, err
+	}
+	return transcriptValue(res), nil
+}
+
+// transcriptValue is a transcript query's answer as the client hands it over.
+type transcriptValue signals.TranscriptResult
+
+func (v transcriptValue) HasValue() bool { return true }
+
+func (v transcriptValue) Get(ptr any) error {
+	*ptr.(*signals.TranscriptResult) = signals.TranscriptResult(v)
 	return nil
 }
 
@@ -193,6 +228,7 @@ func TestRunTurnRecordsWhatTheAgentSaysAroundSessionNewAndLoad(t *testing.T) {
 
 	// Another worker takes the session over with session/load.
 	other := newTurnRig(t, transcripts)
+	other.runner.MissingWorkspace = MissingWorkspaceEmpty // its workspace roots are its own
 	in := turnInput("s1", 2, agent, "/echo\nagain")
 	in.AgentSessionID = res.AgentSessionID
 	res2 := other.mustRun(in)

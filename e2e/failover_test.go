@@ -43,6 +43,8 @@ func runWorkerProcess() int {
 		DataDir:   os.Getenv("TACP_E2E_DATA"),
 		Logger:    logger,
 		MCP:       activities.MCPPolicy{Mode: os.Getenv("TACP_E2E_MCP")},
+		// Workspace roots on storage the workers share (as a multi-machine deployment must).
+		WorkspaceRoots: splitNonEmpty(os.Getenv("TACP_E2E_WORKSPACES")),
 	}
 	if roots := os.Getenv("TACP_E2E_ROOTS"); roots != "" {
 		opts.WorkspaceRoots = filepath.SplitList(roots)
@@ -56,6 +58,13 @@ func runWorkerProcess() int {
 	fmt.Println("ready", w.Host.Queue)
 	<-ctx.Done()
 	return 0
+}
+
+func splitNonEmpty(s string) []string {
+	if s == "" {
+		return nil
+	}
+	return strings.Split(s, ",")
 }
 
 // startWorkerProcess runs a worker in a child process polling queue and waits until it

@@ -258,6 +258,10 @@ func (a *attachment) handle(ev signals.Event, write bool) {
 			a.write(permissionResolved(a.id, ev.Seq, a.toolCalls[r.RequestID], r))
 		}
 		delete(a.toolCalls, r.RequestID)
+	case signals.EventAgentContextLost, signals.EventWorkspaceMissing:
+		if text, ok := noticeText(ev); ok && write {
+			a.write(notice(a.id, ev.Seq, ev.Kind, text, ev.Data))
+		}
 	case signals.EventTurnEnded, signals.EventTurnFailed:
 		a.finish(ev.TurnID, outcomeOf(ev))
 	case signals.EventSessionClosed:

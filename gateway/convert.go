@@ -185,3 +185,35 @@ func truncate(s string, n int) string {
 	}
 	return s[:n] + "..."
 }
+
+// notice returns the session/update params that tell an editor of a journal event the agent
+// did not say itself (agent.context_lost, workspace.missing): an agent_message_chunk of text,
+// so every editor shows it, with the event in the update's _meta.tacp.notice for those that
+// read it.
+func notice(sessionID string, seq int64, kind, text string, data json.RawMessage) sessionUpdate {
+	u, _ := json.Marshal(map[string]any{
+		"sessionUpdate": "agent_message_chunk",
+		"content":       map[string]string{"type": "text", "text": text},
+		"_meta":         map[string]any{"tacp": map[string]any{"notice": map[string]any{"kind": kind, "data": data}}},
+	})
+	return sessionUpdate{SessionID: sessionID, Update: u, Meta: signals.ACPMeta{Seq: seq}.Map()}
+}
+
+// noticeText is how an editor reads a notice event.
+func noticeText(ev signals.Event) (string, bool) {
+	switch ev.Kind {
+	case signals.EventAgentContextLost:
+		var d signals.AgentContextLostData
+		_ = json.Unmarshal(ev.Data, &d)
+		carried := "the conversation so far was carried over from tacp's journal"
+		if d.Carried == 0 {
+			carried = "the conversation was not carried over"
+		}
+		return fmt.Sprintf("\n[tacp: the agent lost its memory of this session (%s); it continues in a new agent session, and %s]\n", d.Reason, carried), true
+	case signals.EventWorkspaceMissing:
+		var d signals.WorkspaceMissingData
+		_ = json.Unmarshal(ev.Data, &d)
+		return fmt.Sprintf("\n[tacp: the session's workspace %s is not on the worker that took this turn (%s)]\n", d.Path, d.Action), true
+	}
+	return "", false
+}

@@ -64,6 +64,7 @@ func ValidateSessionConfigFormat(cfg SessionConfig) error {
 		{"grace_window", cfg.GraceWindow},
 		{"turn_deadline", cfg.TurnDeadline},
 		{"permission_timeout", cfg.PermissionTimeout},
+		{"affinity_wait", cfg.AffinityWait},
 	} {
 		if _, err := ParseConfigDuration(f.name, f.value); err != nil {
 			return err

@@ -22,6 +22,12 @@ const (
 	EventViewerGraceStarted   = "viewer.grace_started"
 	EventViewerGraceCancelled = "viewer.grace_cancelled"
 	EventSessionClosed        = "session.closed"
+	// EventAgentContextLost: the host that took a turn could not load the agent's session
+	// (no loadSession, or the load failed) and started a new one (DESIGN §10, Affinity).
+	EventAgentContextLost = "agent.context_lost"
+	// EventWorkspaceMissing: the session's workspace did not follow it to the host that took
+	// the turn (its marker is missing there).
+	EventWorkspaceMissing = "workspace.missing"
 )
 
 // IsTerminal reports whether kind ends a turn (every turn.started has exactly one).
@@ -60,6 +66,10 @@ type TurnStartedData struct {
 	PromptClientMessageID string `json:"prompt_client_message_id"`
 	// Cause says, on turn.restarted, why the previous attempt was given up.
 	Cause string `json:"cause,omitempty"`
+	// Resumed is set on the turn.restarted of an attempt that loaded the agent session and
+	// found the prompt already in it: the prompt was not sent again; the agent was asked to
+	// continue. Viewers drop the partial text of the earlier attempt all the same.
+	Resumed bool `json:"resumed,omitempty"`
 }
 
 // SteerAcceptedData is the data of steer.accepted.
@@ -92,6 +102,34 @@ type SessionClosedData struct {
 	Reason  string   `json:"reason,omitempty"`
 	Dropped []string `json:"dropped,omitempty"`
 }
+
+// AgentContextLostData is the data of agent.context_lost. Reason says why the host could not
+// load the agent session it was given; Carried is how many bytes of the session's
+// transcript seeded the new agent session (0: carrying context is off on that worker).
+type AgentContextLostData struct {
+	Reason           string `json:"reason"`
+	Attempt          int32  `json:"attempt"`
+	Host             string `json:"host,omitempty"`
+	LostSessionID    string `json:"lost_agent_session_id,omitempty"`
+	NewSessionID     string `json:"agent_session_id,omitempty"`
+	Carried          int    `json:"carried_bytes"`
+	CarriedTruncated bool   `json:"carried_truncated,omitempty"`
+}
+
+// WorkspaceMissingData is the data of workspace.missing: the workspace Path (on Host) did not
+// hold the marker the session's earlier turns left; Action is "failed" (the turn fails) or
+// "empty" (the worker's operator chose to go on in an empty workspace).
+type WorkspaceMissingData struct {
+	Path   string `json:"path"`
+	Host   string `json:"host,omitempty"`
+	Action string `json:"action"`
+}
+
+// Actions of workspace.missing.
+const (
+	WorkspaceMissingFailed = "failed"
+	WorkspaceMissingEmpty  = "empty"
+)
 
 // MaxJournalTextBytes caps prompt and steer text copied into journal events.
 const MaxJournalTextBytes = 64 << 10

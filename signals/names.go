@@ -41,6 +41,9 @@ const (
 const (
 	QueryStatus = "status"
 	QueryEvents = "events"
+	// QueryTranscript returns the session's conversation as text, for seeding a new agent
+	// session after the agent's own was lost (agent.context_lost).
+	QueryTranscript = "transcript"
 )
 
 // Signals the turn runner sends to the session workflow (DESIGN §7).
@@ -53,6 +56,8 @@ const (
 // Activity names of the turn runner.
 const (
 	ActivityRunTurn = "RunTurn"
+	// ActivityReleaseAgent stops a session's idle agent on a host the session left.
+	ActivityReleaseAgent = "ReleaseAgent"
 )
 
 // Search attributes of DESIGN §2.

@@ -134,6 +134,9 @@ func TestNames_WireStringsMatchDesign(t *testing.T) {
 		{EventModeChanged, "mode.changed"},
 		{EventConfigOptionChanged, "config_option.changed"},
 		{DeliverSettings, "settings"},
+		{EventAgentContextLost, "agent.context_lost"},
+		{EventWorkspaceMissing, "workspace.missing"},
+		{QueryTranscript, "transcript"},
 		// §7
 		{SignalTurnStarted, "turn_started"},
 		{SignalTurnEvents, "turn_events"},

@@ -20,9 +20,12 @@ type SessionConfig struct {
 	GraceWindow       string `json:"grace_window,omitempty"`
 	TurnDeadline      string `json:"turn_deadline,omitempty"`
 	PermissionTimeout string `json:"permission_timeout,omitempty"`
-	Policy            string `json:"policy,omitempty"`
-	Steering          *bool  `json:"steering,omitempty"`
-	MaxRunEvents      int    `json:"max_run_events,omitempty"`
+	// AffinityWait bounds how long a turn waits for the worker holding the session's agent
+	// to take it before any worker may (DESIGN §10; empty: 3s).
+	AffinityWait string `json:"affinity_wait,omitempty"`
+	Policy       string `json:"policy,omitempty"`
+	Steering     *bool  `json:"steering,omitempty"`
+	MaxRunEvents int    `json:"max_run_events,omitempty"`
 	// McpServers is the ACP McpServer list the client passes the agent (session/new's
 	// mcpServers), as JSON: kept in the session, encrypted with its payloads when the codec
 	// is on, never logged or journaled, and checked by the worker's MCP policy.
@@ -179,8 +182,23 @@ type Status struct {
 	// AgentSettings is the latest the agent offered (modes, config options, commands,
 	// capabilities), with the clients' choices applied.
 	AgentSettings *AgentSettings `json:"agent_settings,omitempty"`
-	HistoryLength int            `json:"history_length"`
-	Run           int            `json:"run"`
+	// AgentHost is the host queue of the worker that holds the session's live agent (the one
+	// that ran its last attempt): the next turn goes there first.
+	AgentHost string `json:"agent_host,omitempty"`
+	// ContextLost is the last agent.context_lost of the session, with its turn (nil: the
+	// agent has kept the whole conversation).
+	ContextLost   *ContextLostView `json:"context_lost,omitempty"`
+	HistoryLength int              `json:"history_length"`
+	Run           int              `json:"run"`
+}
+
+// ContextLostView is status's account of the last agent.context_lost.
+type ContextLostView struct {
+	TurnID  int64     `json:"turn_id"`
+	Seq     int64     `json:"seq"`
+	At      time.Time `json:"at"`
+	Reason  string    `json:"reason"`
+	Carried int       `json:"carried_bytes"`
 }
 
 // --- Turn runner wire (DESIGN §7): TurnWorkflow input, activity input, and the signals the
@@ -206,13 +224,52 @@ type TurnInput struct {
 	StartToClose time.Duration `json:"start_to_close"`
 	// Heartbeat is the turn activity's heartbeat timeout: how fast a lost worker is noticed.
 	Heartbeat time.Duration `json:"heartbeat"`
+	// HostQueue is the host queue of the worker that ran the session's last turn, which
+	// holds its live agent: the turn goes there first (affinity, DESIGN §10) and to the
+	// session queue only when that worker does not take it within AffinityWait.
+	HostQueue    string        `json:"host_queue,omitempty"`
+	AffinityWait time.Duration `json:"affinity_wait,omitempty"`
 }
 
 // RunTurnInput is the argument of the RunTurn activity.
 type RunTurnInput struct {
 	TurnInput
 	SessionWorkflowID string `json:"session_workflow_id"`
+	// AttemptBase is how many attempts of the turn ran before this activity (an attempt on
+	// the previous host's queue): the runner numbers its attempts AttemptBase+1, ...
+	AttemptBase int32 `json:"attempt_base,omitempty"`
+	// Resume is the last progress of the attempt before AttemptBase+1 when it ran in
+	// another activity (on the previous host), so the next attempt knows how far it got.
+	Resume *TurnProgress `json:"resume,omitempty"`
 }
+
+// TurnProgress is what a turn attempt records with its heartbeats: how far it got, for the
+// attempt that takes the turn over.
+type TurnProgress struct {
+	AgentSessionID string `json:"agent_session_id"`
+	// PromptSent is set once the prompt went to the agent session AgentSessionID: an attempt
+	// that loads that session finds the prompt there and does not send it again.
+	PromptSent bool `json:"prompt_sent,omitempty"`
+}
+
+// TranscriptRequest is the argument of the transcript query: the session's conversation
+// before turn BeforeTurn (0: all of it), at most MaxBytes (0: DefaultTranscriptBytes),
+// newest kept.
+type TranscriptRequest struct {
+	BeforeTurn int64 `json:"before_turn,omitempty"`
+	MaxBytes   int   `json:"max_bytes,omitempty"`
+}
+
+// TranscriptResult answers the transcript query. Truncated is set when older parts were
+// left out to stay within MaxBytes.
+type TranscriptResult struct {
+	Text      string `json:"text"`
+	Turns     int    `json:"turns"`
+	Truncated bool   `json:"truncated,omitempty"`
+}
+
+// DefaultTranscriptBytes bounds the transcript a new agent session is seeded with.
+const DefaultTranscriptBytes = 32 << 10
 
 // RunTurnResult is what RunTurn returns when the agent answered the prompt.
 type RunTurnResult struct {
@@ -223,6 +280,8 @@ type RunTurnResult struct {
 	// it sent.
 	Attempt int32 `json:"attempt"`
 	Batches int64 `json:"batches"`
+	// Host is the host queue of the worker that ran the attempt.
+	Host string `json:"host,omitempty"`
 	// Reported is set when the runner has already sent the session this turn_finished, so
 	// the TurnWorkflow need not send it again.
 	Reported bool `json:"reported,omitempty"`
@@ -242,6 +301,14 @@ type TurnStartedSignal struct {
 	// Settings is what the agent offered when this attempt opened its agent session
 	// (session/new or session/load); nil when it took an agent session already open.
 	Settings *AgentSettings `json:"settings,omitempty"`
+	// ContextLost is set when this attempt could not load the agent session the session
+	// held and started a new one: the session journals agent.context_lost.
+	ContextLost *AgentContextLostData `json:"context_lost,omitempty"`
+	// Resumed is set when the attempt loaded the agent session, found the prompt in it and
+	// did not send it again.
+	Resumed bool `json:"resumed,omitempty"`
+	// WorkspaceMissing is set when the session's workspace was not found on this host.
+	WorkspaceMissing *WorkspaceMissingData `json:"workspace_missing,omitempty"`
 }
 
 // TurnEventsSignal carries a batch of raw ACP session/update params. It is idempotent on
@@ -266,7 +333,18 @@ type TurnFinishedSignal struct {
 	Orphaned       bool            `json:"orphaned,omitempty"`
 	AgentSessionID string          `json:"agent_session_id,omitempty"`
 	Usage          json.RawMessage `json:"usage,omitempty"`
+	// HostQueue is the host queue of the worker that ran the turn, where the session's agent
+	// now lives: turn_started says the same, but it is sent alongside the prompt and may
+	// arrive after the turn is over (a quick turn), too late to name the next turn's host.
+	HostQueue string `json:"host_queue,omitempty"`
 	// Batches is how many turn_events batches Attempt sent before it ended: the session
 	// journals the terminal event only after all of them.
 	Batches int64 `json:"batches,omitempty"`
+}
+
+// ReleaseAgentRequest is the argument of ReleaseAgent: the session whose idle agent the host
+// should stop, because a turn of it now runs on NewHost (no orphans).
+type ReleaseAgentRequest struct {
+	SessionID string `json:"session_id"`
+	NewHost   string `json:"new_host,omitempty"`
 }

@@ -42,6 +42,21 @@ func (r *renderer) render(ev signals.Event) {
 		var d signals.TurnStartedData
 		_ = json.Unmarshal(ev.Data, &d)
 		r.line("[%s: turn %d, attempt %d]", ev.Kind, ev.TurnID, d.Attempt)
+		if d.Resumed {
+			r.line("[turn %d: the agent already held the prompt: it was asked to continue, not told again; the lost attempt's partial output above is superseded]", ev.TurnID)
+		}
+	case signals.EventAgentContextLost:
+		var d signals.AgentContextLostData
+		_ = json.Unmarshal(ev.Data, &d)
+		carried := fmt.Sprintf("%d bytes of the conversation carried over", d.Carried)
+		if d.Carried == 0 {
+			carried = "the conversation was not carried over"
+		}
+		r.line("[agent context lost in turn %d: %s; new agent session %s, %s]", ev.TurnID, d.Reason, d.NewSessionID, carried)
+	case signals.EventWorkspaceMissing:
+		var d signals.WorkspaceMissingData
+		_ = json.Unmarshal(ev.Data, &d)
+		r.line("[workspace missing in turn %d: %s is not on %s (%s)]", ev.TurnID, d.Path, d.Host, d.Action)
 	case signals.EventTurnEnded:
 		var d signals.TurnEndedData
 		_ = json.Unmarshal(ev.Data, &d)

@@ -62,6 +62,9 @@ func run() error {
 		flush     = fs.Duration("events.flush", activities.DefaultFlushInterval, "how often a turn's agent events are flushed to its session at first (latency seen by viewers)")
 		flushLong = fs.Duration("events.flush-longest", activities.DefaultFlushLongest, "the flush interval a turn that streams on stretches to: 1 s after 30 s, this after 5 min (history per hour)")
 		flushRate = fs.Float64("events.max-rate", activities.DefaultMaxFlushRate, "turn_events signals a second of all the turns streaming on this worker together; past it each turn flushes less often (negative: no bound)")
+		carry     = fs.Bool("agent.carry-context", true, "seed a new agent session with the session's transcript when the agent's own session could not be loaded on this worker (agent.context_lost)")
+		carryMax  = fs.Int("agent.carry-context-bytes", signals.DefaultTranscriptBytes, "bound of that transcript, newest kept")
+		missingWS = fs.String("workspace.missing", activities.MissingWorkspaceFail, "when a session's workspace is not on this worker (its earlier turns ran on another machine): fail (the turn fails, workspace.missing is journaled) or empty (go on in an empty workspace)")
 		metrics   = fs.String("metrics.listen", "", "serve Prometheus metrics at http://ADDR/metrics, e.g. 127.0.0.1:9464 (empty: off)")
 	)
 	var profiles profileFlags
@@ -78,6 +81,9 @@ func run() error {
 		if *profDef == "" {
 			*profDef = def
 		}
+	}
+	if *missingWS != activities.MissingWorkspaceFail && *missingWS != activities.MissingWorkspaceEmpty {
+		return fmt.Errorf("-workspace.missing: %q is neither %q nor %q", *missingWS, activities.MissingWorkspaceFail, activities.MissingWorkspaceEmpty)
 	}
 	rootDirs := splitList(*roots)
 	if len(rootDirs) == 0 {
@@ -146,6 +152,7 @@ func run() error {
 		DataDir: *data, Logger: logger,
 		AgentIdleTTL: *idleTTL, MaxAgents: *maxAgents, CancelGrace: *grace,
 		FlushInterval: *flush, FlushLongest: *flushLong, FlushMaxRate: *flushRate, WorkflowPollers: *pollers,
+		NoCarryContext: !*carry, CarryContextBytes: *carryMax, MissingWorkspace: *missingWS,
 	})
 	if err != nil {
 		return err

@@ -33,6 +33,7 @@ type Config struct {
 	Grace             time.Duration
 	Deadline          time.Duration
 	PermissionTimeout time.Duration
+	AffinityWait      time.Duration
 	SteeringOn        bool
 }
 
@@ -62,6 +63,7 @@ func ResolveConfig(cfg signals.SessionConfig) (Config, error) {
 	c.Grace = duration("grace_window", cfg.GraceWindow, DefaultGraceWindow)
 	c.Deadline = duration("turn_deadline", cfg.TurnDeadline, DefaultTurnDeadline)
 	c.PermissionTimeout = duration("permission_timeout", cfg.PermissionTimeout, DefaultPermissionTimeout)
+	c.AffinityWait = duration("affinity_wait", cfg.AffinityWait, DefaultAffinityWait)
 	return c, nil
 }
 

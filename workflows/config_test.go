@@ -29,6 +29,7 @@ func TestConfig_DefaultsFromSessionIDOnly(t *testing.T) {
 	require.Equal(t, 15*time.Minute, c.Grace)
 	require.Equal(t, 60*time.Minute, c.Deadline)
 	require.Equal(t, 10*time.Minute, c.PermissionTimeout)
+	require.Equal(t, 3*time.Second, c.AffinityWait)
 	require.True(t, c.SteeringOn, "steering is on unless switched off")
 }
 
@@ -37,7 +38,7 @@ func TestConfig_ExplicitValuesKept(t *testing.T) {
 	c, err := ResolveConfig(signals.SessionConfig{
 		SessionID: "s.1-x_y", Agent: "testagent --fast", Workspace: "/tmp/w",
 		QueueLimit: 3, JournalSize: 100, MaxRunEvents: 500,
-		GraceWindow: "90s", TurnDeadline: "2h", PermissionTimeout: "1m30s",
+		GraceWindow: "90s", TurnDeadline: "2h", PermissionTimeout: "1m30s", AffinityWait: "750ms",
 		Policy: "allow_all", Steering: &off,
 	})
 	require.NoError(t, err)
@@ -48,6 +49,7 @@ func TestConfig_ExplicitValuesKept(t *testing.T) {
 	require.Equal(t, 90*time.Second, c.Grace)
 	require.Equal(t, 2*time.Hour, c.Deadline)
 	require.Equal(t, 90*time.Second, c.PermissionTimeout)
+	require.Equal(t, 750*time.Millisecond, c.AffinityWait)
 	require.False(t, c.SteeringOn)
 	require.Equal(t, "testagent --fast", c.Agent)
 	require.Equal(t, "/tmp/w", c.Workspace)
@@ -96,6 +98,8 @@ func TestConfig_InvalidValuesRejectedWithClearErrors(t *testing.T) {
 		{"permission_timeout zero", base(func(c *signals.SessionConfig) { c.PermissionTimeout = "0" }), []string{"permission_timeout"}},
 		{"permission_timeout garbage", base(func(c *signals.SessionConfig) { c.PermissionTimeout = "10 min" }), []string{"permission_timeout", `"10 min"`}},
 		{"turn_deadline past time.Duration with the activity slack", base(func(c *signals.SessionConfig) { c.TurnDeadline = "2562047h47m" }), []string{"turn_deadline", "100 years"}},
+		{"affinity_wait zero", base(func(c *signals.SessionConfig) { c.AffinityWait = "0s" }), []string{"affinity_wait", "positive"}},
+		{"affinity_wait garbage", base(func(c *signals.SessionConfig) { c.AffinityWait = "3 sec" }), []string{"affinity_wait", `"3 sec"`}},
 		{"grace_window over 100 years", base(func(c *signals.SessionConfig) { c.GraceWindow = "876001h" }), []string{"grace_window", "100 years"}},
 	}
 	for _, tt := range tests {

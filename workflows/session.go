@@ -58,8 +58,13 @@ type sessionState struct {
 	Journal        *Journal  `json:"journal"`
 	Turn           *LiveTurn `json:"turn,omitempty"`
 	AgentSessionID string    `json:"agent_session_id,omitempty"`
-	Closing        bool      `json:"closing,omitempty"`
-	CloseReason    string    `json:"close_reason,omitempty"`
+	// AgentHost is the host queue of the worker that ran the last attempt, which holds the
+	// live agent: the next turn goes there first (affinity, DESIGN §10).
+	AgentHost string `json:"agent_host,omitempty"`
+	// ContextLost is the last agent.context_lost, for status.
+	ContextLost *signals.ContextLostView `json:"context_lost,omitempty"`
+	Closing     bool                     `json:"closing,omitempty"`
+	CloseReason string                   `json:"close_reason,omitempty"`
 	// Deliveries wait to be sent into the live turn, oldest first.
 	Deliveries  []signals.Delivery                       `json:"deliveries,omitempty"`
 	Permissions []openPermission                         `json:"permissions,omitempty"`
@@ -213,6 +218,13 @@ func (s *session) register(ctx workflow.Context) error {
 	}
 	if err := workflow.SetQueryHandler(ctx, signals.QueryEvents, func(req signals.EventsRequest) (signals.EventsResult, error) {
 		return s.Journal.Since(req.AfterSeq, req.Limit), nil
+	}); err != nil {
+		return err
+	}
+	// The transcript is asked for by a runner that could not load the agent's session, at
+	// the moment it needs it: a query costs no history, so the warm path pays nothing.
+	if err := workflow.SetQueryHandler(ctx, signals.QueryTranscript, func(req signals.TranscriptRequest) (signals.TranscriptResult, error) {
+		return BuildTranscript(s.Journal.Events, req.BeforeTurn, req.MaxBytes), nil
 	}); err != nil {
 		return err
 	}
@@ -458,13 +470,19 @@ func (s *session) liveTurn(turnID int64) *LiveTurn {
 // advanceAttempt moves the live turn to a newer attempt of its activity: the partial output
 // of the old attempt is superseded, which viewers learn from turn.restarted.
 func (s *session) advanceAttempt(ctx workflow.Context, t *LiveTurn, attempt int32) {
+	s.advanceAttemptResumed(ctx, t, attempt, false)
+}
+
+// advanceAttemptResumed is advanceAttempt for an attempt that says whether it found the
+// prompt in the agent session it loaded (resumed: the prompt was not sent again).
+func (s *session) advanceAttemptResumed(ctx workflow.Context, t *LiveTurn, attempt int32, resumed bool) {
 	if attempt <= t.Attempt {
 		return
 	}
 	cause := restartCause(t, attempt)
 	t.Attempt, t.LastBatch, t.HostQueue, t.HostLost = attempt, 0, "", false
 	s.cancelPermissions(ctx, t.TurnID, signals.DecidedByRestart, cause) // they belonged to the lost attempt
-	s.journal(ctx, signals.EventTurnRestarted, t.TurnID, signals.TurnStartedData{Attempt: attempt, PromptClientMessageID: t.ClientMessageID, Cause: cause})
+	s.journal(ctx, signals.EventTurnRestarted, t.TurnID, signals.TurnStartedData{Attempt: attempt, PromptClientMessageID: t.ClientMessageID, Cause: cause, Resumed: resumed})
 }
 
 // restartCause says why the attempt before attempt was given up, from what the session saw
@@ -487,12 +505,24 @@ func (s *session) turnStarted(ctx workflow.Context, sig signals.TurnStartedSigna
 	if t == nil || sig.Attempt < t.Attempt {
 		return
 	}
-	s.advanceAttempt(ctx, t, sig.Attempt)
+	if sig.Attempt > t.Attempt {
+		s.advanceAttemptResumed(ctx, t, sig.Attempt, sig.Resumed)
+	}
 	t.HostQueue, t.HostLost = sig.HostQueue, false
+	if sig.HostQueue != "" {
+		s.AgentHost = sig.HostQueue
+	}
 	if sig.AgentSessionID != "" {
 		s.AgentSessionID = sig.AgentSessionID
 	}
 	s.offered(ctx, t.TurnID, sig.Settings)
+	if w := sig.WorkspaceMissing; w != nil {
+		s.journal(ctx, signals.EventWorkspaceMissing, t.TurnID, *w)
+	}
+	if cl := sig.ContextLost; cl != nil {
+		ev := s.Journal.Append(signals.EventAgentContextLost, t.TurnID, workflow.Now(ctx), *cl)
+		s.ContextLost = &signals.ContextLostView{TurnID: t.TurnID, Seq: ev.Seq, At: ev.At, Reason: cl.Reason, Carried: cl.Carried}
+	}
 }
 
 func (s *session) turnEvents(ctx workflow.Context, sig signals.TurnEventsSignal) {
@@ -592,6 +622,11 @@ func (s *session) maybeFinish(ctx workflow.Context) {
 	if fin.AgentSessionID != "" {
 		s.AgentSessionID = fin.AgentSessionID
 	}
+	// Affinity: the next turn goes to the worker that ran this one, even when this turn's
+	// turn_started lost the race with its end.
+	if fin.HostQueue != "" {
+		s.AgentHost = fin.HostQueue
+	}
 	s.cancelPermissions(ctx, t.TurnID, signals.DecidedByCancel, "turn ended")
 	if len(fin.Usage) > 0 {
 		s.addUsage(ctx, t.TurnID, fin.Usage)
@@ -647,6 +682,8 @@ func (s *session) status(ctx workflow.Context) signals.Status {
 		Profiles:           s.offer(),
 		AgentSessionID:     s.AgentSessionID,
 		AgentSettings:      s.Settings.View(),
+		AgentHost:          s.AgentHost,
+		ContextLost:        s.ContextLost,
 		HistoryLength:      workflow.GetInfo(ctx).GetCurrentHistoryLength(),
 		Run:                s.Run,
 	}
@@ -775,6 +812,8 @@ func (s *session) startTurn(ctx workflow.Context) {
 		AgentSessionID:  s.AgentSessionID,
 		Choices:         t.Choices,
 		McpServers:      s.cfg.McpServers,
+		HostQueue:       s.AgentHost,
+		AffinityWait:    s.cfg.AffinityWait,
 		StartToClose:    s.cfg.Deadline + turnStartToCloseSlack,
 		Heartbeat:       TurnHeartbeat,
 	})

@@ -494,3 +494,26 @@ func TestSession_StatusNamesTheDefaultAgent(t *testing.T) {
 		require.NoError(t, h.run(signals.SessionConfig{SessionID: "s1", Agent: tt.agent}))
 	}
 }
+
+// Affinity (DESIGN §10): turn_finished names the worker that ran the turn, so the session
+// knows where its agent lives even when the turn ended before its turn_started arrived (a
+// quick turn: the runner sends turn_started alongside the prompt).
+func TestSession_TurnFinishedNamesTheAgentsHost(t *testing.T) {
+	h := newHarness(t)
+	h.step(func() {
+		h.prompt("quick", "m1", func(_ signals.PromptResult, err error) { require.NoError(t, err) })
+	})
+	h.step(func() {
+		h.env.SignalWorkflow(signals.SignalTurnFinished, signals.TurnFinishedSignal{TurnID: 1, Attempt: 1, StopReason: "end_turn", AgentSessionID: "a1", HostQueue: "host-a"})
+	})
+	h.step(func() {
+		st := h.status()
+		require.Equal(t, signals.StateIdle, st.State)
+		require.Equal(t, "host-a", st.AgentHost, "the next turn goes to the worker that ran this one")
+		// The late turn_started of the finished turn changes nothing.
+		h.env.SignalWorkflow(signals.SignalTurnStarted, signals.TurnStartedSignal{TurnID: 1, Attempt: 1, HostQueue: "host-a", AgentSessionID: "a1"})
+	})
+	h.step(func() { require.Equal(t, "host-a", h.status().AgentHost) })
+	h.closeSession()
+	require.NoError(t, h.run(signals.SessionConfig{SessionID: "s1"}))
+}

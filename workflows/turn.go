@@ -25,24 +25,56 @@ const reportOnceChange = "report-once"
 
 // TurnWorkflow runs one turn of a session.
 func TurnWorkflow(ctx workflow.Context, in signals.TurnInput) error {
-	actx := workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
-		StartToCloseTimeout: in.StartToClose,
-		HeartbeatTimeout:    in.Heartbeat,
-		WaitForCancellation: true,
-		RetryPolicy: &temporal.RetryPolicy{
-			InitialInterval:        time.Second,
-			BackoffCoefficient:     2,
-			MaximumInterval:        10 * time.Second,
-			MaximumAttempts:        turnAttempts,
-			NonRetryableErrorTypes: []string{signals.ErrAgent},
-		},
-		Summary: fmt.Sprintf("turn %d: the agent works on the prompt (up to %d attempts)", in.TurnID, turnAttempts),
-	})
-	var res signals.RunTurnResult
-	err := workflow.ExecuteActivity(actx, signals.ActivityRunTurn, signals.RunTurnInput{
-		TurnInput:         in,
-		SessionWorkflowID: signals.SessionWorkflowID(in.SessionID),
-	}).Get(actx, &res)
+	opts := func(attempts int32) workflow.ActivityOptions {
+		return workflow.ActivityOptions{
+			StartToCloseTimeout: in.StartToClose,
+			HeartbeatTimeout:    in.Heartbeat,
+			WaitForCancellation: true,
+			RetryPolicy: &temporal.RetryPolicy{
+				InitialInterval:        time.Second,
+				BackoffCoefficient:     2,
+				MaximumInterval:        10 * time.Second,
+				MaximumAttempts:        attempts,
+				NonRetryableErrorTypes: []string{signals.ErrAgent},
+			},
+			Summary: fmt.Sprintf("turn %d: the agent works on the prompt (up to %d attempts)", in.TurnID, turnAttempts),
+		}
+	}
+	run := signals.RunTurnInput{TurnInput: in, SessionWorkflowID: signals.SessionWorkflowID(in.SessionID)}
+	var (
+		res      signals.RunTurnResult
+		err      error
+		fallback = true
+	)
+	// Affinity (DESIGN §10): first on the host queue of the worker that holds the agent,
+	// one attempt, taken within AffinityWait or not at all.
+	if in.HostQueue != "" && workflow.GetVersion(ctx, affinityChange, workflow.DefaultVersion, 1) >= 1 {
+		wait := in.AffinityWait
+		if wait <= 0 {
+			wait = DefaultAffinityWait
+		}
+		o := opts(1)
+		o.TaskQueue, o.ScheduleToStartTimeout = in.HostQueue, wait
+		o.Summary = fmt.Sprintf("turn %d on the worker that holds the agent (taken within %s, or the turn moves)", in.TurnID, wait)
+		hctx := workflow.WithActivityOptions(ctx, o)
+		err = workflow.ExecuteActivity(hctx, signals.ActivityRunTurn, run).Get(hctx, &res)
+		next := afterHostAttempt(err)
+		fallback = next.Fallback
+		if fallback {
+			workflow.GetLogger(ctx).Info("turn falls back to the session queue", "why", next.Why, "host", in.HostQueue)
+			run.AttemptBase, run.Resume = next.Base, next.Resume
+			res = signals.RunTurnResult{}
+		}
+	}
+	if fallback {
+		actx := workflow.WithActivityOptions(ctx, opts(max(turnAttempts-run.AttemptBase, 1)))
+		err = workflow.ExecuteActivity(actx, signals.ActivityRunTurn, run).Get(actx, &res)
+		// No orphans: the turn ran elsewhere; the host the session left stops its idle agent
+		// (it holds one when it was alive but slow to take the turn).
+		if in.HostQueue != "" && res.Host != "" && res.Host != in.HostQueue {
+			defer releaseAgent(ctx, in, res.Host)
+		}
+	}
 
 	fin := signals.TurnFinishedSignal{TurnID: in.TurnID}
 	var appErr *temporal.ApplicationError
@@ -50,7 +82,7 @@ func TurnWorkflow(ctx workflow.Context, in signals.TurnInput) error {
 	switch {
 	case err == nil:
 		fin.StopReason, fin.Attempt, fin.Batches = res.StopReason, res.Attempt, res.Batches
-		fin.AgentSessionID, fin.Usage = res.AgentSessionID, res.Usage
+		fin.AgentSessionID, fin.Usage, fin.HostQueue = res.AgentSessionID, res.Usage, res.Host
 	case temporal.IsCanceledError(err):
 		fin.StopReason = "cancelled"
 	case errors.As(err, &appErr):
@@ -73,4 +105,18 @@ func TurnWorkflow(ctx workflow.Context, in signals.TurnInput) error {
 	// The turn's own context may be cancelled; the report must go out regardless.
 	dctx, _ := workflow.NewDisconnectedContext(ctx)
 	return workflow.SignalExternalWorkflow(dctx, signals.SessionWorkflowID(in.SessionID), "", signals.SignalTurnFinished, fin).Get(dctx, nil)
+}
+
+// releaseAgent asks the host the session left to stop the session's idle agent: best effort,
+// bounded by releaseTimeout (a host that is gone never takes it).
+func releaseAgent(ctx workflow.Context, in signals.TurnInput, newHost string) {
+	rctx := workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
+		TaskQueue:              in.HostQueue,
+		ScheduleToStartTimeout: releaseTimeout,
+		StartToCloseTimeout:    releaseTimeout,
+		RetryPolicy:            &temporal.RetryPolicy{MaximumAttempts: 1},
+		Summary:                "stop the session's idle agent on the host it left",
+	})
+	rctx, _ = workflow.NewDisconnectedContext(rctx)
+	_ = workflow.ExecuteActivity(rctx, signals.ActivityReleaseAgent, signals.ReleaseAgentRequest{SessionID: in.SessionID, NewHost: newHost}).Get(rctx, nil)
 }

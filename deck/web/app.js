@@ -197,7 +197,7 @@
 
   // ---- one session -----------------------------------------------------------------------
 
-  const refreshKinds = new Set(['prompt.accepted', 'turn.started', 'turn.restarted', 'turn.cancelling', 'turn.ended',
+  const refreshKinds = new Set(['prompt.accepted', 'turn.started', 'turn.restarted', 'agent.context_lost', 'turn.cancelling', 'turn.ended',
     'turn.failed', 'steer.accepted', 'permission.requested', 'permission.resolved', 'permission.forgotten',
     'policy.changed', 'viewer.grace_started', 'viewer.grace_cancelled', 'session.closed']);
   const quietKinds = new Set(['user_message_chunk', 'available_commands_update', 'current_mode_update',
@@ -337,7 +337,13 @@
           transcript.querySelectorAll(`.agent-out[data-turn="${t}"]`).forEach((el) => el.remove());
           for (const [k, v] of tools) if (!v.el.isConnected) tools.delete(k);
           plans.delete(t);
-          meta(`turn ${t} restarted (attempt ${d.attempt}): its partial output was dropped`, 'bad', t);
+          meta(`turn ${t} restarted (attempt ${d.attempt}): its partial output was dropped${d.resumed ? '; the agent already held the prompt and was asked to continue' : ''}`, 'bad', t);
+          break;
+        case 'agent.context_lost':
+          meta(`the agent lost its memory of this session (${d.reason}); ${d.carried_bytes > 0 ? `${d.carried_bytes} bytes of the conversation were carried over to the new agent session` : 'the conversation was not carried over'}`, 'bad', t);
+          break;
+        case 'workspace.missing':
+          meta(`the workspace ${d.path} is not on the worker that took turn ${t} (${d.action})`, 'bad', t);
           break;
         case 'agent.update': agentUpdate(ev); break;
         case 'steer.accepted':

@@ -59,6 +59,13 @@ type WorkerOptions struct {
 	FlushMaxRate float64
 	CancelGrace  time.Duration
 	InitTimeout  time.Duration
+	// NoCarryContext turns off seeding a new agent session with the session's transcript
+	// when the agent's own could not be loaded; CarryContextBytes bounds it (0: 32 KiB).
+	NoCarryContext    bool
+	CarryContextBytes int
+	// MissingWorkspace is what a turn does when the session's workspace is not on this
+	// worker: "fail" (default) or "empty".
+	MissingWorkspace string
 	// AgentIdleTTL and MaxAgents bound the agent processes kept alive between turns.
 	AgentIdleTTL time.Duration
 	MaxAgents    int
@@ -160,10 +167,21 @@ func StartWorker(c client.Client, opts WorkerOptions) (*Worker, error) {
 		CancelGrace:   opts.CancelGrace,
 		InitTimeout:   opts.InitTimeout,
 		Logger:        opts.Logger,
+
+		NoCarryContext:    opts.NoCarryContext,
+		CarryContextBytes: opts.CarryContextBytes,
+		MissingWorkspace:  opts.MissingWorkspace,
 	}
 	w.RegisterActivityWithOptions(runner.RunTurn, activity.RegisterOptions{Name: signals.ActivityRunTurn})
-	hw := worker.New(c, host.Queue, worker.Options{})
+	// The host queue takes deliveries and, by affinity (DESIGN §10), the turns of the sessions
+	// whose agents live here: RunTurn's heartbeats carry cancellation, as on the session queue.
+	hw := worker.New(c, host.Queue, worker.Options{
+		MaxHeartbeatThrottleInterval:     time.Second,
+		DefaultHeartbeatThrottleInterval: time.Second,
+	})
 	hw.RegisterActivityWithOptions(host.Deliver, activity.RegisterOptions{Name: signals.ActivityDeliver})
+	hw.RegisterActivityWithOptions(host.ReleaseAgent, activity.RegisterOptions{Name: signals.ActivityReleaseAgent})
+	hw.RegisterActivityWithOptions(runner.RunTurn, activity.RegisterOptions{Name: signals.ActivityRunTurn})
 	if err := hw.Start(); err != nil {
 		host.Close()
 		return nil, fmt.Errorf("start host worker on %s: %w", host.Queue, err)

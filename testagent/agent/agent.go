@@ -29,6 +29,7 @@
 //	                     outputTokens 20, totalTokens 38, cachedReadTokens 5, thoughtTokens 3}
 //	/unknown             send a session/update of kind "tacp_custom_kind" that no SDK knows
 //	/pids                say "pids <agent pid> <child pid>" (0: no -spawn-child)
+//	/received            say "received N bytes:" and every text block of this prompt (a client's seeded context)
 //	/read PATH           read PATH (relative to the session's cwd) with the client's
 //	                     fs/read_text_file and say "read: <content>"; "read refused: …"
 //	                     when the client refuses, "read: the client offers no
@@ -119,6 +120,9 @@ type Options struct {
 	ChildPID int
 }
 
+// StartsDirEnv names a directory where the agent leaves one file per process start.
+const StartsDirEnv = "TESTAGENT_STARTS_DIR"
+
 // DefaultTranscriptDir is where transcripts go unless configured otherwise.
 func DefaultTranscriptDir() string { return filepath.Join(os.TempDir(), "tacp-testagent") }
 
@@ -162,6 +166,12 @@ func Main(args []string) int {
 		if err != nil {
 			fmt.Fprintf(os.Stderr, "%s: spawn child: %v\n", DefaultName, err)
 			return 1
+		}
+	}
+	if dir := os.Getenv(StartsDirEnv); dir != "" {
+		// One file per process start: tests count agent starts across worker processes.
+		if err := os.MkdirAll(dir, 0o755); err == nil {
+			_ = os.WriteFile(filepath.Join(dir, fmt.Sprintf("start-%d-%d", os.Getpid(), time.Now().UnixNano())), nil, 0o644)
 		}
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
@@ -270,6 +280,8 @@ type session struct {
 	mode   string             // -settings: the current mode and model
 	model  string
 	mcp    []string // the MCP servers session/new or session/load got, as transport:name
+	// received is every text block of the running prompt, joined: /received reports it.
+	received string
 }
 
 // testAgent implements acp.Agent, acp.AgentLoader and acp.ExtensionMethodHandler.
@@ -448,6 +460,12 @@ func (a *testAgent) Prompt(ctx context.Context, p acp.PromptRequest) (acp.Prompt
 		}
 	}
 	text := strings.Join(texts, "\n")
+	// The directive is on the first line of the last text block: a client may put context
+	// (tacp's transcript of earlier turns) in blocks before it.
+	directive := text
+	if len(texts) > 1 {
+		directive = texts[len(texts)-1]
+	}
 
 	s.mu.Lock()
 	for s.turn != nil {
@@ -467,6 +485,7 @@ func (a *testAgent) Prompt(ctx context.Context, p acp.PromptRequest) (acp.Prompt
 	turn, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	defer cancel()
 	s.turn, s.cancel, s.done = turn, cancel, make(chan struct{})
+	s.received = text
 	a.recordLocked(s, acp.SessionNotification{SessionId: s.id, Update: acp.UpdateUserMessageText(text)})
 	s.mu.Unlock()
 	defer func() {
@@ -475,7 +494,7 @@ func (a *testAgent) Prompt(ctx context.Context, p acp.PromptRequest) (acp.Prompt
 		s.turn, s.cancel, s.done = nil, nil, nil
 		s.mu.Unlock()
 	}()
-	return a.run(turn, s, text)
+	return a.run(turn, s, directive)
 }
 
 // run interprets the directive on the first line of text.
@@ -553,6 +572,13 @@ func (a *testAgent) run(ctx context.Context, s *session, text string) (acp.Promp
 		err = a.say(s, s.settingsLine())
 	case "/mcp":
 		err = a.say(s, s.mcpLine())
+	case "/received":
+		// What this prompt carried, all its text blocks: the test of a client that seeds a
+		// new session with earlier context reads it back.
+		s.mu.Lock()
+		got := s.received
+		s.mu.Unlock()
+		err = a.say(s, fmt.Sprintf("received %d bytes:\n%s", len(got), got))
 	case "/pids":
 		err = a.say(s, fmt.Sprintf("pids %d %d", os.Getpid(), a.opts.ChildPID))
 	case "/read":
