@@ -268,10 +268,12 @@ func realConversation(t *testing.T, w *realAgentWorker) {
 	for _, ev := range evs {
 		if ev.Kind == signals.EventUsageUpdated {
 			var u struct {
-				Turn map[string]float64 `json:"turn"`
+				// Counters are numbers; the agent's usage_update gauges (context, cost) objects.
+				Turn map[string]any `json:"turn"`
 			}
 			require.NoError(t, json.Unmarshal(ev.Data, &u))
-			sum += u.Turn["totalTokens"]
+			total, _ := u.Turn["totalTokens"].(float64)
+			sum += total
 		}
 	}
 	st, err := w.sc.Status(ctxFor(t, 10*time.Second), id)

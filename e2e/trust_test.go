@@ -6,7 +6,6 @@ package e2e
 
 import (
 	"context"
-	"encoding/json"
 	"os"
 	"path/filepath"
 	"strings"
@@ -164,7 +163,7 @@ func TestTrustReadsOutsideTheWorkspaceAreAsked(t *testing.T) {
 	_, err := tw.qc.Prompt(ctx, signals.SessionConfig{SessionID: id}, signals.PromptRequest{Text: "/permission read notes/todo.md"})
 	require.NoError(t, err)
 	evs := turnEnd(t, id, 1)
-	res := resolutionsIn(t, evs, 1)
+	res := resolutions(t, evs, 1)
 	require.Len(t, res, 1)
 	require.Equal(t, signals.DecidedByPolicy, res[0].DecidedBy)
 
@@ -182,7 +181,7 @@ func TestTrustReadsOutsideTheWorkspaceAreAsked(t *testing.T) {
 		_, err = tw.qc.PermissionRespond(ctx, id, signals.PermissionRespondRequest{RequestID: req.RequestID, OptionID: "reject"})
 		require.NoError(t, err)
 		evs = turnEnd(t, id, turn)
-		res = resolutionsIn(t, evs, turn)
+		res = resolutions(t, evs, turn)
 		require.Len(t, res, 1)
 		require.Equal(t, signals.DecidedByUser, res[0].DecidedBy)
 	}
@@ -218,16 +217,3 @@ func requireSessionFailed(t *testing.T, id string) {
 	}, 30*time.Second, 50*time.Millisecond, "the refused session's workflow failed")
 }
 
-// resolutionsIn returns the permission.resolved data of turn.
-func resolutionsIn(t *testing.T, evs []signals.Event, turn int64) []signals.PermissionResolution {
-	t.Helper()
-	var out []signals.PermissionResolution
-	for _, ev := range evs {
-		if ev.Kind == signals.EventPermissionResolved && ev.TurnID == turn {
-			var r signals.PermissionResolution
-			require.NoError(t, json.Unmarshal(ev.Data, &r))
-			out = append(out, r)
-		}
-	}
-	return out
-}

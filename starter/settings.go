@@ -20,13 +20,9 @@ func cmdMode(ctx context.Context, e *env, fs *flag.FlagSet, args []string) int {
 		return e.fail(err)
 	}
 	if fs.NArg() == 0 {
-		st, err := e.c.Status(ctx, e.session)
+		v, err := e.agentSettings(ctx)
 		if err != nil {
 			return e.fail(err)
-		}
-		v := st.AgentSettings
-		if v == nil {
-			v = &signals.AgentSettings{}
 		}
 		if e.json {
 			e.printJSON(map[string]any{"current_mode_id": v.CurrentModeID, "modes": v.Modes})
@@ -67,13 +63,9 @@ func cmdConfig(ctx context.Context, e *env, fs *flag.FlagSet, args []string) int
 	}
 	switch fs.NArg() {
 	case 0:
-		st, err := e.c.Status(ctx, e.session)
+		v, err := e.agentSettings(ctx)
 		if err != nil {
 			return e.fail(err)
-		}
-		v := st.AgentSettings
-		if v == nil {
-			v = &signals.AgentSettings{}
 		}
 		if e.json {
 			e.printJSON(map[string]any{"config_options": v.ConfigOptions, "models": v.Models})
@@ -109,4 +101,17 @@ func cmdConfig(ctx context.Context, e *env, fs *flag.FlagSet, args []string) int
 	}
 	fmt.Fprintln(e.err, "starter config: want no arguments (show) or ID VALUE (set)")
 	return exitError
+}
+
+// agentSettings is the session's agent settings from its status (empty when the agent has
+// offered none yet).
+func (e *env) agentSettings(ctx context.Context) (*signals.AgentSettings, error) {
+	st, err := e.c.Status(ctx, e.session)
+	if err != nil {
+		return nil, err
+	}
+	if st.AgentSettings == nil {
+		return &signals.AgentSettings{}, nil
+	}
+	return st.AgentSettings, nil
 }
