@@ -216,4 +216,3 @@ func requireSessionFailed(t *testing.T, id string) {
 		return err == nil && d.WorkflowExecutionInfo.Status == enumspb.WORKFLOW_EXECUTION_STATUS_FAILED
 	}, 30*time.Second, 50*time.Millisecond, "the refused session's workflow failed")
 }
-
