@@ -746,6 +746,24 @@ func TestTurnTable(t *testing.T) {
 		}
 	}
 
+	// The first chunk of a turn (the first token a person waits for), each way in turn.
+	var firstDirect []time.Duration
+	var firsts []measuredTurn
+	for range rounds / 2 {
+		lat, err := d.stream(ctx, 1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		m, err := fast.measureTurn(ctx, streamPrompt(1))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(m.seen.chunks) != 1 {
+			t.Fatalf("first chunk: %d stamped chunks seen", len(m.seen.chunks))
+		}
+		firstDirect, firsts = append(firstDirect, lat[0]), append(firsts, m)
+	}
+
 	// Streaming turns, the baseline streaming alongside each.
 	var streams []streamFigures
 	for _, w := range []struct {
@@ -760,6 +778,7 @@ func TestTurnTable(t *testing.T) {
 	}
 
 	printEventTable(t, streams)
+	printFirstChunkTable(t, firstDirect, firsts)
 	printWarmTable(t, warm)
 	printHistoryTable(t, streams)
 }
@@ -813,6 +832,40 @@ func printEventTable(t testing.TB, streams []streamFigures) {
 			fmt.Fprintf(tw, "\t%.1f / %.1f", s.p50, s.p99)
 		}
 		fmt.Fprintln(tw)
+	}
+	flushTable(t, tw)
+}
+
+// printFirstChunkTable prints the first chunk of a turn (flushed at once: the batcher's
+// first event after a quiet spell) against the direct pipe, and where its time goes.
+func printFirstChunkTable(t testing.TB, direct []time.Duration, firsts []measuredTurn) {
+	var total, toSignal, toJournal, toViewer []time.Duration
+	for _, m := range firsts {
+		c := m.seen.chunks[0]
+		total = append(total, c.latency())
+		if sig, ok := m.session.signaled[c.index]; ok {
+			toSignal = append(toSignal, sig.Sub(c.stamp))
+			toJournal = append(toJournal, c.journaled.Sub(sig))
+		}
+		toViewer = append(toViewer, c.visible.Sub(c.journaled))
+	}
+	b, s := statsOf(direct), statsOf(total)
+	recordFigure(t, "event/first_chunk", s.n, s.p50, s.p99)
+	fmt.Println("First chunk of a turn (`/chunks 1 stamp` on a warm session: the first token a person waits for)")
+	tw := tabwriter.NewWriter(os.Stdout, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "path\tn\tp50 ms\tp99 ms\tmax ms")
+	fmt.Fprintf(tw, "direct ACP pipe (baseline)\t%d\t%.2f\t%.2f\t%.2f\n", b.n, b.p50, b.p99, b.max)
+	fmt.Fprintf(tw, "tacp viewer woken by history\t%d\t%.2f\t%.2f\t%.2f\n", s.n, s.p50, s.p99, s.max)
+	for _, seg := range []struct {
+		name string
+		lat  []time.Duration
+	}{
+		{"  agent → turn_events signal recorded (flush, signal RPC)", toSignal},
+		{"  signal recorded → journaled (session workflow task starts)", toJournal},
+		{"  journaled → visible (task completes, history wake-up, query)", toViewer},
+	} {
+		st := statsOf(seg.lat)
+		fmt.Fprintf(tw, "%s\t%d\t%.1f\t%.1f\t%.1f\n", seg.name, st.n, st.p50, st.p99, st.max)
 	}
 	flushTable(t, tw)
 }

@@ -340,7 +340,7 @@ func TestHubStopsQueryingASessionWhoseWorkflowClosed(t *testing.T) {
 		return j.followers[0].queried
 	}, 5*time.Second, time.Millisecond)
 	queries := j.queryCount()
-	s.hurry()() // not even a poke reaches a closed session
+	s.hurry()() // a prompt about to be sent asks for nothing either
 	for range 3 {
 		j.followers[0].wake()
 	}

@@ -62,7 +62,6 @@ type feed struct {
 	h      *hub
 	id     string
 	cancel context.CancelFunc
-	kick   chan struct{}
 
 	mu    sync.Mutex
 	cache []signals.Event // the newest events, contiguous by seq
@@ -84,7 +83,7 @@ func (h *hub) subscribe(id string, from int64) *subscription {
 	f := h.feeds[id]
 	if f == nil {
 		ctx, cancel := context.WithCancel(context.Background())
-		f = &feed{h: h, id: id, cancel: cancel, kick: make(chan struct{}, 1), last: from, subs: map[*subscription]struct{}{}}
+		f = &feed{h: h, id: id, cancel: cancel, last: from, subs: map[*subscription]struct{}{}}
 		h.feeds[id] = f
 		go f.poll(ctx)
 	}
@@ -119,20 +118,12 @@ func (s *subscription) wake() {
 	}
 }
 
-// hurry makes the poller query at once (a prompt is about to be sent); the returned func is
-// called when the prompt's turn is over. What the prompt starts wakes the poller through the
-// session's history, so there is nothing more to do.
+// hurry is called as a prompt is about to be sent, and the returned func when its turn is
+// over. It does nothing: what the prompt starts wakes the poller through the session's
+// history (a query sent now would only take the poller's one query in flight from the
+// turn's first events).
 func (s *subscription) hurry() (done func()) {
-	s.f.poke()
 	return func() {}
-}
-
-// poke asks the poller to poll now.
-func (f *feed) poke() {
-	select {
-	case f.kick <- struct{}{}:
-	default:
-	}
 }
 
 // after returns the cached events with seq > seq, in order, and whether the cache covers
@@ -169,8 +160,6 @@ func (f *feed) poll(ctx context.Context) {
 			case <-ctx.Done():
 				t.Stop()
 				return
-			case <-f.kick:
-				t.Stop()
 			case <-t.C:
 			}
 			continue
@@ -189,7 +178,6 @@ func (f *feed) poll(ctx context.Context) {
 		case <-ctx.Done():
 			return
 		case <-fl.Ready():
-		case <-f.kick:
 		}
 	}
 }
