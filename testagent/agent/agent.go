@@ -282,7 +282,15 @@ type session struct {
 	mcp    []string // the MCP servers session/new or session/load got, as transport:name
 	// received is every text block of the running prompt, joined: /received reports it.
 	received string
+	// lastDirective is the directive of the last prompt that was not a request to resume:
+	// tacp's resume message (resumePrefix) runs it again, as a real agent picks its work
+	// up where the lost worker left it (restored by session/load from the transcript).
+	lastDirective string
 }
+
+// resumePrefix begins the message tacp sends instead of the prompt when the agent session
+// already holds it (activities.ResumeText).
+const resumePrefix = "[tacp: the worker running this turn was lost"
 
 // testAgent implements acp.Agent, acp.AgentLoader and acp.ExtensionMethodHandler.
 type testAgent struct {
@@ -420,6 +428,17 @@ func (a *testAgent) LoadSession(_ context.Context, p acp.LoadSessionRequest) (ac
 		if err := a.notifyRaw(line); err != nil {
 			return acp.LoadSessionResponse{}, err
 		}
+		var rec struct {
+			Update struct {
+				SessionUpdate string `json:"sessionUpdate"`
+				Content       struct {
+					Text string `json:"text"`
+				} `json:"content"`
+			} `json:"update"`
+		}
+		if json.Unmarshal(line, &rec) == nil && rec.Update.SessionUpdate == "user_message_chunk" && !strings.HasPrefix(rec.Update.Content.Text, resumePrefix) {
+			s.lastDirective = lastBlock(rec.Update.Content.Text)
+		}
 	}
 	// The load's answer is the next result this agent writes: nothing else is asked of a
 	// session while it loads.
@@ -485,6 +504,11 @@ func (a *testAgent) Prompt(ctx context.Context, p acp.PromptRequest) (acp.Prompt
 	turn, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	defer cancel()
 	s.turn, s.cancel, s.done = turn, cancel, make(chan struct{})
+	if strings.HasPrefix(directive, resumePrefix) {
+		directive = s.lastDirective // go on with the prompt the lost worker was answering
+	} else {
+		s.lastDirective = directive
+	}
 	s.received = text
 	a.recordLocked(s, acp.SessionNotification{SessionId: s.id, Update: acp.UpdateUserMessageText(text)})
 	s.mu.Unlock()
@@ -1028,4 +1052,13 @@ func wait(ctx context.Context, d time.Duration) bool {
 	case <-t.C:
 		return true
 	}
+}
+
+// lastBlock is the directive of a recorded prompt: the whole text, unless a client put
+// tacp's earlier context before it (then the directive cannot be told apart: "").
+func lastBlock(text string) string {
+	if strings.HasPrefix(text, "[tacp: earlier context]") {
+		return ""
+	}
+	return text
 }
