@@ -15,6 +15,7 @@ import (
 	"sort"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	acp "github.com/coder/acp-go-sdk"
@@ -75,7 +76,8 @@ type hostedAgent struct {
 	client     *hostClient
 	acpSession acp.SessionId
 	// offer is what acpSession offers (settings.go), nil until it is opened.
-	offer *agentOffer
+	// It is set while the agent's updates are read (the tap reads it): atomic.
+	offer atomic.Pointer[agentOffer]
 	// mcpKey is the JSON of the MCP servers acpSession was opened with.
 	mcpKey   []byte
 	busy     bool

@@ -242,7 +242,7 @@ func (r *Runner) runTurn(ctx context.Context, in signals.RunTurnInput) (signals.
 	// which the session has journaled already, is left out (openSession).
 	proc.setTap(func(raw json.RawMessage) {
 		watch.observe(raw)
-		if o := ag.offer; o != nil {
+		if o := ag.offer.Load(); o != nil {
 			o.observe(raw)
 		}
 		b.add(raw)
@@ -291,10 +291,11 @@ func (r *Runner) runTurn(ctx context.Context, in signals.RunTurnInput) (signals.
 	home, _ := os.UserHomeDir()
 	lt.reach = func(toolCall json.RawMessage) string { return ToolCallReach(toolCall, dir, home) }
 	lt.applySettings = func(ctx context.Context, c signals.SessionChoices) error {
-		if ag.offer == nil {
+		o := ag.offer.Load()
+		if o == nil {
 			return errors.New("the agent session offers nothing to set")
 		}
-		return ag.offer.apply(ctx, proc.conn, sid, c)
+		return o.apply(ctx, proc.conn, sid, c)
 	}
 	ag.client.setTurn(lt)
 
@@ -618,7 +619,7 @@ func (r *Runner) openSession(ctx context.Context, ag *hostedAgent, in signals.Ru
 		if err == nil {
 			r.Logger.Info("session/load: the agent replayed the conversation", "session", in.SessionID, "updates", replayed.Load())
 			ag.acpSession = acp.SessionId(in.AgentSessionID)
-			ag.offer = offerOf(loaded.Modes, loaded.ConfigOptions, loaded.Models)
+			ag.offer.Store(offerOf(loaded.Modes, loaded.ConfigOptions, loaded.Models))
 			return ag.acpSession, "", nil
 		}
 		r.Logger.Warn("session/load failed: starting a new agent session", "session", in.SessionID, "error", err)
@@ -638,7 +639,7 @@ func (r *Runner) openSession(ctx context.Context, ag *hostedAgent, in signals.Ru
 		return "", "", fmt.Errorf("session/new: %w", err)
 	}
 	ag.acpSession = resp.SessionId
-	ag.offer = offerOf(resp.Modes, resp.ConfigOptions, resp.Models)
+	ag.offer.Store(offerOf(resp.Modes, resp.ConfigOptions, resp.Models))
 	return resp.SessionId, lost, nil
 }
 

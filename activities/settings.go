@@ -177,7 +177,7 @@ func (o *agentOffer) observe(raw json.RawMessage) {
 // session was just opened, or when applying changed something. A choice the agent refuses
 // is logged and left: the turn runs with what the agent has.
 func (r *Runner) applyChoices(ctx context.Context, ag *hostedAgent, sid acp.SessionId, in signals.RunTurnInput, log *slog.Logger) *signals.AgentSettings {
-	o := ag.offer
+	o := ag.offer.Load()
 	if o == nil {
 		return nil
 	}
