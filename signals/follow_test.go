@@ -386,7 +386,7 @@ func TestFollowerSendsNoLongPollWhileAQueryIsOut(t *testing.T) {
 	h.append(batch(5)[:2]...) // a signal
 	n = h.waitBlocked(t, n)
 	require.True(t, readyNow(f))
-	done := f.Querying() // the query waits for the signal's task...
+	done := f.Querying()      // the query waits for the signal's task...
 	h.append(batch(5)[2:]...) // ...which starts and completes meanwhile
 	h.append(signaled(9), taskScheduled(10))
 	require.Never(t, func() bool { return h.blockedCount() > n }, 50*time.Millisecond, 5*time.Millisecond,
