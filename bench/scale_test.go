@@ -125,10 +125,12 @@ func (b *scaleBench) follow(ctx context.Context, s *scaleSession, turn int64, er
 		fl = b.sc.Follow(fctx, s.id)
 	}
 	for {
+		done := func() {}
 		if fl != nil {
-			fl.Querying()
+			done = fl.Querying()
 		}
 		res, err := b.sc.Events(ctx, s.id, s.lastSeq, 0)
+		done()
 		now := time.Now()
 		if err != nil && ctx.Err() == nil {
 			errs.add("events query failed", err)

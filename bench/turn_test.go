@@ -571,6 +571,9 @@ type streamFigures struct {
 	turn      measuredTurn
 	fixed     int // session history events of a zero-work turn on the same worker (median)
 	fixedTurn int // TurnWorkflow events of that zero-work turn
+	// second is each chunk's latency to a second viewer of the same session (a Watch of its
+	// own), which asks its queries at the same moments as the first.
+	second []time.Duration
 }
 
 func (f streamFigures) latencies() (total, toSignal, toJournal, toViewer []time.Duration) {
@@ -609,7 +612,21 @@ func measureStream(ctx context.Context, s *tacpSession, d *acpPeer, flush time.D
 		directErr error
 	)
 	wg.Go(func() { f.direct, directErr = d.stream(ctx, chunks) })
+	after := s.lastSeq
+	wctx, stopSecond := context.WithCancel(ctx)
+	defer stopSecond()
+	wg.Go(func() {
+		_ = s.sc.Watch(wctx, s.id, after, func(ev signals.Event) bool {
+			if _, at, ok := stampOf(ev.Data); ok && ev.Kind == signals.EventAgentUpdate {
+				f.second = append(f.second, time.Since(at))
+			}
+			return !signals.IsTerminal(ev.Kind)
+		})
+	})
 	m, err := s.measureTurn(ctx, streamPrompt(chunks))
+	if err != nil {
+		stopSecond()
+	}
 	wg.Wait()
 	if err == nil {
 		err = directErr
@@ -809,6 +826,9 @@ func printEventTable(t testing.TB, streams []streamFigures) {
 		recordFigure(t, "event/flush_"+f.flush.String(), s.n, s.p50, s.p99)
 		fmt.Fprintf(tw, "tacp viewer woken by history (flush %s)\t%d\t%.2f\t%.2f\t%.2f\t%.2f\n",
 			f.flush, s.n, s.p50, s.p99, s.max, s.p50-base.p50)
+		s2 := statsOf(f.second)
+		fmt.Fprintf(tw, "  a second viewer of the same session\t%d\t%.2f\t%.2f\t%.2f\t%.2f\n",
+			s2.n, s2.p50, s2.p99, s2.max, s2.p50-base.p50)
 	}
 	flushTable(t, tw)
 

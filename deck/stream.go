@@ -88,8 +88,9 @@ func (s *Server) stream(w http.ResponseWriter, r *http.Request, _ string) {
 	// Following starts before the first query, so that history written after it wakes us.
 	fl := s.c.Follow(ctx, id)
 	// The first query runs before any byte is sent, so an unknown session is a real 404.
-	fl.Querying()
+	done := fl.Querying()
 	res, err := s.query(ctx, id, after)
+	done()
 	if err != nil {
 		s.fail(w, r, err)
 		return
@@ -149,8 +150,9 @@ func (s *Server) stream(w http.ResponseWriter, r *http.Request, _ string) {
 				return
 			}
 		}
-		fl.Querying()
+		done := fl.Querying()
 		res, err = s.query(ctx, id, after)
+		done()
 		switch {
 		case err == nil:
 			failures = 0

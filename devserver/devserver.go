@@ -147,6 +147,12 @@ func Start(ctx context.Context, opts Options) (*Server, error) {
 		// notification, so a higher cap costs nothing when idle.
 		dynamicconfig.TransferProcessorMaxPollRPS.Key(): []dynamicconfig.ConstrainedValue{{Value: 1000}},
 		dynamicconfig.TimerProcessorMaxPollRPS.Key():    []dynamicconfig.ConstrainedValue{{Value: 1000}},
+		// A query that reaches a workflow while one of its tasks is pending waits for that
+		// task (a consistent query), and by default only one query per workflow may wait: a
+		// second viewer asking at the same moment got ResourceExhausted, which the SDK retries
+		// after half a second. Viewers ask right after a session's history grows, so several
+		// viewers of one streaming session ask together every batch.
+		dynamicconfig.MaxBufferedQueryCount.Key(): []dynamicconfig.ConstrainedValue{{Value: 32}},
 	}
 
 	srv, err := temporal.NewServer(

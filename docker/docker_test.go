@@ -64,6 +64,7 @@ func TestComposeNamesTheServicesTheREADMEPromises(t *testing.T) {
 		"history.transferProcessorMaxPollRPS": 1000,
 		"history.timerProcessorMaxPollRPS":    1000,
 		"system.enableActivityEagerExecution": true,
+		"history.MaxBufferedQueryCount":       32,
 	} {
 		require.Len(t, dc[key], 1, key)
 		require.Equal(t, want, dc[key][0].Value, key)

@@ -212,10 +212,11 @@ func (f *fakeFollower) wake() {
 
 func (f *fakeFollower) Ready() <-chan struct{} { return f.ready }
 
-func (f *fakeFollower) Querying() {
+func (f *fakeFollower) Querying() func() {
 	f.j.mu.Lock()
 	defer f.j.mu.Unlock()
 	f.queried = f.j.ended
+	return func() {}
 }
 
 func (f *fakeFollower) Ended() bool {

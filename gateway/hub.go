@@ -29,7 +29,7 @@ type eventSource interface {
 // follower is the part of signals.Follower the hub uses: when to query.
 type follower interface {
 	Ready() <-chan struct{}
-	Querying()
+	Querying() (done func())
 	Ended() bool
 }
 
@@ -146,8 +146,9 @@ func (f *feed) poll(ctx context.Context) {
 	fl := f.h.src.Follow(ctx, f.id)
 	backoff := f.h.retry
 	for {
-		fl.Querying()
+		done := fl.Querying()
 		more, err := f.pollOnce(ctx)
+		done()
 		if ctx.Err() != nil {
 			return
 		}

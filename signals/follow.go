@@ -42,8 +42,13 @@ type historySource interface {
 }
 
 // Follower tells one viewer of one session when to run the events query. Call Querying
-// just before each query, and query when Ready is ready; the Follower stops when the context
-// given to Follow ends.
+// just before each query and the func it returns once the query has returned, and query when
+// Ready is ready; the Follower stops when the context given to Follow ends.
+//
+// While a query is out the Follower sends no new long poll: what the history gains meanwhile
+// (the started and completed events of the task the query waits for, and any new signal)
+// comes back in one answer when the query is done, and the viewer could not have queried
+// earlier anyway. Every batch of a stream costs two long-poll answers instead of three.
 type Follower struct {
 	ctx   context.Context
 	c     *Client
@@ -52,9 +57,11 @@ type Follower struct {
 	every time.Duration
 	timer *time.Timer // the safety poll
 
-	mu    sync.Mutex
-	cov   cover
-	ended bool // the workflow closed and no run follows it
+	mu       sync.Mutex
+	cov      cover
+	ended    bool          // the workflow closed and no run follows it
+	inFlight int           // the viewer's queries not yet returned
+	idle     chan struct{} // capacity 1: a query returned
 }
 
 // Follow starts following session sessionID's history until ctx ends. Start following
@@ -65,7 +72,7 @@ func (c *Client) Follow(ctx context.Context, sessionID string) *Follower {
 }
 
 func newFollower(ctx context.Context, c *Client, src historySource, sessionID string) *Follower {
-	f := &Follower{ctx: ctx, c: c, id: sessionID, ready: make(chan struct{}, 1), every: c.SafetyPoll}
+	f := &Follower{ctx: ctx, c: c, id: sessionID, ready: make(chan struct{}, 1), idle: make(chan struct{}, 1), every: c.SafetyPoll}
 	if f.every <= 0 {
 		f.every = DefaultSafetyPoll
 	}
@@ -91,8 +98,9 @@ func newFollower(ctx context.Context, c *Client, src historySource, sessionID st
 func (f *Follower) Ready() <-chan struct{} { return f.ready }
 
 // Querying tells f that the viewer is about to run the events query: it covers every history
-// event f has seen so far. It restarts the safety poll's interval.
-func (f *Follower) Querying() {
+// event f has seen so far. It restarts the safety poll's interval. The viewer calls done when
+// the query has returned (or failed).
+func (f *Follower) Querying() (done func()) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	select {
@@ -100,11 +108,41 @@ func (f *Follower) Querying() {
 	default:
 	}
 	f.cov.querying()
+	f.inFlight++
 	if f.ended || f.ctx.Err() != nil {
 		f.timer.Stop() // a closed workflow journals nothing more
-		return
+	} else {
+		f.timer.Reset(f.every)
 	}
-	f.timer.Reset(f.every)
+	var once sync.Once
+	return func() {
+		once.Do(func() {
+			f.mu.Lock()
+			f.inFlight--
+			f.mu.Unlock()
+			select {
+			case f.idle <- struct{}{}:
+			default:
+			}
+		})
+	}
+}
+
+// waitQueries waits until the viewer has no query out; false: ctx ended.
+func (f *Follower) waitQueries(ctx context.Context) bool {
+	for {
+		f.mu.Lock()
+		n := f.inFlight
+		f.mu.Unlock()
+		if n == 0 {
+			return true
+		}
+		select {
+		case <-ctx.Done():
+			return false
+		case <-f.idle:
+		}
+	}
 }
 
 // Ended reports whether the session's workflow has closed, with no run after it, and the
@@ -138,8 +176,9 @@ func (f *Follower) update(fn func(*cover)) {
 // reported to fn as an event of kind "gap".
 func (f *Follower) Watch(ctx context.Context, afterSeq int64, fn func(Event) bool) error {
 	for {
-		f.Querying()
+		done := f.Querying()
 		res, err := f.c.Events(ctx, f.id, afterSeq, 0)
+		done()
 		if err != nil {
 			return err
 		}
@@ -250,7 +289,13 @@ func (f *Follower) follow(ctx context.Context, src historySource, wid, run strin
 // (continue-as-new), if any.
 func (f *Follower) readRun(ctx context.Context, src historySource, wid, run string) (next string, err error) {
 	it := src.GetWorkflowHistory(ctx, wid, run, true, enumspb.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)
-	for it.HasNext() {
+	for {
+		if !f.waitQueries(ctx) {
+			return "", ctx.Err()
+		}
+		if !it.HasNext() {
+			break
+		}
 		ev, err := it.Next()
 		if err != nil {
 			return "", err

@@ -359,14 +359,14 @@ func TestFollowerWakesOnNewHistoryAndNotForWhatItsViewerHasSeen(t *testing.T) {
 	defer cancel()
 	h := newFakeHistory("a", batch(1)...)
 	f := newFollower(ctx, quietClient, h, "s")
-	f.Querying() // the viewer's first query
+	f.Querying()() // the viewer's first query
 	n := h.waitBlocked(t, 0)
 	require.False(t, readyNow(f), "history written before the first query wakes nobody")
 
 	h.append(batch(5)[:2]...) // a turn_events signal
 	n = h.waitBlocked(t, n)
 	require.True(t, readyNow(f))
-	f.Querying()
+	f.Querying()()
 	h.append(batch(5)[2:]...) // the task that journals it, which the query waited for
 	n = h.waitBlocked(t, n)
 	require.False(t, readyNow(f), "the batch's own workflow task asks for no second query")
@@ -376,25 +376,46 @@ func TestFollowerWakesOnNewHistoryAndNotForWhatItsViewerHasSeen(t *testing.T) {
 	require.True(t, readyNow(f))
 }
 
+func TestFollowerSendsNoLongPollWhileAQueryIsOut(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	h := newFakeHistory("a", batch(1)...)
+	f := newFollower(ctx, quietClient, h, "s")
+	f.Querying()()
+	n := h.waitBlocked(t, 0)
+	h.append(batch(5)[:2]...) // a signal
+	n = h.waitBlocked(t, n)
+	require.True(t, readyNow(f))
+	done := f.Querying()      // the query waits for the signal's task...
+	h.append(batch(5)[2:]...) // ...which starts and completes meanwhile
+	h.append(signaled(9), taskScheduled(10))
+	require.Never(t, func() bool { return h.blockedCount() > n }, 50*time.Millisecond, 5*time.Millisecond,
+		"the follower reads nothing while the query is out")
+	require.False(t, readyNow(f))
+	done()
+	h.waitBlocked(t, n) // it reads all of it at once
+	require.True(t, readyNow(f), "the signal that came during the query asks for the next one")
+}
+
 func TestFollowerFollowsContinueAsNewToTheNextRun(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	h := newFakeHistory("a", batch(1)...)
 	f := newFollower(ctx, quietClient, h, "s")
-	f.Querying()
+	f.Querying()()
 	n := h.waitBlocked(t, 0)
 	for _, run := range []string{"b", "c", "d"} {
 		h.continueAsNew(run, ofType(1, enumspb.EVENT_TYPE_WORKFLOW_EXECUTION_STARTED), taskScheduled(2))
 		n = h.waitBlocked(t, n)
 		require.True(t, readyNow(f), "run %s started", run)
-		f.Querying()
+		f.Querying()()
 		h.append(taskStarted(3, 2), taskCompleted(4, 2))
 		n = h.waitBlocked(t, n)
 		require.False(t, readyNow(f), "run %s: the task its query waited for", run)
 		h.append(batch(5)...)
 		n = h.waitBlocked(t, n)
 		require.True(t, readyNow(f), "run %s: a batch", run)
-		f.Querying()
+		f.Querying()()
 	}
 	require.False(t, f.Ended())
 }
@@ -404,12 +425,12 @@ func TestFollowerFollowsARunThatANamelessCloseLeadsTo(t *testing.T) {
 	defer cancel()
 	h := newFakeHistory("a", batch(1)...)
 	f := newFollower(ctx, quietClient, h, "s")
-	f.Querying()
+	f.Querying()()
 	n := h.waitBlocked(t, 0)
 	h.reset("b", batch(1)...)
 	n = h.waitBlocked(t, n)
 	require.True(t, readyNow(f))
-	f.Querying()
+	f.Querying()()
 	require.False(t, f.Ended(), "the session goes on in the new run")
 	h.append(batch(5)[:2]...)
 	h.waitBlocked(t, n)
@@ -421,7 +442,7 @@ func TestFollowerEndsWhenTheLastRunCloses(t *testing.T) {
 	defer cancel()
 	h := newFakeHistory("a", batch(1)...)
 	f := newFollower(ctx, quietClient, h, "s")
-	f.Querying()
+	f.Querying()()
 	h.waitBlocked(t, 0)
 	h.close(ofType(5, enumspb.EVENT_TYPE_WORKFLOW_EXECUTION_COMPLETED))
 	require.Eventually(t, func() bool {
@@ -431,7 +452,7 @@ func TestFollowerEndsWhenTheLastRunCloses(t *testing.T) {
 	}, 5*time.Second, time.Millisecond)
 	require.True(t, readyNow(f))
 	require.False(t, f.Ended(), "not before the viewer's last query")
-	f.Querying()
+	f.Querying()()
 	require.True(t, f.Ended())
 }
 
@@ -441,9 +462,9 @@ func TestFollowerOfAClosedSessionAsksForOneQueryAndEnds(t *testing.T) {
 	h := newFakeHistory("a", batch(1)...)
 	h.close(ofType(5, enumspb.EVENT_TYPE_WORKFLOW_EXECUTION_COMPLETED))
 	f := newFollower(ctx, quietClient, h, "s")
-	f.Querying()
+	f.Querying()()
 	waitReady(t, f)
-	f.Querying()
+	f.Querying()()
 	require.True(t, f.Ended())
 }
 
@@ -452,7 +473,7 @@ func TestFollowerReadsTheRunAgainAfterAFailedLongPoll(t *testing.T) {
 	defer cancel()
 	h := newFakeHistory("a", batch(1)...)
 	f := newFollower(ctx, quietClient, h, "s")
-	f.Querying()
+	f.Querying()()
 	n := h.waitBlocked(t, 0)
 	h.failNext(1)
 	n = h.waitBlocked(t, n) // read again from the run's start, after its back-off
@@ -468,7 +489,7 @@ func TestFollowerSafetyPollAsksForAQueryWhenNothingHappens(t *testing.T) {
 	h := newFakeHistory("a", batch(1)...)
 	f := newFollower(ctx, &Client{SafetyPoll: 20 * time.Millisecond}, h, "s")
 	for range 3 {
-		f.Querying()
+		f.Querying()()
 		start := time.Now()
 		waitReady(t, f)
 		require.GreaterOrEqual(t, time.Since(start), 20*time.Millisecond, "not before the interval")
@@ -480,10 +501,10 @@ func TestFollowerStopsWithItsContext(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	h := newFakeHistory("a", batch(1)...)
 	f := newFollower(ctx, &Client{SafetyPoll: 10 * time.Millisecond}, h, "s")
-	f.Querying()
+	f.Querying()()
 	h.waitBlocked(t, 0)
 	cancel()
-	f.Querying() // drains anything pending
+	f.Querying()() // drains anything pending
 	require.Never(t, func() bool { return readyNow(f) }, 50*time.Millisecond, 5*time.Millisecond,
 		"no safety poll after the context ended")
 }

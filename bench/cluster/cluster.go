@@ -451,6 +451,8 @@ history.transferProcessorMaxPollRPS:
   - value: 1000
 history.timerProcessorMaxPollRPS:
   - value: 1000
+history.MaxBufferedQueryCount:
+  - value: 32
 limit.maxIDLength:
   - value: 255
 `
