@@ -11,6 +11,9 @@ import (
 const (
 	ActivityDeliver           = "Deliver"
 	SignalPermissionRequested = "permission_requested"
+	// SignalDeliveryOutcome carries how a steer went (DeliveryOutcome), from the turn that
+	// took it to its session, when the steer was delivered with Delivery.Async.
+	SignalDeliveryOutcome = "delivery_outcome"
 )
 
 // Delivery kinds.
@@ -55,11 +58,35 @@ type Delivery struct {
 	OptionID  string `json:"option_id,omitempty"`
 	// settings: the mode and config values to set in the live agent
 	Choices *SessionChoices `json:"choices,omitempty"`
+	// Async asks the host to answer as soon as the live turn has taken the delivery
+	// (DeliveryResult.Taken) instead of when it is done: a steer's interrupt-and-continue
+	// round trip (up to the interrupt timeout) then no longer holds up the cancel or the
+	// permission answer the session delivers after it. How a steer went follows by the
+	// delivery_outcome signal, sent before the turn reports its end. Sessions recorded before
+	// it leave Async unset and get the answer when the delivery is done, as before.
+	Async bool `json:"async,omitempty"`
+	// DeliveryID names the delivery in its DeliveryOutcome (set with Async).
+	DeliveryID string `json:"delivery_id,omitempty"`
 }
 
-// DeliveryResult answers a delivery.
+// DeliveryResult answers a delivery. Taken says an Async delivery was handed to the live
+// turn (How is then empty: it follows by delivery_outcome).
 type DeliveryResult struct {
-	How string `json:"how,omitempty"`
+	How   string `json:"how,omitempty"`
+	Taken bool   `json:"taken,omitempty"`
+}
+
+// DeliveryOutcome is the payload of the delivery_outcome signal: how an Async steer went
+// (HowInjected, HowInterrupted or HowFailed with Error), for the steer.delivered the session
+// journals.
+type DeliveryOutcome struct {
+	DeliveryID string `json:"delivery_id"`
+	Kind       string `json:"kind"`
+	TurnID     int64  `json:"turn_id"`
+	Attempt    int32  `json:"attempt"`
+	Offset     int    `json:"offset,omitempty"`
+	How        string `json:"how"`
+	Error      string `json:"error,omitempty"`
 }
 
 // SteerDeliveredData is the data of steer.delivered. Error is set when How is "failed".
