@@ -28,7 +28,7 @@ import (
 
 // Runner defaults.
 const (
-	DefaultFlushInterval = 100 * time.Millisecond
+	DefaultFlushInterval = 80 * time.Millisecond
 	// DefaultFlushLongest is the interval a long streaming turn's flushes stretch to.
 	DefaultFlushLongest = 2 * time.Second
 	DefaultFlushBytes   = 64 << 10

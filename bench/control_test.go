@@ -139,8 +139,9 @@ func setup(ctx context.Context) (*fixture, error) {
 	f.sc = signals.NewClient(f.c, queue)
 
 	w, err := app.StartWorker(f.c, app.WorkerOptions{
-		TaskQueue: queue,
-		DataDir:   filepath.Join(tmp, "data"),
+		TaskQueue:     queue,
+		DataDir:       filepath.Join(tmp, "data"),
+		FlushInterval: benchFlush(),
 		// -steering: accepted steers are injected into the running turn, which keeps running.
 		Agent: strconv.Quote(f.agentBinary) + " -steering -transcripts " + strconv.Quote(filepath.Join(tmp, "transcripts")),
 	})

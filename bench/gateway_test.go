@@ -38,7 +38,13 @@ func startGateway(ctx context.Context, t testing.TB) *acpPeer {
 	t.Helper()
 	cmd := starterCmd(t, "acp")
 	cmd.Stderr = os.Stderr
-	g, err := startPeer(ctx, "gateway", cmd, env.tmp)
+	// The editor's cwd must be inside the worker's workspace roots (its data dir's
+	// workspaces/ here), or session/new is refused.
+	ws := filepath.Join(env.tmp, "data", "workspaces", "gateway")
+	if err := os.MkdirAll(ws, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	g, err := startPeer(ctx, "gateway", cmd, ws)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -262,7 +268,7 @@ func measureIdleWatch(ctx context.Context, t *testing.T, g *acpPeer, n int, wind
 
 	// The gateway resumes every session: one hub feed each.
 	for _, id := range ids {
-		if _, err := g.conn.ResumeSession(ctx, acp.ResumeSessionRequest{SessionId: acp.SessionId(id), Cwd: env.tmp}); err != nil {
+		if _, err := g.conn.ResumeSession(ctx, acp.ResumeSessionRequest{SessionId: acp.SessionId(id), Cwd: filepath.Join(env.tmp, "data", "workspaces", "gateway")}); err != nil {
 			t.Fatalf("resume %s: %v", id, err)
 		}
 	}

@@ -688,6 +688,16 @@ func envInt(t testing.TB, name string, def int) int {
 	return v
 }
 
+// benchFlush is the fixture worker's first flush interval: TACP_BENCH_FLUSH (a duration, to
+// weigh another -events.flush against the default side by side with the direct pipe), or
+// the worker's default.
+func benchFlush() time.Duration {
+	if d, err := time.ParseDuration(os.Getenv("TACP_BENCH_FLUSH")); err == nil && d > 0 {
+		return d
+	}
+	return activities.DefaultFlushInterval
+}
+
 // startSlowWorker starts a second tacp worker flushing every slowFlush on its own task
 // queue, stopped when t ends (after sessions registered later have closed).
 func startSlowWorker(t testing.TB) *signals.Client {
@@ -786,7 +796,7 @@ func TestTurnTable(t *testing.T) {
 	for _, w := range []struct {
 		s     *tacpSession
 		flush time.Duration
-	}{{fast, 100 * time.Millisecond}, {slowSession, slowFlush}} {
+	}{{fast, benchFlush()}, {slowSession, slowFlush}} {
 		f, err := measureStream(ctx, w.s, d, w.flush, chunks)
 		if err != nil {
 			t.Fatalf("stream (flush %s): %v", w.flush, err)

@@ -195,11 +195,12 @@ func TestAnIdleFollowedSessionIsNotQueried(t *testing.T) {
 	t.Parallel()
 	// The server answers a history long poll with nothing after 20 s (Temporal's
 	// history.longPollExpirationInterval) and the follower sends it again. The safety poll
-	// is longer: in between, a watched idle session must cost no query at all.
-	const safety = 30 * time.Second
+	// is longer: in between, a watched idle session must cost no query at all, for a minute
+	// (three long polls) here.
+	const safety, idleFor = 75 * time.Second, time.Minute
 	id := session(t)
 	wid := signals.SessionWorkflowID(id)
-	ctx := ctxFor(t, 3*time.Minute)
+	ctx := ctxFor(t, 4*time.Minute)
 
 	// A worker of its own, counting the queries its session is asked.
 	queries := &queryCounter{workflowID: wid}
@@ -246,9 +247,10 @@ func TestAnIdleFollowedSessionIsNotQueried(t *testing.T) {
 	eventsBefore := len(seen.got())
 	nBefore, _ := polls.count()
 
-	// Idle: the long poll expires and is sent again, and no query is asked meanwhile.
-	require.Eventually(t, func() bool { n, _ := polls.count(); return n > nBefore }, safety, 100*time.Millisecond,
-		"the history long poll expired and was sent again")
+	// Idle for a minute: the long poll expires and is sent again, and no query is asked
+	// meanwhile.
+	require.Eventually(t, func() bool { n, last := polls.count(); return n > nBefore && last.Sub(caughtUp) >= idleFor }, safety, 100*time.Millisecond,
+		"the history long poll expired and was sent again for a minute")
 	_, again := polls.count()
 	require.Equal(t, allBefore, queries.all.Load(), "no query of any kind")
 	require.Equal(t, before, queries.events.Load(), "no events query while nothing happened (%s idle, long poll sent again)", again.Sub(caughtUp).Round(time.Second))
