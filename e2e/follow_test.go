@@ -220,7 +220,10 @@ func TestAnIdleFollowedSessionIsNotQueried(t *testing.T) {
 	_, err = own.Prompt(ctx, cfg, signals.PromptRequest{Text: "/chunks 2", ClientMessageID: signals.NewID()})
 	require.NoError(t, err)
 	// Idle for the server too: the turn's child closed, no task pending, history still.
-	require.NoError(t, wc.GetWorkflow(ctx, signals.TurnWorkflowID(id, 1), "").Get(ctx, nil))
+	// (The turn's child may not have started yet when the prompt is answered.)
+	require.Eventually(t, func() bool {
+		return wc.GetWorkflow(ctx, signals.TurnWorkflowID(id, 1), "").Get(ctx, nil) == nil
+	}, time.Minute, 20*time.Millisecond)
 	require.Eventually(t, func() bool {
 		d, err := wc.DescribeWorkflowExecution(ctx, wid, "")
 		return err == nil && d.GetPendingWorkflowTask() == nil && len(d.GetPendingChildren()) == 0
