@@ -40,7 +40,7 @@ type command struct {
 
 var commands = []command{
 	{"prompt", "[--no-wait] TEXT...", "send a prompt (creating the session if needed) and stream the reply; TEXT '-' reads stdin", cmdPrompt},
-	{"steer", "[--expect TOKEN] TEXT...", "steer the running turn (compare-and-swap on the steer token; default: the current one)", cmdSteer},
+	{"steer", "[--expect TOKEN] TEXT...", "steer the running turn (compare-and-swap on --expect's token; without it, whatever turn runs: see README)", cmdSteer},
 	{"cancel", "[--turn N]", "cancel the running turn", cmdCancel},
 	{"approve", "REQUEST_ID [OPTION_ID]", "answer a permission request with an allow option (default: the first allow_once)", cmdApprove},
 	{"deny", "REQUEST_ID [OPTION_ID]", "answer a permission request with a reject option (default: the first reject_once)", cmdDeny},
@@ -298,7 +298,7 @@ func stopCode(reason string) int {
 }
 
 func cmdSteer(ctx context.Context, e *env, fs *flag.FlagSet, args []string) int {
-	expect := fs.String("expect", "", "the steer token you expect to be live (default: the current one)")
+	expect := fs.String("expect", "", "the steer token you expect to be live, refused when stale (default: whatever turn runs, following a token another steer moved)")
 	id := fs.String("id", "", "client_msg_id (default: a new id)")
 	if !e.parse(fs, args, true) {
 		return exitError
@@ -310,20 +310,15 @@ func cmdSteer(ctx context.Context, e *env, fs *flag.FlagSet, args []string) int 
 	if err := e.connect(ctx); err != nil {
 		return e.fail(err)
 	}
+	var res signals.SteerResult
 	if *expect == "" {
-		st, err := e.c.Status(ctx, e.session)
-		if err != nil {
-			return e.fail(err)
+		res, err = e.c.SteerLive(ctx, e.session, text, signals.SteerLiveOptions{ClientMsgID: *id})
+	} else {
+		if *id == "" {
+			*id = signals.NewID()
 		}
-		*expect = st.SteerToken
-		if *expect == "" {
-			*expect = "none"
-		}
+		res, err = e.c.Steer(ctx, e.session, signals.SteerRequest{Text: text, ExpectedTurnID: *expect, ClientMsgID: *id})
 	}
-	if *id == "" {
-		*id = signals.NewID()
-	}
-	res, err := e.c.Steer(ctx, e.session, signals.SteerRequest{Text: text, ExpectedTurnID: *expect, ClientMsgID: *id})
 	if err != nil {
 		return e.fail(err)
 	}
