@@ -37,7 +37,7 @@ type testDeck struct {
 func newTestDeck(t *testing.T) *testDeck {
 	t.Helper()
 	d := &testDeck{operator: "op-" + signals.NewID(), observer: "obs-" + signals.NewID()}
-	h, err := deck.New(deck.Options{Client: sc, OperatorTokens: []string{d.operator}, ObserverTokens: []string{d.observer}, PollInterval: 50 * time.Millisecond})
+	h, err := deck.New(deck.Options{Client: sc, ControllerTokens: []string{d.operator}, ObserverTokens: []string{d.observer}, PollInterval: 50 * time.Millisecond})
 	require.NoError(t, err)
 	d.Server = httptest.NewServer(h)
 	// Open streams end only when their client goes: cut them, or Close waits for them.
@@ -127,9 +127,9 @@ func TestDeckAuthRolesAndLogin(t *testing.T) {
 
 	var who struct{ Role string }
 	d.call(t, "GET", "/api/whoami", d.operator, nil).decode(t, &who)
-	require.Equal(t, deck.RoleOperator, who.Role)
+	require.Equal(t, signals.RoleController, who.Role)
 	d.call(t, "GET", "/api/whoami", d.observer, nil).decode(t, &who)
-	require.Equal(t, deck.RoleObserver, who.Role)
+	require.Equal(t, signals.RoleObserver, who.Role)
 
 	// An observer reads everything and changes nothing.
 	var st signals.Status
@@ -194,7 +194,7 @@ func TestDeckAuthRolesAndLogin(t *testing.T) {
 	// Tokens: at least one operator token, and no token in both roles.
 	_, err = deck.New(deck.Options{Client: sc})
 	require.Error(t, err)
-	_, err = deck.New(deck.Options{Client: sc, OperatorTokens: []string{"a"}, ObserverTokens: []string{"a"}})
+	_, err = deck.New(deck.Options{Client: sc, ControllerTokens: []string{"a"}, ObserverTokens: []string{"a"}})
 	require.Error(t, err)
 }
 
@@ -554,9 +554,9 @@ func TestDeckStarterWebServesWithAGeneratedToken(t *testing.T) {
 	d := &testDeck{Server: &httptest.Server{URL: strings.TrimSuffix(base, "/")}}
 	var who struct{ Role string }
 	d.call(t, "GET", "/api/whoami", tok, nil).decode(t, &who)
-	require.Equal(t, deck.RoleOperator, who.Role)
+	require.Equal(t, signals.RoleController, who.Role)
 	d.call(t, "GET", "/api/whoami", "obs-from-env", nil).decode(t, &who)
-	require.Equal(t, deck.RoleObserver, who.Role)
+	require.Equal(t, signals.RoleObserver, who.Role)
 	require.Equal(t, http.StatusUnauthorized, d.call(t, "GET", "/api/sessions", "", nil).Code)
 	var l struct{ Sessions []signals.SessionInfo }
 	d.call(t, "GET", "/api/sessions", tok, nil).decode(t, &l)
