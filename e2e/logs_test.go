@@ -9,7 +9,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/tacp-dev/tacp/internal/app"
+	"github.com/tacp-dev/tacp/internal/tacpworker"
 	"github.com/tacp-dev/tacp/signals"
 )
 
@@ -35,7 +35,7 @@ func TestWorkerLogsNeverContainPromptTextOrToolArguments(t *testing.T) {
 	t.Parallel()
 	var logs lockedBuffer
 	logger := slog.New(slog.NewJSONHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
-	_, qc := extraWorker(t, tc, app.WorkerOptions{Logger: logger, Agent: testAgentCmd("-steering")})
+	_, qc := extraWorker(t, tc, tacpworker.Options{Logger: logger, Agent: testAgentCmd("-steering")})
 	ctx := ctxFor(t, 60*time.Second)
 	id := session(t)
 	cfg := signals.SessionConfig{SessionID: id, Policy: "ask_always"}

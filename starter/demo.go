@@ -10,8 +10,9 @@ import (
 
 	"go.temporal.io/sdk/client"
 
+	"github.com/tacp-dev/tacp/codec"
 	"github.com/tacp-dev/tacp/devserver"
-	"github.com/tacp-dev/tacp/internal/app"
+	"github.com/tacp-dev/tacp/internal/tacpworker"
 	"github.com/tacp-dev/tacp/signals"
 )
 
@@ -19,7 +20,7 @@ import (
 // agent, and a session; it runs a prompt, a rejected steer and a cancel, prints the
 // transcript and the UI's address, and stays up until interrupted (or exits with --exit).
 func cmdDemo(ctx context.Context, e *env, fs *flag.FlagSet, args []string) int {
-	dataDir := app.DefaultDataDir()
+	dataDir := tacpworker.DefaultDataDir()
 	db := fs.String("dev.db", filepath.Join(dataDir, "dev.db"), "SQLite file of the embedded server")
 	port := fs.Int("dev.port", 7233, "gRPC port of the embedded server (0: any free port)")
 	uiPort := fs.Int("dev.ui-port", 8233, "Web UI port (0: no UI)")
@@ -36,7 +37,7 @@ func cmdDemo(ctx context.Context, e *env, fs *flag.FlagSet, args []string) int {
 		return e.fail(err)
 	}
 	defer func() { _ = srv.Stop() }()
-	dc, err := app.DataConverter()
+	dc, err := codec.DataConverterFromEnv()
 	if err != nil {
 		return e.fail(err)
 	}
@@ -46,7 +47,7 @@ func cmdDemo(ctx context.Context, e *env, fs *flag.FlagSet, args []string) int {
 	}
 	e.tc, e.c = tc, signals.NewClient(tc, e.queue)
 	// The demo is its own worker's operator: --agent is the command of its default profile.
-	w, err := app.StartWorker(tc, app.WorkerOptions{TaskQueue: e.queue, Agent: e.agent, DataDir: *data, Logger: slog.New(slog.DiscardHandler)})
+	w, err := tacpworker.Start(tc, tacpworker.Options{TaskQueue: e.queue, Agent: e.agent, DataDir: *data, Logger: slog.New(slog.DiscardHandler)})
 	if err != nil {
 		return e.fail(err)
 	}

@@ -19,7 +19,9 @@ import (
 
 	"go.temporal.io/sdk/client"
 
-	"github.com/tacp-dev/tacp/internal/app"
+	"github.com/tacp-dev/tacp/internal/dial"
+	"github.com/tacp-dev/tacp/internal/flagenv"
+	"github.com/tacp-dev/tacp/internal/selfagent"
 	"github.com/tacp-dev/tacp/signals"
 )
 
@@ -62,7 +64,7 @@ var commands = []command{
 }
 
 func main() {
-	app.MaybeRunTestAgent()
+	selfagent.MaybeRun()
 	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
 }
 
@@ -137,7 +139,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 // parse parses the command's flags; it returns false (after printing why) when the command
 // should stop with exitError.
 func (e *env) parse(fs *flag.FlagSet, args []string, needSession bool) bool {
-	if err := app.ParseFlags(fs, args); err != nil {
+	if err := flagenv.Parse(fs, args); err != nil {
 		if !errors.Is(err, flag.ErrHelp) {
 			fmt.Fprintln(e.err, "starter:", err)
 		}
@@ -161,7 +163,7 @@ func (e *env) connect(ctx context.Context) error {
 	if e.c != nil {
 		return nil
 	}
-	tc, err := app.Dial(ctx, e.address, e.namespace, nil)
+	tc, err := dial.Client(ctx, e.address, e.namespace, nil)
 	if err != nil {
 		return err
 	}

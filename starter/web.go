@@ -18,7 +18,7 @@ import (
 
 	"github.com/tacp-dev/tacp/deck"
 	"github.com/tacp-dev/tacp/gateway"
-	"github.com/tacp-dev/tacp/internal/app"
+	"github.com/tacp-dev/tacp/internal/logging"
 	"github.com/tacp-dev/tacp/notify"
 )
 
@@ -42,7 +42,7 @@ func cmdWeb(ctx context.Context, e *env, fs *flag.FlagSet, args []string) int {
 	if err != nil {
 		return e.fail(err)
 	}
-	logger, err := app.NewLogger(*logLevel)
+	logger, err := logging.New(*logLevel)
 	if err != nil {
 		return e.fail(err)
 	}
