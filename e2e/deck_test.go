@@ -226,6 +226,10 @@ func TestDeckRejectionsMapToHTTPStatus(t *testing.T) {
 	r = d.call(t, "POST", sessPath(id, "/steer"), op, map[string]any{"text": "other text", "expected_turn_id": "1.1", "client_msg_id": "deck-s1"})
 	require.Equal(t, http.StatusConflict, r.Code)
 	require.Equal(t, signals.RejectClientMsgIDReuse, r.errType(t))
+	// Without a token the deck steers whatever runs (signals.Client.SteerLive): here 1.1.
+	d.call(t, "POST", sessPath(id, "/steer"), op, map[string]any{"text": "steer whatever runs"}).decode(t, &sr)
+	require.Equal(t, "accepted", sr.Outcome)
+	require.Equal(t, "1.2", sr.NextExpectedTurnID)
 
 	// queue_full: one prompt may wait behind the running turn, not two.
 	var pr signals.PromptResult
@@ -247,7 +251,6 @@ func TestDeckRejectionsMapToHTTPStatus(t *testing.T) {
 		{"unknown session's steer", "POST", sessPath("no-such-session-"+signals.NewID(), "/steer"), map[string]any{"text": "x", "expected_turn_id": "1"}, 404, signals.RejectUnknownSession},
 		{"invalid session id", "GET", sessPath("bad id!"), nil, 400, signals.RejectInvalidRequest},
 		{"invalid policy", "POST", sessPath(id, "/policy"), map[string]any{"level": "yolo"}, 400, signals.RejectInvalidRequest},
-		{"steer without a token", "POST", sessPath(id, "/steer"), map[string]any{"text": "x"}, 400, signals.RejectInvalidRequest},
 		{"oversized steer text", "POST", sessPath(id, "/steer"), map[string]any{"text": strings.Repeat("x", signals.MaxTextBytes+1), "expected_turn_id": "1.1"}, 400, signals.RejectInvalidRequest},
 	} {
 		r := d.call(t, c.method, c.path, op, c.body)
@@ -260,6 +263,9 @@ func TestDeckRejectionsMapToHTTPStatus(t *testing.T) {
 	require.Equal(t, signals.CancelCancelling, cr.Outcome)
 	turnEnd(t, id, 2) // the queued prompt ran after the cancelled turn
 	r = d.call(t, "POST", sessPath(id, "/cancel"), op, map[string]any{})
+	require.Equal(t, http.StatusConflict, r.Code)
+	require.Equal(t, signals.RejectNoLiveTurn, r.errType(t))
+	r = d.call(t, "POST", sessPath(id, "/steer"), op, map[string]any{"text": "steer whatever runs, when nothing does"})
 	require.Equal(t, http.StatusConflict, r.Code)
 	require.Equal(t, signals.RejectNoLiveTurn, r.errType(t))
 
