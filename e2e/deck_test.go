@@ -283,22 +283,29 @@ func TestDeckRejectionsMapToHTTPStatus(t *testing.T) {
 func closeSession(t *testing.T, id string) {
 	t.Helper()
 	var err error
-	for attempt := 1; attempt <= 5; attempt++ {
+	attempt := 0
+	// Each try is a condition check: a close that went through (or was refused) ends the
+	// wait; one that met a failed workflow task is logged and tried again.
+	require.Eventually(t, func() bool {
+		attempt++
 		_, err = sc.Close(ctxFor(t, 10*time.Second), id, signals.CloseRequest{Reason: "test"})
 		if _, rejected := signals.AsRejection(err); err == nil || rejected {
-			break
+			return true
 		}
 		t.Logf("close attempt %d: %v", attempt, err)
 		iter := tc.GetWorkflowHistory(ctxFor(t, 10*time.Second), signals.SessionWorkflowID(id), "", false, enumspb.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)
 		for iter.HasNext() {
 			ev, herr := iter.Next()
-			require.NoError(t, herr)
+			if herr != nil {
+				t.Logf("history: %v", herr)
+				break
+			}
 			if a := ev.GetWorkflowTaskFailedEventAttributes(); a != nil {
 				t.Logf("workflow task failed: %s %s", a.GetCause(), a.GetFailure().GetMessage())
 			}
 		}
-		time.Sleep(200 * time.Millisecond)
-	}
+		return false
+	}, 60*time.Second, 50*time.Millisecond, "session %s never closed", id)
 	require.NoError(t, err)
 }
 
