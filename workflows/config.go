@@ -24,9 +24,6 @@ const (
 	maxRunSignals = 5000
 )
 
-// Policy levels of DESIGN §6.
-var policies = map[string]bool{signals.PolicyAllowAll: true, signals.PolicyAskForRisky: true, signals.PolicyAskAlways: true}
-
 // Config is a SessionConfig with its defaults applied and durations parsed.
 type Config struct {
 	signals.SessionConfig

@@ -37,7 +37,7 @@ type Policy struct {
 }
 
 // ValidPolicyLevel reports whether level is one of the three levels.
-func ValidPolicyLevel(level string) bool { return policies[level] }
+func ValidPolicyLevel(level string) bool { return signals.ValidPolicyLevel(level) }
 
 // ToolKey is the key a rule remembers a tool by: the agent's own tool name when the tool
 // call's _meta gives one (`_meta.toolName`, or `toolName` of an object in `_meta`),
