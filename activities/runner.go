@@ -141,7 +141,7 @@ func (r *Runner) runTurn(ctx context.Context, in signals.RunTurnInput) (signals.
 	log := r.Logger.With("session", in.SessionID, "turn", in.TurnID, "attempt", attempt)
 	res := signals.RunTurnResult{Attempt: attempt, Host: r.Host.Queue}
 	fail := func(err error) error {
-		return temporal.NewNonRetryableApplicationError(err.Error(), signals.ErrAgent, nil, res)
+		return temporal.NewNonRetryableApplicationError(err.Error(), signals.TypeAgentError, nil, res)
 	}
 
 	profile, dir, missing, err := r.admit(in)
@@ -578,7 +578,7 @@ func (r *Runner) agentErr(proc *agentProc, err error, res signals.RunTurnResult)
 	if !proc.alive() {
 		msg = proc.exitErr().Error() + ": " + msg
 	}
-	return temporal.NewNonRetryableApplicationError("agent: "+msg, signals.ErrAgent, nil, res)
+	return temporal.NewNonRetryableApplicationError("agent: "+msg, signals.TypeAgentError, nil, res)
 }
 
 // openSession picks the agent session for the turn: the one the live agent already holds

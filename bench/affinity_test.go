@@ -27,7 +27,7 @@ import (
 	"time"
 
 	"github.com/tacp-dev/tacp/activities"
-	"github.com/tacp-dev/tacp/internal/app"
+	"github.com/tacp-dev/tacp/internal/tacpworker"
 	"github.com/tacp-dev/tacp/signals"
 	"github.com/tacp-dev/tacp/testagent/agent"
 	"github.com/tacp-dev/tacp/workflows"
@@ -43,13 +43,13 @@ type benchCluster struct {
 	sc      *signals.Client
 	starts  string
 	seq     int
-	workers map[string]*app.Worker // by host queue
+	workers map[string]*tacpworker.Worker // by host queue
 }
 
 func startBenchCluster(t testing.TB, name string, n int) *benchCluster {
 	c := &benchCluster{
 		t: t, name: name, queue: "tacp-bench-" + name + "-" + signals.NewID()[:8],
-		starts: filepath.Join(env.tmp, name+"-starts"), workers: map[string]*app.Worker{},
+		starts: filepath.Join(env.tmp, name+"-starts"), workers: map[string]*tacpworker.Worker{},
 	}
 	c.sc = signals.NewClient(env.c, c.queue)
 	// One cleanup for every worker, replacements included, registered before any session's
@@ -69,7 +69,7 @@ func startBenchCluster(t testing.TB, name string, n int) *benchCluster {
 func (c *benchCluster) add() {
 	c.seq++
 	dir := filepath.Join(env.tmp, fmt.Sprintf("%s-%d", c.name, c.seq))
-	w, err := app.StartWorker(env.c, app.WorkerOptions{
+	w, err := tacpworker.Start(env.c, tacpworker.Options{
 		TaskQueue:      c.queue,
 		DataDir:        filepath.Join(dir, "data"),
 		WorkspaceRoots: []string{filepath.Join(env.tmp, c.name+"-workspaces")},

@@ -39,7 +39,7 @@ import (
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/tacp-dev/tacp/devserver"
-	"github.com/tacp-dev/tacp/internal/app"
+	"github.com/tacp-dev/tacp/internal/tacpworker"
 	"github.com/tacp-dev/tacp/signals"
 	"github.com/tacp-dev/tacp/workflows"
 )
@@ -138,7 +138,7 @@ func setup(ctx context.Context) (*fixture, error) {
 	queue := "tacp-bench-" + signals.NewID()[:8]
 	f.sc = signals.NewClient(f.c, queue)
 
-	w, err := app.StartWorker(f.c, app.WorkerOptions{
+	w, err := tacpworker.Start(f.c, tacpworker.Options{
 		TaskQueue:     queue,
 		DataDir:       filepath.Join(tmp, "data"),
 		FlushInterval: benchFlush(),

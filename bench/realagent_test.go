@@ -26,8 +26,8 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"github.com/tacp-dev/tacp/internal/app"
 	"github.com/tacp-dev/tacp/internal/fakemodel"
+	"github.com/tacp-dev/tacp/internal/tacpworker"
 	"github.com/tacp-dev/tacp/signals"
 )
 
@@ -142,7 +142,7 @@ func measureRealAgent(ctx context.Context, t *testing.T, a fakemodel.Agent, roun
 	})
 
 	// Through tacp: a worker of its own whose agent is a.
-	w, sc := startBenchWorker(t, "real-"+a.Name, app.WorkerOptions{Agent: a.CommandLine(filepath.Dir(bin), agentEnv), InitTimeout: 2 * time.Minute})
+	w, sc := startBenchWorker(t, "real-"+a.Name, tacpworker.Options{Agent: a.CommandLine(filepath.Dir(bin), agentEnv), InitTimeout: 2 * time.Minute})
 	s := &tacpSession{sc: sc, id: "bench-real-" + a.Name + "-" + signals.NewID()}
 	if _, err := s.turn(ctx, "reply: warm"); err != nil {
 		t.Fatal(err)

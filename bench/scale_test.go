@@ -2,7 +2,7 @@ package bench
 
 // Scale: one worker carrying many idle sessions while many turns stream at once.
 //
-// A fresh tacp worker (app.StartWorker, in this process, on a task queue of its own) gets
+// A fresh tacp worker (tacpworker.Start, in this process, on a task queue of its own) gets
 // TACP_BENCH_SCALE_SESSIONS sessions (default 1,000). Each is created by a zero-work prompt
 // (`/chunks 0`) whose turn has finished, so it is idle the way a real session is between
 // turns: a journal, a closed TurnWorkflow, an agent session id, and an agent process that was
@@ -43,7 +43,7 @@ import (
 	"go.temporal.io/api/serviceerror"
 
 	"github.com/tacp-dev/tacp/activities"
-	"github.com/tacp-dev/tacp/internal/app"
+	"github.com/tacp-dev/tacp/internal/tacpworker"
 	"github.com/tacp-dev/tacp/signals"
 )
 
@@ -60,7 +60,7 @@ const (
 // scaleBench is the scale test's worker and its sessions.
 type scaleBench struct {
 	sc     *signals.Client
-	worker *app.Worker
+	worker *tacpworker.Worker
 	chunks int
 }
 
@@ -475,7 +475,7 @@ func TestScaleTable(t *testing.T) {
 	// least every streaming turn's agent plus the two single streams' (the default, 64, fits
 	// the default 50 turns; more turns raise it).
 	maxAgents := max(activities.DefaultMaxAgents, nTurns+2)
-	w, sc := startBenchWorker(t, "scale", app.WorkerOptions{MaxAgents: maxAgents, FlushMaxRate: float64(envInt(t, "TACP_BENCH_SCALE_FLUSH_RATE", 0))})
+	w, sc := startBenchWorker(t, "scale", tacpworker.Options{MaxAgents: maxAgents, FlushMaxRate: float64(envInt(t, "TACP_BENCH_SCALE_FLUSH_RATE", 0))})
 	b := &scaleBench{sc: sc, worker: w, chunks: chunks}
 	prefix := "bench-scale-" + signals.NewID()[:8]
 	var sessions []*scaleSession

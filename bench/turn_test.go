@@ -45,7 +45,7 @@ import (
 	"go.temporal.io/sdk/converter"
 
 	"github.com/tacp-dev/tacp/activities"
-	"github.com/tacp-dev/tacp/internal/app"
+	"github.com/tacp-dev/tacp/internal/tacpworker"
 	"github.com/tacp-dev/tacp/signals"
 )
 
@@ -701,20 +701,20 @@ func benchFlush() time.Duration {
 // startSlowWorker starts a second tacp worker flushing every slowFlush on its own task
 // queue, stopped when t ends (after sessions registered later have closed).
 func startSlowWorker(t testing.TB) *signals.Client {
-	_, sc := startBenchWorker(t, "slow", app.WorkerOptions{FlushInterval: slowFlush})
+	_, sc := startBenchWorker(t, "slow", tacpworker.Options{FlushInterval: slowFlush})
 	return sc
 }
 
 // startBenchWorker starts another tacp worker in this process on a task queue of its own,
 // with its own data and transcript directories and the testagent binary (unless opts.Agent
 // names another agent), stopped when t ends; opts sets the rest.
-func startBenchWorker(t testing.TB, name string, opts app.WorkerOptions) (*app.Worker, *signals.Client) {
+func startBenchWorker(t testing.TB, name string, opts tacpworker.Options) (*tacpworker.Worker, *signals.Client) {
 	opts.TaskQueue = "tacp-bench-" + name + "-" + signals.NewID()[:8]
 	opts.DataDir = filepath.Join(env.tmp, "data-"+name)
 	if opts.Agent == "" {
 		opts.Agent = strconv.Quote(env.agentBinary) + " -transcripts " + strconv.Quote(filepath.Join(env.tmp, "transcripts-"+name))
 	}
-	w, err := app.StartWorker(env.c, opts)
+	w, err := tacpworker.Start(env.c, opts)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -5,7 +5,7 @@ package deck
 // with no Temporal credentials on the client. One socket is one ACP connection, one
 // JSON-RPC message per text frame, with the same behaviour as `starter acp` on stdio. The
 // token is checked before the upgrade: a missing or wrong one gets 401 and not a single ACP
-// message. Operator tokens act; observer tokens attach as observers.
+// message. Controller tokens act; observer tokens attach as observers.
 
 import (
 	"context"
@@ -15,6 +15,7 @@ import (
 
 	"github.com/tacp-dev/tacp/gateway"
 	"github.com/tacp-dev/tacp/internal/wsline"
+	"github.com/tacp-dev/tacp/signals"
 )
 
 // ACPSubprotocol is the WebSocket subprotocol /acp negotiates when the client offers it
@@ -43,7 +44,7 @@ func (s *Server) acp(w http.ResponseWriter, r *http.Request) {
 	st := wsline.New(ctx, c)
 	go st.KeepAlive(ctx, s.alive, s.alive)
 	s.log.Info("acp connected", "role", role, "remote", r.RemoteAddr)
-	err = s.gw.ServeConn(ctx, st, st, gateway.ConnOptions{Observe: role != RoleOperator})
+	err = s.gw.ServeConn(ctx, st, st, gateway.ConnOptions{Observe: role != signals.RoleController})
 	code := websocket.StatusNormalClosure
 	if r.Context().Err() != nil {
 		code = websocket.StatusGoingAway // the deck is stopping: the client reconnects

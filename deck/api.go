@@ -253,7 +253,8 @@ type steerRequest struct {
 func (s *Server) steer(w http.ResponseWriter, r *http.Request, _ string) {
 	act(s, w, r, "deck steer", func(ctx context.Context, id string, req steerRequest) (signals.SteerResult, error) {
 		if req.ExpectedTurnID == "" {
-			return signals.SteerResult{}, signals.Reject(signals.RejectInvalidRequest, "expected_turn_id is required: the steer token the page shows")
+			// No token: steer whatever runs, by the rule every client shares.
+			return s.c.SteerLive(ctx, id, req.Text, signals.SteerLiveOptions{ClientMsgID: req.ClientMsgID})
 		}
 		if req.ClientMsgID == "" {
 			req.ClientMsgID = signals.NewID()

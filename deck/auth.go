@@ -11,6 +11,8 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
+
+	"github.com/tacp-dev/tacp/signals"
 )
 
 // CookieName is the cookie that carries a browser's token after /api/login.
@@ -28,7 +30,7 @@ type token struct {
 // its first differing byte shows in the answer time.
 type tokens []token
 
-func newTokens(operators, observers []string) (tokens, error) {
+func newTokens(controllers, observers []string) (tokens, error) {
 	var out tokens
 	seen := map[string]bool{}
 	add := func(list []string, role string) error {
@@ -37,20 +39,20 @@ func newTokens(operators, observers []string) (tokens, error) {
 				continue
 			}
 			if seen[t] {
-				return errors.New("deck: the same token is given twice (an observer token must differ from every operator token)")
+				return errors.New("deck: the same token is given twice (an observer token must differ from every controller token)")
 			}
 			seen[t] = true
 			out = append(out, token{sum: sha256.Sum256([]byte(t)), role: role})
 		}
 		return nil
 	}
-	if err := add(operators, RoleOperator); err != nil {
+	if err := add(controllers, signals.RoleController); err != nil {
 		return nil, err
 	}
 	if len(out) == 0 {
-		return nil, errors.New("deck: at least one operator token is required")
+		return nil, errors.New("deck: at least one controller token is required")
 	}
-	if err := add(observers, RoleObserver); err != nil {
+	if err := add(observers, signals.RoleObserver); err != nil {
 		return nil, err
 	}
 	return out, nil
@@ -101,7 +103,7 @@ func (s *Server) read(h handler) http.HandlerFunc {
 	}
 }
 
-// write admits operator tokens, and cookie-borne ones only from the deck's own origin.
+// write admits controller tokens, and cookie-borne ones only from the deck's own origin.
 func (s *Server) write(h handler) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		t, fromCookie := credential(r)
@@ -110,7 +112,7 @@ func (s *Server) write(h handler) http.HandlerFunc {
 		case role == "":
 			unauthorized(w)
 			return
-		case role != RoleOperator:
+		case role != signals.RoleController:
 			writeError(w, http.StatusForbidden, "forbidden", "an observer token can only read", nil)
 			return
 		case fromCookie && !sameOrigin(r):

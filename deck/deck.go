@@ -44,7 +44,7 @@
 //
 // # Auth
 //
-// Tokens are bearer tokens: operator tokens may do everything, observer tokens may only
+// Tokens are bearer tokens: controller tokens may do everything, observer tokens may only
 // read (every write answers 403 forbidden). A call presents one as "Authorization: Bearer
 // T" or as the cookie tacp_deck that POST /api/login sets (HttpOnly, SameSite=Strict) — a
 // browser's EventSource cannot set headers, so the page logs in once and then rides the
@@ -84,12 +84,6 @@ import (
 //go:embed web
 var webFiles embed.FS
 
-// Roles a token grants.
-const (
-	RoleOperator = "operator"
-	RoleObserver = "observer"
-)
-
 // MaxBodyBytes bounds a request body: a prompt or steer of signals.MaxTextBytes with room
 // for JSON escaping; Temporal would refuse a larger payload anyway.
 const MaxBodyBytes = 2 << 20
@@ -97,9 +91,14 @@ const MaxBodyBytes = 2 << 20
 // Options configure a Server.
 type Options struct {
 	Client *signals.Client
-	// OperatorTokens may read and act; at least one is required.
+	// ControllerTokens may read and act (role signals.RoleController); at least one is
+	// required.
+	ControllerTokens []string
+	// OperatorTokens is the old name of ControllerTokens, read as more of them.
+	//
+	// Deprecated: use ControllerTokens.
 	OperatorTokens []string
-	// ObserverTokens may only read.
+	// ObserverTokens may only read (role signals.RoleObserver).
 	ObserverTokens []string
 	Logger         *slog.Logger
 	// PollInterval is the pause before an open stream tries a failed events query again,
@@ -132,7 +131,7 @@ func New(o Options) (*Server, error) {
 	if o.Client == nil {
 		return nil, errors.New("deck: a signals.Client is required")
 	}
-	toks, err := newTokens(o.OperatorTokens, o.ObserverTokens)
+	toks, err := newTokens(append(append([]string(nil), o.ControllerTokens...), o.OperatorTokens...), o.ObserverTokens)
 	if err != nil {
 		return nil, err
 	}

@@ -17,13 +17,24 @@ import (
 func TestTokensGiveTheirRole(t *testing.T) {
 	ts, err := newTokens([]string{"op1", "", "op2"}, []string{"obs"})
 	require.NoError(t, err)
-	for tok, want := range map[string]string{"op1": RoleOperator, "op2": RoleOperator, "obs": RoleObserver, "": "", "op": "", "op1 ": ""} {
+	for tok, want := range map[string]string{"op1": signals.RoleController, "op2": signals.RoleController, "obs": signals.RoleObserver, "": "", "op": "", "op1 ": ""} {
 		require.Equal(t, want, ts.role(tok), "token %q", tok)
 	}
 	_, err = newTokens(nil, []string{"obs"})
-	require.Error(t, err, "an operator token is required")
+	require.Error(t, err, "a controller token is required")
 	_, err = newTokens([]string{"a"}, []string{"a"})
 	require.Error(t, err, "a token has one role")
+}
+
+// The deck's roles are signals' viewer roles; OperatorTokens, the old name of
+// ControllerTokens, still grants the controller role.
+func TestDeprecatedOperatorTokensAreControllers(t *testing.T) {
+	s, err := New(Options{Client: &signals.Client{}, ControllerTokens: []string{"c"}, OperatorTokens: []string{"old"}})
+	require.NoError(t, err)
+	require.Equal(t, signals.RoleController, s.tokens.role("c"))
+	require.Equal(t, signals.RoleController, s.tokens.role("old"))
+	_, err = New(Options{Client: &signals.Client{}, OperatorTokens: []string{"old"}})
+	require.NoError(t, err, "the old field alone is enough")
 }
 
 func TestRejectionStatus(t *testing.T) {
@@ -67,7 +78,7 @@ func TestDecodeRefusesWhatIsNotOneJSONObjectOfKnownFields(t *testing.T) {
 }
 
 func TestNewServesThePageAndGuardsTheAPI(t *testing.T) {
-	s, err := New(Options{Client: &signals.Client{}, OperatorTokens: []string{"op"}, ObserverTokens: []string{"obs"}})
+	s, err := New(Options{Client: &signals.Client{}, ControllerTokens: []string{"op"}, ObserverTokens: []string{"obs"}})
 	require.NoError(t, err)
 	for _, c := range []struct {
 		method, path, token string

@@ -1,7 +1,7 @@
 // Package devserver starts the real Temporal server (go.temporal.io/server) in-process,
 // backed by a SQLite file (or memory), with the Temporal Web UI beside it.
 //
-// It is what `worker -dev`, `starter demo` and the end-to-end tests run on. Nothing in the
+// It is what `worker -dev`, `demo` and the end-to-end tests run on. Nothing in the
 // session path imports it: production deployments point the worker at a cluster instead.
 package devserver
 

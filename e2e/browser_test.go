@@ -130,7 +130,7 @@ func TestBrowserDeckOnAPhone(t *testing.T) {
 	href, err := chromedp.Run(ctx, chromedp.Evaluate[string](`location.href`))
 	require.NoError(t, err)
 	require.NotContains(t, href, d.operator)
-	require.Equal(t, "operator", textOf(t, ctx, "#who"))
+	require.Equal(t, signals.RoleController, textOf(t, ctx, "#who"))
 	// The list puts it among those that need approval (visibility may take a refresh).
 	waitText(t, ctx, rowSel, "needs approval")
 	noOverflow(t, ctx, "sessions list at 390px")

@@ -39,7 +39,7 @@ import (
 	"go.temporal.io/sdk/client"
 
 	"github.com/tacp-dev/tacp/devserver"
-	"github.com/tacp-dev/tacp/internal/app"
+	"github.com/tacp-dev/tacp/internal/tacpworker"
 	"github.com/tacp-dev/tacp/signals"
 	"github.com/tacp-dev/tacp/workflows"
 )
@@ -298,7 +298,7 @@ func TestChaosServerRestartedFromItsDatabase(t *testing.T) {
 	require.NoError(t, err)
 	t.Cleanup(c.Close)
 	queue := "tacp-restart-" + signals.NewID()[:8]
-	_, rc := extraWorker(t, c, app.WorkerOptions{TaskQueue: queue})
+	_, rc := extraWorker(t, c, tacpworker.Options{TaskQueue: queue})
 
 	id := session(t)
 	cfg := signals.SessionConfig{SessionID: id}

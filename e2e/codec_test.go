@@ -18,7 +18,7 @@ import (
 	"google.golang.org/protobuf/encoding/protojson"
 
 	"github.com/tacp-dev/tacp/codec"
-	"github.com/tacp-dev/tacp/internal/app"
+	"github.com/tacp-dev/tacp/internal/tacpworker"
 	"github.com/tacp-dev/tacp/signals"
 )
 
@@ -57,7 +57,7 @@ func TestEncryptedPayloadsHideTranscriptsFromTheRawHistory(t *testing.T) {
 	cc, err := srv.NewClient(ctxFor(t, 10*time.Second), client.Options{DataConverter: codec.DataConverter(keys)})
 	require.NoError(t, err)
 	t.Cleanup(cc.Close)
-	_, ec := extraWorker(t, cc, app.WorkerOptions{Agent: testAgentCmd("-steering")})
+	_, ec := extraWorker(t, cc, tacpworker.Options{Agent: testAgentCmd("-steering")})
 	ctx := ctxFor(t, 60*time.Second)
 
 	id := session(t)

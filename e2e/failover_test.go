@@ -18,7 +18,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/tacp-dev/tacp/activities"
-	"github.com/tacp-dev/tacp/internal/app"
+	"github.com/tacp-dev/tacp/internal/dial"
+	"github.com/tacp-dev/tacp/internal/tacpworker"
 	"github.com/tacp-dev/tacp/signals"
 )
 
@@ -31,13 +32,13 @@ func runWorkerProcess() int {
 	defer stop()
 	logger := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
 	// Connects as the worker binary does: TEMPORAL_* variables through envconfig (TLS too).
-	c, err := app.Dial(ctx, "", "", logger) // stdout is for "ready"
+	c, err := dial.Client(ctx, "", "", logger) // stdout is for "ready"
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "worker process:", err)
 		return 1
 	}
 	defer c.Close()
-	opts := app.WorkerOptions{
+	opts := tacpworker.Options{
 		TaskQueue: os.Getenv(workerProcessEnv),
 		Agent:     os.Getenv("TACP_E2E_AGENT"),
 		DataDir:   os.Getenv("TACP_E2E_DATA"),
@@ -49,7 +50,7 @@ func runWorkerProcess() int {
 	if roots := os.Getenv("TACP_E2E_ROOTS"); roots != "" {
 		opts.WorkspaceRoots = filepath.SplitList(roots)
 	}
-	w, err := app.StartWorker(c, opts)
+	w, err := tacpworker.Start(c, opts)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "worker process:", err)
 		return 1

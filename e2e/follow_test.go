@@ -25,7 +25,7 @@ import (
 	"go.temporal.io/sdk/workflow"
 	"google.golang.org/grpc"
 
-	"github.com/tacp-dev/tacp/internal/app"
+	"github.com/tacp-dev/tacp/internal/tacpworker"
 	"github.com/tacp-dev/tacp/signals"
 )
 
@@ -208,7 +208,7 @@ func TestAnIdleFollowedSessionIsNotQueried(t *testing.T) {
 	require.NoError(t, err)
 	defer wc.Close()
 	queue := "tacp-e2e-idle-" + signals.NewID()[:8]
-	w, err := app.StartWorker(wc, app.WorkerOptions{
+	w, err := tacpworker.Start(wc, tacpworker.Options{
 		TaskQueue: queue,
 		Agent:     fmt.Sprintf("%s -transcripts %s", testagent, filepath.Join(dataDir, "transcripts-idle")),
 		DataDir:   filepath.Join(dataDir, "idle"),

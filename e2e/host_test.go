@@ -6,15 +6,15 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/tacp-dev/tacp/internal/app"
+	"github.com/tacp-dev/tacp/internal/tacpworker"
 	"github.com/tacp-dev/tacp/signals"
 )
 
 // auxWorker starts an in-process worker on its own task queue with a short agent idle TTL,
 // room for two live agents, and a short setup bound.
-func auxWorker(t *testing.T) (*app.Worker, *signals.Client) {
+func auxWorker(t *testing.T) (*tacpworker.Worker, *signals.Client) {
 	t.Helper()
-	return extraWorker(t, tc, app.WorkerOptions{AgentIdleTTL: time.Second, MaxAgents: 2, InitTimeout: 2 * time.Second})
+	return extraWorker(t, tc, tacpworker.Options{AgentIdleTTL: time.Second, MaxAgents: 2, InitTimeout: 2 * time.Second})
 }
 
 func TestIdleAgentIsStoppedAfterItsTTL(t *testing.T) {

@@ -20,8 +20,8 @@ import (
 
 	"github.com/tacp-dev/tacp/activities"
 	"github.com/tacp-dev/tacp/devserver"
-	"github.com/tacp-dev/tacp/internal/app"
 	"github.com/tacp-dev/tacp/internal/freeport"
+	"github.com/tacp-dev/tacp/internal/tacpworker"
 	"github.com/tacp-dev/tacp/signals"
 )
 
@@ -34,7 +34,7 @@ var (
 	testagent  string
 	starterBin string
 	dataDir    string
-	worker     *app.Worker
+	worker     *tacpworker.Worker
 )
 
 func TestMain(m *testing.M) {
@@ -80,7 +80,7 @@ func runMain(m *testing.M) int {
 	}
 	defer tc.Close()
 	sc = signals.NewClient(tc, signals.DefaultTaskQueue)
-	worker, err = app.StartWorker(tc, app.WorkerOptions{
+	worker, err = tacpworker.Start(tc, tacpworker.Options{
 		Profiles:       suiteProfiles(),
 		WorkspaceRoots: suiteRoots(),
 		DataDir:        dataDir,
@@ -315,7 +315,7 @@ func testAgentCmd(flags ...string) string {
 // extraWorker starts an in-process worker on a task queue of its own, polling with c, and
 // returns it with a session client on that queue. opts.TaskQueue, DataDir and Agent default
 // to a fresh queue, the suite's data dir and the testagent.
-func extraWorker(t *testing.T, c client.Client, opts app.WorkerOptions) (*app.Worker, *signals.Client) {
+func extraWorker(t *testing.T, c client.Client, opts tacpworker.Options) (*tacpworker.Worker, *signals.Client) {
 	t.Helper()
 	if opts.TaskQueue == "" {
 		opts.TaskQueue = "tacp-extra-" + signals.NewID()[:8]
@@ -329,7 +329,7 @@ func extraWorker(t *testing.T, c client.Client, opts app.WorkerOptions) (*app.Wo
 	if opts.WorkspaceRoots == nil {
 		opts.WorkspaceRoots = suiteRoots()
 	}
-	w, err := app.StartWorker(c, opts)
+	w, err := tacpworker.Start(c, opts)
 	require.NoError(t, err)
 	t.Cleanup(w.Stop)
 	return w, signals.NewClient(c, opts.TaskQueue)

@@ -8,7 +8,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/tacp-dev/tacp/internal/app"
+	"github.com/tacp-dev/tacp/internal/tacpworker"
 	"github.com/tacp-dev/tacp/signals"
 )
 
@@ -27,7 +27,7 @@ func peerAgent(t *testing.T) string {
 func TestTypeScriptSDKExampleAgentEndToEnd(t *testing.T) {
 	t.Parallel()
 	// A worker whose default profile is the example agent.
-	_, qc := extraWorker(t, tc, app.WorkerOptions{Agent: peerAgent(t)})
+	_, qc := extraWorker(t, tc, tacpworker.Options{Agent: peerAgent(t)})
 	id := session(t)
 	ctx := ctxFor(t, 60*time.Second)
 	_, err := qc.Prompt(ctx, signals.SessionConfig{SessionID: id}, signals.PromptRequest{Text: "please improve the config"})

@@ -27,8 +27,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/tacp-dev/tacp/activities"
-	"github.com/tacp-dev/tacp/internal/app"
 	"github.com/tacp-dev/tacp/internal/fakemodel"
+	"github.com/tacp-dev/tacp/internal/tacpworker"
 	"github.com/tacp-dev/tacp/signals"
 )
 
@@ -60,7 +60,7 @@ func startRealAgentWorker(t *testing.T, a fakemodel.Agent) *realAgentWorker {
 		k, v, _ := strings.Cut(kv, "=")
 		profile.Env[k] = v
 	}
-	_, qc := extraWorker(t, tc, app.WorkerOptions{
+	_, qc := extraWorker(t, tc, tacpworker.Options{
 		// The worker's own account of the agents it runs (starts, evictions, kills).
 		Logger:         slog.New(slog.NewTextHandler(&testLog{t: t, prefix: "worker: "}, &slog.HandlerOptions{Level: slog.LevelInfo})),
 		Profiles:       []activities.Profile{profile},

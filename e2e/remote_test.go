@@ -42,7 +42,7 @@ func newACPDeck(t *testing.T) *acpDeck {
 	t.Helper()
 	d := &acpDeck{operator: "op-" + signals.NewID(), observer: "obs-" + signals.NewID()}
 	gw := gateway.New(gateway.Options{Client: sc, Agent: gatewayAgent(), IgnoreClientCwd: true})
-	h, err := deck.New(deck.Options{Client: sc, OperatorTokens: []string{d.operator}, ObserverTokens: []string{d.observer}, Gateway: gw})
+	h, err := deck.New(deck.Options{Client: sc, ControllerTokens: []string{d.operator}, ObserverTokens: []string{d.observer}, Gateway: gw})
 	require.NoError(t, err)
 	d.Server = httptest.NewUnstartedServer(h)
 	d.Config.ConnState = func(c net.Conn, s http.ConnState) {

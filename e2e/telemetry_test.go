@@ -11,7 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.temporal.io/sdk/client"
 
-	"github.com/tacp-dev/tacp/internal/app"
+	"github.com/tacp-dev/tacp/internal/tacpworker"
 	"github.com/tacp-dev/tacp/internal/telemetry"
 	"github.com/tacp-dev/tacp/signals"
 )
@@ -28,7 +28,7 @@ func telemetryWorker(t *testing.T) (string, *signals.Client) {
 	c, err := srv.NewClient(ctx, client.Options{MetricsHandler: tel.MetricsHandler, Interceptors: tel.Interceptors})
 	require.NoError(t, err)
 	t.Cleanup(c.Close)
-	_, qc := extraWorker(t, c, app.WorkerOptions{})
+	_, qc := extraWorker(t, c, tacpworker.Options{})
 	return "http://" + tel.MetricsAddr() + "/metrics", signals.NewClient(tc, qc.TaskQueue)
 }
 

@@ -17,14 +17,14 @@ import (
 	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/sdk/client"
 
-	"github.com/tacp-dev/tacp/internal/app"
+	"github.com/tacp-dev/tacp/internal/tacpworker"
 	"github.com/tacp-dev/tacp/signals"
 )
 
 // trustWorker is a worker whose only workspace root is base/ws, with base/ws-evil (a
 // sibling sharing the root's prefix), base/outside, and base/ws/escape → base/outside.
 type trustWorker struct {
-	w      *app.Worker
+	w      *tacpworker.Worker
 	qc     *signals.Client
 	queue  string
 	base   string
@@ -41,7 +41,7 @@ func newTrustWorker(t *testing.T) *trustWorker {
 	require.NoError(t, os.Symlink(filepath.Join(base, "outside"), filepath.Join(base, "ws", "escape")))
 	require.NoError(t, os.WriteFile(filepath.Join(base, "outside", "secret.txt"), []byte("secret"), 0o600))
 	tw := &trustWorker{queue: "tacp-trust-" + signals.NewID()[:8], base: base, root: filepath.Join(base, "ws"), marker: filepath.Join(base, "pwned")}
-	tw.w, tw.qc = extraWorker(t, tc, app.WorkerOptions{TaskQueue: tw.queue, WorkspaceRoots: []string{tw.root}})
+	tw.w, tw.qc = extraWorker(t, tc, tacpworker.Options{TaskQueue: tw.queue, WorkspaceRoots: []string{tw.root}})
 	return tw
 }
 

@@ -292,25 +292,20 @@ func (c *conn) Cancel(ctx context.Context, p acp.CancelNotification) error {
 	return rpcErr(err)
 }
 
-// Extension methods.
-const (
-	methodSteering  = "_session/steering"
-	methodTacpSteer = "_tacp/session.steer"
-)
-
 // HandleExtensionMethod serves the steering extensions.
 func (c *conn) HandleExtensionMethod(ctx context.Context, method string, params json.RawMessage) (any, error) {
 	switch method {
-	case methodSteering:
+	case signals.SteeringMethod:
 		return c.steering(ctx, params)
-	case methodTacpSteer:
+	case signals.TacpSteerMethod:
 		return c.tacpSteer(ctx, params)
 	}
 	return nil, acp.NewMethodNotFound(method)
 }
 
 // steering serves _session/steering {sessionId, prompt}: the text steers the running turn
-// ("injected"), or, when no turn runs, is sent as a prompt ("startedNewTurn").
+// by signals.SteerLive's rule ("injected"), or, when no turn runs, is sent as a prompt
+// ("startedNewTurn"), as the agents that serve the extension do.
 func (c *conn) steering(ctx context.Context, params json.RawMessage) (any, error) {
 	var p struct {
 		SessionID string          `json:"sessionId"`
@@ -332,39 +327,20 @@ func (c *conn) steering(ctx context.Context, params json.RawMessage) (any, error
 	if err != nil {
 		return nil, err
 	}
-	st, err := c.client().Status(cctx, p.SessionID)
-	if err != nil {
-		return nil, rpcErr(err)
-	}
-	req := signals.SteerRequest{Text: text, ExpectedTurnID: st.SteerToken, ClientMsgID: signals.NewID(), ViewerID: c.viewer}
-	if st.SteerToken == "" {
-		err = signals.Reject(signals.RejectNoLiveTurn, "no turn runs")
-	} else {
-		_, err = c.client().Steer(cctx, p.SessionID, req)
-	}
-	var stale signals.StaleTurnDetails
-	if rej, ok := signals.AsRejection(err); ok && rej.Type == signals.RejectStaleTurn {
-		// Another steer won the race: this client does not hold a token, so it steers the
-		// turn as it is now.
-		if d, ok := rej.Details.(signals.StaleTurnDetails); ok {
-			stale = d
-			req.ExpectedTurnID = stale.Actual
-			_, err = c.client().Steer(cctx, p.SessionID, req)
-		}
-	}
+	_, err = c.client().SteerLive(cctx, p.SessionID, text, signals.SteerLiveOptions{ViewerID: c.viewer})
 	rej, _ := signals.AsRejection(err)
 	switch {
 	case err == nil:
-		return map[string]string{"outcome": "injected"}, nil
+		return map[string]string{"outcome": signals.SteerInjected}, nil
 	case rej != nil && rej.Type == signals.RejectNoLiveTurn:
 		msgID := signals.NewID()
 		a.markMine(msgID)
 		if _, err := c.client().Prompt(cctx, signals.SessionConfig{SessionID: p.SessionID}, signals.PromptRequest{Text: text, ClientMessageID: msgID, ViewerID: c.viewer}); err != nil {
-			return map[string]string{"outcome": "failed", "error": err.Error()}, nil
+			return map[string]string{"outcome": signals.SteerFailed, "error": err.Error()}, nil
 		}
-		return map[string]string{"outcome": "startedNewTurn"}, nil
+		return map[string]string{"outcome": signals.SteerStartedNewTurn}, nil
 	default:
-		return map[string]string{"outcome": "failed", "error": err.Error()}, nil
+		return map[string]string{"outcome": signals.SteerFailed, "error": err.Error()}, nil
 	}
 }
 

@@ -293,16 +293,10 @@ func TestHubCacheIsBoundedAndSaysWhenASlowReaderMustReadTheJournal(t *testing.T)
 	h := newHub(j, time.Millisecond, discard())
 	s := h.subscribe("s", 0)
 	defer s.unsubscribe()
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		if evs, ok := s.after(int64(cacheSize + 9)); ok && len(evs) == 1 {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("the poller never caught up")
-		}
-		time.Sleep(time.Millisecond)
-	}
+	require.Eventually(t, func() bool {
+		evs, ok := s.after(int64(cacheSize + 9))
+		return ok && len(evs) == 1
+	}, 10*time.Second, time.Millisecond, "the poller never caught up")
 	if _, ok := s.after(0); ok {
 		t.Fatal("seq 1 fell out of the cache: the reader must be told to read the journal")
 	}

@@ -16,6 +16,15 @@ const (
 	PolicyAskAlways   = "ask_always"
 )
 
+// ValidPolicyLevel reports whether level is one of the three policy levels.
+func ValidPolicyLevel(level string) bool {
+	switch level {
+	case PolicyAllowAll, PolicyAskForRisky, PolicyAskAlways:
+		return true
+	}
+	return false
+}
+
 // MaxConfigDuration bounds the durations of a SessionConfig: past it, a turn's activity
 // bound (turn_deadline plus slack) would overflow time.Duration.
 const MaxConfigDuration = 100 * 365 * 24 * time.Hour
@@ -55,9 +64,7 @@ func ValidateSessionConfigFormat(cfg SessionConfig) error {
 	if err := ValidateSessionID(cfg.SessionID); err != nil {
 		return err
 	}
-	switch cfg.Policy {
-	case "", PolicyAllowAll, PolicyAskForRisky, PolicyAskAlways:
-	default:
+	if cfg.Policy != "" && !ValidPolicyLevel(cfg.Policy) {
 		return fmt.Errorf("invalid policy %q: want allow_all, ask_for_risky or ask_always", cfg.Policy)
 	}
 	for _, f := range []struct{ name, value string }{

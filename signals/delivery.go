@@ -41,7 +41,14 @@ const (
 	SteerInjected       = "injected"
 	SteerStartedNewTurn = "startedNewTurn"
 	SteerPromptRequired = "promptRequired"
+	// SteerFailed is the answer of tacp's ACP face (not of an agent) to a steer it could
+	// neither deliver nor send as a prompt; its "error" says why.
+	SteerFailed = "failed"
 )
+
+// TacpSteerMethod is the ACP face's own steer extension: the steer update of DESIGN §3
+// with its vocabulary (an explicit token, outcome accepted/duplicate or the rejection).
+const TacpSteerMethod = "_tacp/session.steer"
 
 // Delivery is one decision carried into a running turn.
 type Delivery struct {

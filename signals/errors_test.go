@@ -116,12 +116,12 @@ func TestRejection_NonRejectionErrorsAreNotRejections(t *testing.T) {
 	}{
 		{"nil", nil},
 		{"plain error", errors.New("boom")},
-		{"agent_error", temporal.NewApplicationError("agent failed", ErrAgent)},
+		{"agent_error", temporal.NewApplicationError("agent failed", TypeAgentError)},
 		{"unknown_session as an ApplicationError", temporal.NewApplicationError("no session", RejectUnknownSession)},
 		{"untyped ApplicationError", temporal.NewApplicationError("oops", "")},
 		{"other type", temporal.NewApplicationError("oops", "SomethingElse")},
 		{"type differs in case", temporal.NewApplicationError("oops", "STALE_TURN")},
-		{"agent_error over the wire", overTheWire(t, temporal.NewApplicationError("agent failed", ErrAgent))},
+		{"agent_error over the wire", overTheWire(t, temporal.NewApplicationError("agent failed", TypeAgentError))},
 		{"canceled", temporal.NewCanceledError()},
 	}
 	for _, tt := range tests {

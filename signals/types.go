@@ -287,10 +287,10 @@ type RunTurnResult struct {
 	Reported bool `json:"reported,omitempty"`
 }
 
-// ErrAgent is the ApplicationError type of a turn the agent itself failed (it answered the
+// TypeAgentError is the ApplicationError type of a turn the agent itself failed (it answered the
 // prompt with an error): not retried. Its details are a RunTurnResult with Attempt and
 // Batches.
-const ErrAgent = "agent_error"
+const TypeAgentError = "agent_error"
 
 // TurnStartedSignal tells the session that an attempt of a turn is running.
 type TurnStartedSignal struct {

@@ -17,7 +17,7 @@ import (
 	acp "github.com/coder/acp-go-sdk"
 
 	"github.com/tacp-dev/tacp/gateway"
-	"github.com/tacp-dev/tacp/internal/app"
+	"github.com/tacp-dev/tacp/internal/dial"
 	"github.com/tacp-dev/tacp/remote"
 	"github.com/tacp-dev/tacp/signals"
 )
@@ -58,7 +58,7 @@ func cmdACP(ctx context.Context, e *env, fs *flag.FlagSet, args []string) int {
 			return e.fail(err)
 		}
 	}
-	tc, err := app.Dial(ctx, e.address, e.namespace, logger)
+	tc, err := dial.Client(ctx, e.address, e.namespace, logger)
 	if err != nil {
 		return e.fail(err)
 	}

@@ -18,13 +18,13 @@ import (
 
 	"github.com/tacp-dev/tacp/deck"
 	"github.com/tacp-dev/tacp/gateway"
-	"github.com/tacp-dev/tacp/internal/app"
+	"github.com/tacp-dev/tacp/internal/logging"
 	"github.com/tacp-dev/tacp/notify"
 )
 
 func cmdWeb(ctx context.Context, e *env, fs *flag.FlagSet, args []string) int {
 	listen := fs.String("listen", "127.0.0.1:8080", "address to serve the deck on")
-	token := fs.String("token", "", "operator token(s), comma-separated: may read and act (empty: one is generated and printed)")
+	token := fs.String("token", "", "controller token(s), comma-separated: may read and act (empty: one is generated and printed)")
 	observers := fs.String("observer-token", "", "observer token(s), comma-separated: may only read")
 	poll := fs.Duration("poll", 250*time.Millisecond, "the pause before a live view tries a failed events query again (new events wake it through the session's history)")
 	logLevel := fs.String("log.level", "info", "log level: debug, info, warn, error")
@@ -42,7 +42,7 @@ func cmdWeb(ctx context.Context, e *env, fs *flag.FlagSet, args []string) int {
 	if err != nil {
 		return e.fail(err)
 	}
-	logger, err := app.NewLogger(*logLevel)
+	logger, err := logging.New(*logLevel)
 	if err != nil {
 		return e.fail(err)
 	}
@@ -52,10 +52,10 @@ func cmdWeb(ctx context.Context, e *env, fs *flag.FlagSet, args []string) int {
 			return e.fail(fmt.Errorf("--webhook %q: want an http:// or https:// URL", u))
 		}
 	}
-	operatorTokens := splitTokens(*token)
-	generated := len(operatorTokens) == 0
+	controllerTokens := splitTokens(*token)
+	generated := len(controllerTokens) == 0
 	if generated {
-		operatorTokens = []string{newToken()}
+		controllerTokens = []string{newToken()}
 	}
 	if err := e.connect(ctx); err != nil {
 		return e.fail(err)
@@ -64,7 +64,7 @@ func cmdWeb(ctx context.Context, e *env, fs *flag.FlagSet, args []string) int {
 	// worker's); the client's cwd names a directory on its own machine.
 	gw := gateway.New(gateway.Options{Client: e.c, Agent: e.agent, Workspace: e.workspace, IgnoreClientCwd: true, Logger: logger})
 	d, err := deck.New(deck.Options{
-		Client: e.c, OperatorTokens: operatorTokens, ObserverTokens: splitTokens(*observers),
+		Client: e.c, ControllerTokens: controllerTokens, ObserverTokens: splitTokens(*observers),
 		Logger: logger, PollInterval: *poll, Gateway: gw,
 	})
 	if err != nil {
@@ -112,11 +112,11 @@ func cmdWeb(ctx context.Context, e *env, fs *flag.FlagSet, args []string) int {
 	}
 	if generated {
 		// The token goes in the fragment: the browser keeps it out of requests and logs.
-		fmt.Fprintf(e.err, "deck on %s#token=%s\n(a new operator token; set --token or TACP_TOKEN to keep one)\n", url, operatorTokens[0])
+		fmt.Fprintf(e.err, "deck on %s#token=%s\n(a new controller token; set --token or TACP_TOKEN to keep one)\n", url, controllerTokens[0])
 	} else {
 		fmt.Fprintf(e.err, "deck on %s (sign in with your token, or open %s#token=<token>)\n", url, url)
 	}
-	logger.Info("deck serving", "addr", ln.Addr().String(), "operators", len(operatorTokens), "observers", len(splitTokens(*observers)))
+	logger.Info("deck serving", "addr", ln.Addr().String(), "controllers", len(controllerTokens), "observers", len(splitTokens(*observers)))
 	if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
 		return e.fail(err)
 	}

@@ -18,14 +18,19 @@ import (
 	"go.temporal.io/sdk/client"
 
 	"github.com/tacp-dev/tacp/activities"
+	"github.com/tacp-dev/tacp/codec"
 	"github.com/tacp-dev/tacp/devserver"
-	"github.com/tacp-dev/tacp/internal/app"
+	"github.com/tacp-dev/tacp/internal/dial"
+	"github.com/tacp-dev/tacp/internal/flagenv"
+	"github.com/tacp-dev/tacp/internal/logging"
+	"github.com/tacp-dev/tacp/internal/selfagent"
+	"github.com/tacp-dev/tacp/internal/tacpworker"
 	"github.com/tacp-dev/tacp/internal/telemetry"
 	"github.com/tacp-dev/tacp/signals"
 )
 
 func main() {
-	app.MaybeRunTestAgent()
+	selfagent.MaybeRun()
 	if err := run(); err != nil {
 		fmt.Fprintln(os.Stderr, "worker:", err)
 		os.Exit(1)
@@ -38,7 +43,7 @@ func run() error {
 		fmt.Fprintf(fs.Output(), "Usage: worker [flags]\n\nRuns tacp sessions. Every flag falls back to the TACP_<NAME> environment variable\n(dots and dashes as underscores, e.g. TACP_DEV_DB). Traces go to an OTLP/gRPC collector when\nOTEL_EXPORTER_OTLP_ENDPOINT or OTEL_EXPORTER_OTLP_TRACES_ENDPOINT is set.\n\n")
 		fs.PrintDefaults()
 	}
-	dataDir := app.DefaultDataDir()
+	dataDir := tacpworker.DefaultDataDir()
 	var (
 		dev       = fs.Bool("dev", false, "start the embedded Temporal server and Web UI first")
 		devDB     = fs.String("dev.db", filepath.Join(dataDir, "dev.db"), "SQLite file of the embedded server")
@@ -58,7 +63,7 @@ func run() error {
 		idleTTL   = fs.Duration("agent.idle-ttl", activities.DefaultIdleTTL, "stop an agent process idle this long between turns")
 		maxAgents = fs.Int("agent.max", activities.DefaultMaxAgents, "live agent processes on this worker; past it the least recently used idle one is stopped")
 		grace     = fs.Duration("agent.cancel-grace", activities.DefaultCancelGrace, "kill an agent that has not stopped this long after session/cancel")
-		pollers   = fs.Int("pollers", app.DefaultWorkflowPollers, "workflow task pollers on the session queue (viewers' queries are workflow tasks too)")
+		pollers   = fs.Int("pollers", tacpworker.DefaultWorkflowPollers, "workflow task pollers on the session queue (viewers' queries are workflow tasks too)")
 		flush     = fs.Duration("events.flush", activities.DefaultFlushInterval, "how often a turn's agent events are flushed to its session at first (latency seen by viewers)")
 		flushLong = fs.Duration("events.flush-longest", activities.DefaultFlushLongest, "the flush interval a turn that streams on stretches to: 1 s after 30 s, this after 5 min (history per hour)")
 		flushRate = fs.Float64("events.max-rate", activities.DefaultMaxFlushRate, "turn_events signals a second of all the turns streaming on this worker together; past it each turn flushes less often (negative: no bound)")
@@ -69,7 +74,7 @@ func run() error {
 	)
 	var profiles profileFlags
 	fs.Var(&profiles, "agent.profile", "an agent profile NAME=COMMAND this worker may run; repeat it for more (TACP_AGENT_PROFILE: several separated by ';')")
-	if err := app.ParseFlags(fs, os.Args[1:]); err != nil {
+	if err := flagenv.Parse(fs, os.Args[1:]); err != nil {
 		return err
 	}
 	if *profFile != "" {
@@ -94,7 +99,7 @@ func run() error {
 			rootDirs = append(rootDirs, home)
 		}
 	}
-	logger, err := app.NewLogger(*logLevel)
+	logger, err := logging.New(*logLevel)
 	if err != nil {
 		return err
 	}
@@ -131,14 +136,14 @@ func run() error {
 		}
 		defer func() { _ = srv.Stop() }()
 		logger.Info("embedded Temporal server started", "address", srv.HostPort(), "ui", srv.UIURL(), "db", *devDB)
-		dc, err := app.DataConverter()
+		dc, err := codec.DataConverterFromEnv()
 		if err != nil {
 			return err
 		}
 		if c, err = srv.NewClient(ctx, client.Options{DataConverter: dc, MetricsHandler: tel.MetricsHandler, Interceptors: tel.Interceptors}); err != nil {
 			return err
 		}
-	} else if c, err = app.DialWith(ctx, app.DialOptions{
+	} else if c, err = dial.ClientWith(ctx, dial.Options{
 		Address: *address, Namespace: *namespace, Logger: logger,
 		MetricsHandler: tel.MetricsHandler, Interceptors: tel.Interceptors,
 	}); err != nil {
@@ -146,7 +151,7 @@ func run() error {
 	}
 	defer c.Close()
 
-	w, err := app.StartWorker(c, app.WorkerOptions{
+	w, err := tacpworker.Start(c, tacpworker.Options{
 		TaskQueue: *queue, Agent: *agentCmd, Profiles: profiles, DefaultProfile: *profDef,
 		WorkspaceRoots: rootDirs, MCP: activities.MCPPolicy{Mode: *mcpMode, Commands: splitList(*mcpCmds)},
 		DataDir: *data, Logger: logger,

@@ -33,7 +33,7 @@ func TestAffinity_AfterHostAttempt(t *testing.T) {
 		{"Rule3_HeartbeatLostFallsBackAsAttempt2", temporal.NewTimeoutError(enumspb.TIMEOUT_TYPE_HEARTBEAT, nil), hostOutcome{Fallback: true, Base: 1}},
 		{"Rule3_HeartbeatLostResumesFromTheLastHeartbeat", temporal.NewHeartbeatTimeoutError(progress), hostOutcome{Fallback: true, Base: 1, Resume: &progress}},
 		{"Rule3_StartToCloseFallsBack", temporal.NewTimeoutError(enumspb.TIMEOUT_TYPE_START_TO_CLOSE, nil), hostOutcome{Fallback: true, Base: 1}},
-		{"Rule4_AgentErrorIsDone", temporal.NewNonRetryableApplicationError("agent: boom", signals.ErrAgent, nil), hostOutcome{}},
+		{"Rule4_AgentErrorIsDone", temporal.NewNonRetryableApplicationError("agent: boom", signals.TypeAgentError, nil), hostOutcome{}},
 		{"Rule4_RefusedIsDone", temporal.NewNonRetryableApplicationError("no such profile", signals.RejectInvalidRequest, nil), hostOutcome{}},
 		{"Rule5_AttemptLostFallsBackAsAttempt2", temporal.NewApplicationError("turn attempt lost", "attempt_lost"), hostOutcome{Fallback: true, Base: 1}},
 		{"Rule5_AttemptLostResumesFromItsDetails", temporal.NewApplicationError("turn attempt lost", "attempt_lost", progress), hostOutcome{Fallback: true, Base: 1, Resume: &progress}},

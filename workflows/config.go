@@ -11,7 +11,7 @@ const (
 	DefaultGraceWindow       = 15 * time.Minute
 	DefaultTurnDeadline      = 60 * time.Minute
 	DefaultPermissionTimeout = 10 * time.Minute
-	DefaultPolicy            = "ask_for_risky"
+	DefaultPolicy            = signals.PolicyAskForRisky
 	DefaultMaxRunEvents      = 8000
 	// TurnHeartbeat is the turn activity's heartbeat timeout: how fast a lost worker shows.
 	TurnHeartbeat = 10 * time.Second
@@ -23,9 +23,6 @@ const (
 	maxRunUpdates = 1000
 	maxRunSignals = 5000
 )
-
-// Policy levels of DESIGN §6.
-var policies = map[string]bool{"allow_all": true, "ask_for_risky": true, "ask_always": true}
 
 // Config is a SessionConfig with its defaults applied and durations parsed.
 type Config struct {

@@ -27,13 +27,6 @@ import (
 	"github.com/tacp-dev/tacp/signals"
 )
 
-// Policy levels.
-const (
-	PolicyAllowAll    = "allow_all"
-	PolicyAskForRisky = "ask_for_risky"
-	PolicyAskAlways   = "ask_always"
-)
-
 // harmlessKinds pass silently under ask_for_risky.
 var harmlessKinds = []string{"read", "search", "think", "fetch"}
 
@@ -44,7 +37,7 @@ type Policy struct {
 }
 
 // ValidPolicyLevel reports whether level is one of the three levels.
-func ValidPolicyLevel(level string) bool { return policies[level] }
+func ValidPolicyLevel(level string) bool { return signals.ValidPolicyLevel(level) }
 
 // ToolKey is the key a rule remembers a tool by: the agent's own tool name when the tool
 // call's _meta gives one (`_meta.toolName`, or `toolName` of an object in `_meta`),
@@ -113,7 +106,7 @@ func (p *Policy) Decide(requestID string, toolCall json.RawMessage, options []si
 func (p *Policy) DecideNamed(requestID string, toolCall json.RawMessage, toolName string, options []signals.PermissionOption, paths string) (signals.PermissionResolution, bool) {
 	res := signals.PermissionResolution{RequestID: requestID, Outcome: signals.OutcomeSelected}
 	switch {
-	case p.Level == PolicyAllowAll:
+	case p.Level == signals.PolicyAllowAll:
 		res.DecidedBy = signals.DecidedByPolicy
 		res.OptionID = pickOption(options, "allow_once", "allow_always")
 	case paths == signals.PathsOutside:
@@ -121,7 +114,7 @@ func (p *Policy) DecideNamed(requestID string, toolCall json.RawMessage, toolNam
 	case p.Remembers(RuleKey(toolCall, toolName)):
 		res.DecidedBy = signals.DecidedByRule
 		res.OptionID = pickOption(options, "allow_always", "allow_once")
-	case p.Level == PolicyAskForRisky && harmless(toolKind(toolCall), paths):
+	case p.Level == signals.PolicyAskForRisky && harmless(toolKind(toolCall), paths):
 		res.DecidedBy = signals.DecidedByPolicy
 		res.OptionID = pickOption(options, "allow_once", "allow_always")
 	}

@@ -57,9 +57,9 @@ func TestValidPolicyLevel(t *testing.T) {
 		level string
 		want  bool
 	}{
-		{PolicyAllowAll, true},
-		{PolicyAskForRisky, true},
-		{PolicyAskAlways, true},
+		{signals.PolicyAllowAll, true},
+		{signals.PolicyAskForRisky, true},
+		{signals.PolicyAskAlways, true},
 		{"", false},
 		{"ALLOW_ALL", false},
 		{" allow_all", false},
@@ -74,7 +74,7 @@ func TestValidPolicyLevel(t *testing.T) {
 func TestPolicy_AllowAllResolvesAtOnceByPolicy(t *testing.T) {
 	for _, kind := range everyKind {
 		t.Run("kind="+kind, func(t *testing.T) {
-			p := &Policy{Level: PolicyAllowAll}
+			p := &Policy{Level: signals.PolicyAllowAll}
 			res, ask := p.Decide("r1", toolCall(kind, "rm -rf build"), allOptions, "")
 			require.False(t, ask)
 			require.Equal(t, signals.PermissionResolution{
@@ -85,7 +85,7 @@ func TestPolicy_AllowAllResolvesAtOnceByPolicy(t *testing.T) {
 
 	// allow_all is checked first: a remembered tool is still decided by the policy.
 	tc := toolCall("execute", "make")
-	p := &Policy{Level: PolicyAllowAll}
+	p := &Policy{Level: signals.PolicyAllowAll}
 	p.Remember(ToolKey(tc))
 	res, ask := p.Decide("r2", tc, allOptions, "")
 	require.False(t, ask)
@@ -102,7 +102,7 @@ func TestPolicy_RememberedToolResolvesByRuleUnderAnyOtherLevel(t *testing.T) {
 		{"harmless kind", toolCall("read", "README.md")},
 		{"agent tool name", json.RawMessage(`{"kind":"execute","title":"ls","_meta":{"claudeCode":{"toolName":"Bash"}}}`)},
 	}
-	for _, level := range []string{PolicyAskForRisky, PolicyAskAlways} {
+	for _, level := range []string{signals.PolicyAskForRisky, signals.PolicyAskAlways} {
 		for _, r := range remembered {
 			t.Run(level+"/"+r.name, func(t *testing.T) {
 				p := &Policy{Level: level}
@@ -118,7 +118,7 @@ func TestPolicy_RememberedToolResolvesByRuleUnderAnyOtherLevel(t *testing.T) {
 
 	// The rule is for that tool only: another title of the same kind is still asked, and a
 	// call with the same agent tool name matches whatever its title.
-	p := &Policy{Level: PolicyAskAlways}
+	p := &Policy{Level: signals.PolicyAskAlways}
 	p.Remember(ToolKey(toolCall("execute", "make test")))
 	p.Remember(ToolKey(json.RawMessage(`{"kind":"execute","title":"ls","_meta":{"claudeCode":{"toolName":"Bash"}}}`)))
 	res, ask := p.Decide("r2", toolCall("execute", "make deploy"), allOptions, "")
@@ -150,7 +150,7 @@ func TestPolicy_AskForRiskyPassesHarmlessKindsSilently(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run("kind="+tt.kind, func(t *testing.T) {
-			p := &Policy{Level: PolicyAskForRisky}
+			p := &Policy{Level: signals.PolicyAskForRisky}
 			res, ask := p.Decide("r1", toolCall(tt.kind, "x"), allOptions, "")
 			if !tt.silent {
 				requireAsked(t, res, ask)
@@ -164,7 +164,7 @@ func TestPolicy_AskForRiskyPassesHarmlessKindsSilently(t *testing.T) {
 	}
 
 	// A tool call without a kind field at all is asked.
-	p := &Policy{Level: PolicyAskForRisky}
+	p := &Policy{Level: signals.PolicyAskForRisky}
 	res, ask := p.Decide("r2", json.RawMessage(`{"toolCallId":"c","title":"cat README.md"}`), allOptions, "")
 	requireAsked(t, res, ask)
 }
@@ -172,7 +172,7 @@ func TestPolicy_AskForRiskyPassesHarmlessKindsSilently(t *testing.T) {
 func TestPolicy_AskAlwaysAsksEverythingNotRemembered(t *testing.T) {
 	for _, kind := range everyKind {
 		t.Run("kind="+kind, func(t *testing.T) {
-			p := &Policy{Level: PolicyAskAlways, Rules: []string{"edit:other file", "tool:Read"}}
+			p := &Policy{Level: signals.PolicyAskAlways, Rules: []string{"edit:other file", "tool:Read"}}
 			res, ask := p.Decide("r1", toolCall(kind, "x"), allOptions, "")
 			requireAsked(t, res, ask)
 		})
@@ -193,13 +193,13 @@ func TestPolicy_NoAllowOptionIsAlwaysAsked(t *testing.T) {
 		policy  *Policy
 		options []signals.PermissionOption
 	}{
-		{"allow_all, reject options only", &Policy{Level: PolicyAllowAll}, rejects},
-		{"allow_all, no options", &Policy{Level: PolicyAllowAll}, nil},
-		{"allow_all, unknown option kinds", &Policy{Level: PolicyAllowAll}, unknown},
-		{"rule, reject options only", remembered(PolicyAskAlways), rejects},
-		{"rule, no options", remembered(PolicyAskForRisky), []signals.PermissionOption{}},
-		{"harmless kind, reject options only", &Policy{Level: PolicyAskForRisky}, rejects},
-		{"harmless kind, no options", &Policy{Level: PolicyAskForRisky}, nil},
+		{"allow_all, reject options only", &Policy{Level: signals.PolicyAllowAll}, rejects},
+		{"allow_all, no options", &Policy{Level: signals.PolicyAllowAll}, nil},
+		{"allow_all, unknown option kinds", &Policy{Level: signals.PolicyAllowAll}, unknown},
+		{"rule, reject options only", remembered(signals.PolicyAskAlways), rejects},
+		{"rule, no options", remembered(signals.PolicyAskForRisky), []signals.PermissionOption{}},
+		{"harmless kind, reject options only", &Policy{Level: signals.PolicyAskForRisky}, rejects},
+		{"harmless kind, no options", &Policy{Level: signals.PolicyAskForRisky}, nil},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -225,13 +225,13 @@ func TestPolicy_OptionPreference(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			byPolicy := &Policy{Level: PolicyAllowAll}
+			byPolicy := &Policy{Level: signals.PolicyAllowAll}
 			res, ask := byPolicy.Decide("r1", tc, tt.options, "")
 			require.False(t, ask)
 			require.Equal(t, signals.DecidedByPolicy, res.DecidedBy)
 			require.Equal(t, tt.wantPolicy, res.OptionID, "policy pick")
 
-			byRule := &Policy{Level: PolicyAskAlways}
+			byRule := &Policy{Level: signals.PolicyAskAlways}
 			byRule.Remember(ToolKey(tc))
 			res, ask = byRule.Decide("r1", tc, tt.options, "")
 			require.False(t, ask)
@@ -245,7 +245,7 @@ func TestPolicy_OptionPreference(t *testing.T) {
 }
 
 func TestPolicy_DecideChangesNothing(t *testing.T) {
-	p := &Policy{Level: PolicyAskForRisky, Rules: []string{"execute:make", "tool:Bash"}}
+	p := &Policy{Level: signals.PolicyAskForRisky, Rules: []string{"execute:make", "tool:Bash"}}
 	before := Policy{Level: p.Level, Rules: slices.Clone(p.Rules)}
 	for _, kind := range everyKind {
 		p.Decide("r1", toolCall(kind, "make"), allOptions, "")
@@ -360,7 +360,7 @@ func FuzzToolKey(f *testing.F) {
 
 func TestPolicy_RulesStaySortedAndUnique(t *testing.T) {
 	keys := []string{"tool:Bash", "execute:make", "read:a", "tool:Bash", "edit:z", "execute:make", "edit:a", "read:a"}
-	p := &Policy{Level: PolicyAskAlways}
+	p := &Policy{Level: signals.PolicyAskAlways}
 	for i, k := range keys {
 		p.Remember(k)
 		require.True(t, slices.IsSorted(p.Rules), "after Remember(%q): %q", k, p.Rules)
@@ -382,7 +382,7 @@ func TestPolicy_RulesStaySortedAndUnique(t *testing.T) {
 }
 
 func TestPolicy_ForgetReportsWhetherRemembered(t *testing.T) {
-	p := &Policy{Level: PolicyAskAlways}
+	p := &Policy{Level: signals.PolicyAskAlways}
 	require.False(t, p.Forget("tool:Bash"), "nothing remembered yet")
 
 	p.Remember("tool:Bash")
@@ -405,7 +405,7 @@ func TestPolicy_ForgetReportsWhetherRemembered(t *testing.T) {
 }
 
 func TestPolicy_JSONRoundTrip(t *testing.T) {
-	p := &Policy{Level: PolicyAskForRisky}
+	p := &Policy{Level: signals.PolicyAskForRisky}
 	for _, k := range []string{"tool:Bash", "execute:make", "edit:main.go"} {
 		p.Remember(k)
 	}
@@ -431,7 +431,7 @@ func TestPolicy_JSONRoundTrip(t *testing.T) {
 	require.Equal(t, []string{"delete:tmp", "edit:main.go", "execute:make", "tool:Bash"}, next.Rules)
 
 	// A policy with no rules survives the trip too.
-	empty := Policy{Level: PolicyAskAlways}
+	empty := Policy{Level: signals.PolicyAskAlways}
 	b, err = json.Marshal(empty)
 	require.NoError(t, err)
 	var back Policy
@@ -472,7 +472,7 @@ func TestValidateForget(t *testing.T) {
 // it does, resolves by that rule without asking: an allow_always meant for one call opens the
 // door to all anonymous calls, against the fail-closed intent of §6.
 func TestPolicy_AnonymousToolCallIsNotRememberedForOthers(t *testing.T) {
-	p := &Policy{Level: PolicyAskAlways}
+	p := &Policy{Level: signals.PolicyAskAlways}
 	p.Remember(ToolKey(json.RawMessage(`{"toolCallId":"c1"}`)))
 	res, ask := p.Decide("r2", json.RawMessage(`{"toolCallId":"c2","rawInput":{"command":"rm -rf ~"}}`), allOptions, "")
 	requireAsked(t, res, ask)
@@ -508,7 +508,7 @@ func FuzzPolicyDecide(f *testing.F) {
 		if !reflect.DeepEqual(before, *p) {
 			t.Fatalf("Decide changed the policy")
 		}
-		if paths == signals.PathsOutside && level != PolicyAllowAll && !ask {
+		if paths == signals.PathsOutside && level != signals.PolicyAllowAll && !ask {
 			t.Fatalf("a tool call outside the workspace was decided by %s under %q", res.DecidedBy, level)
 		}
 		if ask {
@@ -531,21 +531,21 @@ func FuzzPolicyDecide(f *testing.F) {
 			}
 			switch res.DecidedBy {
 			case signals.DecidedByPolicy:
-				if level != PolicyAllowAll && (level != PolicyAskForRisky || !slices.Contains(harmlessKinds, toolKind(tc))) {
+				if level != signals.PolicyAllowAll && (level != signals.PolicyAskForRisky || !slices.Contains(harmlessKinds, toolKind(tc))) {
 					t.Fatalf("decided by policy under %q for kind %q", level, toolKind(tc))
 				}
 			case signals.DecidedByRule:
-				if level == PolicyAllowAll || !p.Remembers(ToolKey(tc)) || ToolKey(tc) == "" {
+				if level == signals.PolicyAllowAll || !p.Remembers(ToolKey(tc)) || ToolKey(tc) == "" {
 					t.Fatalf("decided by rule under %q for key %q (rules %v)", level, ToolKey(tc), p.Rules)
 				}
 			default:
 				t.Fatalf("decided by %q", res.DecidedBy)
 			}
-			if level == PolicyAskAlways && res.DecidedBy != signals.DecidedByRule {
+			if level == signals.PolicyAskAlways && res.DecidedBy != signals.DecidedByRule {
 				t.Fatalf("ask_always resolved without a rule: %+v", res)
 			}
 		}
-		if ValidPolicyLevel(level) != (level == PolicyAllowAll || level == PolicyAskForRisky || level == PolicyAskAlways) {
+		if ValidPolicyLevel(level) != (level == signals.PolicyAllowAll || level == signals.PolicyAskForRisky || level == signals.PolicyAskAlways) {
 			t.Fatalf("ValidPolicyLevel(%q) = %v", level, ValidPolicyLevel(level))
 		}
 
@@ -575,27 +575,27 @@ func TestPolicy_PathsOutsideTheWorkspaceAreAsked(t *testing.T) {
 		rule               bool
 		silent             bool
 	}{
-		{PolicyAskForRisky, "read", signals.PathsInside, false, true},
-		{PolicyAskForRisky, "read", signals.PathsOutside, false, false},
-		{PolicyAskForRisky, "read", signals.PathsNone, false, false},
-		{PolicyAskForRisky, "search", signals.PathsInside, false, true},
-		{PolicyAskForRisky, "search", signals.PathsOutside, false, false},
-		{PolicyAskForRisky, "search", signals.PathsNone, false, false},
-		{PolicyAskForRisky, "fetch", signals.PathsNone, false, true},
-		{PolicyAskForRisky, "fetch", signals.PathsOutside, false, false},
-		{PolicyAskForRisky, "think", signals.PathsNone, false, true},
-		{PolicyAskForRisky, "think", signals.PathsOutside, false, false},
-		{PolicyAskForRisky, "edit", signals.PathsInside, false, false},
+		{signals.PolicyAskForRisky, "read", signals.PathsInside, false, true},
+		{signals.PolicyAskForRisky, "read", signals.PathsOutside, false, false},
+		{signals.PolicyAskForRisky, "read", signals.PathsNone, false, false},
+		{signals.PolicyAskForRisky, "search", signals.PathsInside, false, true},
+		{signals.PolicyAskForRisky, "search", signals.PathsOutside, false, false},
+		{signals.PolicyAskForRisky, "search", signals.PathsNone, false, false},
+		{signals.PolicyAskForRisky, "fetch", signals.PathsNone, false, true},
+		{signals.PolicyAskForRisky, "fetch", signals.PathsOutside, false, false},
+		{signals.PolicyAskForRisky, "think", signals.PathsNone, false, true},
+		{signals.PolicyAskForRisky, "think", signals.PathsOutside, false, false},
+		{signals.PolicyAskForRisky, "edit", signals.PathsInside, false, false},
 		// A remembered tool is allowed inside the workspace, asked outside it.
-		{PolicyAskForRisky, "edit", signals.PathsInside, true, true},
-		{PolicyAskForRisky, "edit", signals.PathsOutside, true, false},
-		{PolicyAskAlways, "read", signals.PathsOutside, true, false},
-		{PolicyAskAlways, "read", signals.PathsInside, false, false},
+		{signals.PolicyAskForRisky, "edit", signals.PathsInside, true, true},
+		{signals.PolicyAskForRisky, "edit", signals.PathsOutside, true, false},
+		{signals.PolicyAskAlways, "read", signals.PathsOutside, true, false},
+		{signals.PolicyAskAlways, "read", signals.PathsInside, false, false},
 		// allow_all stays what it says.
-		{PolicyAllowAll, "read", signals.PathsOutside, false, true},
-		{PolicyAllowAll, "edit", signals.PathsOutside, false, true},
+		{signals.PolicyAllowAll, "read", signals.PathsOutside, false, true},
+		{signals.PolicyAllowAll, "edit", signals.PathsOutside, false, true},
 		// A runner older than workspace roots sends no verdict: decided as before.
-		{PolicyAskForRisky, "read", "", false, true},
+		{signals.PolicyAskForRisky, "read", "", false, true},
 	}
 	for _, tt := range tests {
 		t.Run(fmt.Sprintf("%s/%s/%s/rule=%v", tt.level, tt.kind, tt.paths, tt.rule), func(t *testing.T) {

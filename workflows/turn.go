@@ -35,7 +35,7 @@ func TurnWorkflow(ctx workflow.Context, in signals.TurnInput) error {
 				BackoffCoefficient:     2,
 				MaximumInterval:        10 * time.Second,
 				MaximumAttempts:        attempts,
-				NonRetryableErrorTypes: []string{signals.ErrAgent},
+				NonRetryableErrorTypes: []string{signals.TypeAgentError},
 			},
 			Summary: fmt.Sprintf("turn %d: the agent works on the prompt (up to %d attempts)", in.TurnID, turnAttempts),
 		}

@@ -7,7 +7,7 @@
 (() => {
   const app = document.getElementById('app');
   const enc = encodeURIComponent;
-  let role = null; // "operator" | "observer" once signed in
+  let role = null; // "controller" | "observer" once signed in
   let view = null; // the current view: {stop()}
 
   // ---- small helpers -------------------------------------------------------------------
@@ -139,7 +139,7 @@
     const list = h('ul', { class: 'sessions', id: 'sessions' });
     const status = h('p', { class: 'muted pad', text: 'Loading sessions…' });
     const parts = [h('h1', { text: 'Sessions' })];
-    if (role === 'operator') parts.push(newSessionForm());
+    if (role === 'controller') parts.push(newSessionForm());
     parts.push(list, status);
     app.replaceChildren(...parts);
     let timer = 0;
@@ -204,7 +204,7 @@
     'usage_update', 'config_option_update', 'session_info_update']);
 
   function sessionView(id) {
-    const operator = role === 'operator';
+    const operator = role === 'controller';
     const stateBadges = h('span', { class: 'badges', id: 'state' });
     const pending = h('section', { class: 'pending', id: 'pending', 'aria-label': 'permission requests' });
     const transcript = h('div', { class: 'transcript', id: 'transcript', role: 'log' });

@@ -84,6 +84,8 @@ import (
 	"time"
 
 	"github.com/coder/acp-go-sdk"
+
+	"github.com/tacp-dev/tacp/signals"
 )
 
 const (
@@ -92,10 +94,9 @@ const (
 	// DefaultName is the default agentInfo.name.
 	DefaultName = "tacp-testagent"
 
-	steeringMethod = "_session/steering"
-	unknownKind    = "tacp_custom_kind"
-	sleepTick      = 100 * time.Millisecond
-	defaultEvery   = 10 * time.Millisecond
+	unknownKind  = "tacp_custom_kind"
+	sleepTick    = 100 * time.Millisecond
+	defaultEvery = 10 * time.Millisecond
 )
 
 // Options configures an agent served by Serve.
@@ -835,7 +836,7 @@ func (a *testAgent) unknown(s *session) error {
 // _meta.steering.idleBehavior asks for it, else the text starts a turn of its own
 // ("startedNewTurn": here one "steered: <text>" update outside any prompt).
 func (a *testAgent) HandleExtensionMethod(_ context.Context, method string, params json.RawMessage) (any, error) {
-	if !a.opts.Steering || method != steeringMethod {
+	if !a.opts.Steering || method != signals.SteeringMethod {
 		return nil, acp.NewMethodNotFound(method)
 	}
 	req, err := parseSteer(params)
@@ -846,20 +847,18 @@ func (a *testAgent) HandleExtensionMethod(_ context.Context, method string, para
 	if err != nil {
 		return nil, err
 	}
-	injected, err := a.steer(s, req.text, req.idle != steerIdlePromptRequired)
+	injected, err := a.steer(s, req.text, req.idle != signals.SteeringIdlePromptRequired)
 	switch {
 	case err != nil:
 		return nil, err
 	case injected:
-		return map[string]string{"outcome": "injected"}, nil
-	case req.idle == steerIdlePromptRequired:
-		return map[string]string{"outcome": "promptRequired", "reason": "noRunningTurn"}, nil
+		return map[string]string{"outcome": signals.SteerInjected}, nil
+	case req.idle == signals.SteeringIdlePromptRequired:
+		return map[string]string{"outcome": signals.SteerPromptRequired, "reason": "noRunningTurn"}, nil
 	default:
-		return map[string]string{"outcome": "startedNewTurn"}, nil
+		return map[string]string{"outcome": signals.SteerStartedNewTurn}, nil
 	}
 }
-
-const steerIdlePromptRequired = "promptRequired"
 
 type steerRequest struct {
 	SessionID acp.SessionId
@@ -899,7 +898,7 @@ func parseSteer(params json.RawMessage) (steerRequest, error) {
 		return steerRequest{}, invalidSteer("steer prompt: " + err.Error())
 	}
 	if b := p.Meta.Steering.IdleBehavior; b != nil {
-		if *b != steerIdlePromptRequired {
+		if *b != signals.SteeringIdlePromptRequired {
 			return steerRequest{}, invalidSteer("unsupported steering idleBehavior")
 		}
 		req.idle = *b

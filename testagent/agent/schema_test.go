@@ -15,6 +15,7 @@ import (
 	"github.com/coder/acp-go-sdk"
 	"github.com/stretchr/testify/require"
 
+	"github.com/tacp-dev/tacp/signals"
 	"github.com/tacp-dev/tacp/testagent/acpschema"
 )
 
@@ -66,7 +67,7 @@ func validateWire(t *testing.T, s *acpschema.Schema, h *harness) []string {
 				require.NoError(t, s.Validate(def, m.Result), "%s result: %s", method, line)
 				continue
 			}
-			require.Equal(t, steeringMethod, method, "an extension answer: %s", line)
+			require.Equal(t, signals.SteeringMethod, method, "an extension answer: %s", line)
 			var r struct {
 				Outcome string `json:"outcome"`
 			}
@@ -93,12 +94,12 @@ func TestTheTestagentsWireValidatesAgainstTheACPSchema(t *testing.T) {
 	res := make(chan acp.PromptResponse, 1)
 	go func() { r, _ := h.prompt(t, "/sleep 30s"); res <- r }()
 	h.client.waitFor(t, ".")
-	_, err = h.conn.CallExtension(context.Background(), steeringMethod, map[string]any{"sessionId": h.sid, "prompt": []acp.ContentBlock{acp.TextBlock("go left")}})
+	_, err = h.conn.CallExtension(context.Background(), signals.SteeringMethod, map[string]any{"sessionId": h.sid, "prompt": []acp.ContentBlock{acp.TextBlock("go left")}})
 	require.NoError(t, err)
 	h.client.waitFor(t, "steered: go left")
 	require.NoError(t, h.conn.Cancel(context.Background(), acp.CancelNotification{SessionId: h.sid}))
 	require.Equal(t, acp.StopReasonCancelled, (<-res).StopReason)
-	_, err = h.conn.CallExtension(context.Background(), steeringMethod, map[string]any{
+	_, err = h.conn.CallExtension(context.Background(), signals.SteeringMethod, map[string]any{
 		"sessionId": h.sid, "prompt": []acp.ContentBlock{acp.TextBlock("late")},
 		"_meta": map[string]any{"steering": map[string]any{"idleBehavior": "promptRequired"}},
 	})

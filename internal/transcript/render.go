@@ -1,4 +1,7 @@
-package main
+// Package transcript reads a session's journal for a person: Renderer prints events as a
+// readable transcript, Page reads the retained journal page by page, FollowTurn watches one
+// turn to its end. The CLI (starter) and the demo print sessions with it.
+package transcript
 
 import (
 	"encoding/json"
@@ -9,28 +12,31 @@ import (
 	"github.com/tacp-dev/tacp/signals"
 )
 
-// renderer prints journal events as a readable transcript: agent text as it streams, tool
+// Renderer prints journal events as a readable transcript: agent text as it streams, tool
 // calls and session events on lines of their own.
-type renderer struct {
+type Renderer struct {
 	out, meta io.Writer
 	midLine   bool
 }
 
-func newRenderer(out, meta io.Writer) *renderer { return &renderer{out: out, meta: meta} }
+// NewRenderer returns a Renderer printing agent text to out and every other line to meta.
+func NewRenderer(out, meta io.Writer) *Renderer { return &Renderer{out: out, meta: meta} }
 
-func (r *renderer) flush() {
+// Flush ends the agent text line in progress, if any.
+func (r *Renderer) Flush() {
 	if r.midLine {
 		fmt.Fprintln(r.out)
 		r.midLine = false
 	}
 }
 
-func (r *renderer) line(format string, args ...any) {
-	r.flush()
+func (r *Renderer) line(format string, args ...any) {
+	r.Flush()
 	fmt.Fprintf(r.meta, format+"\n", args...)
 }
 
-func (r *renderer) render(ev signals.Event) {
+// Render prints one event.
+func (r *Renderer) Render(ev signals.Event) {
 	switch ev.Kind {
 	case signals.EventAgentUpdate:
 		r.agentUpdate(ev.Data)
@@ -92,12 +98,12 @@ func (r *renderer) render(ev signals.Event) {
 	case "gap":
 		r.line("[older events trimmed]")
 	default:
-		r.line("[%s %s]", ev.Kind, compact(ev.Data))
+		r.line("[%s %s]", ev.Kind, Compact(ev.Data))
 	}
 }
 
 // agentUpdate prints one ACP session/update: text chunks inline, the rest as a line.
-func (r *renderer) agentUpdate(raw json.RawMessage) {
+func (r *Renderer) agentUpdate(raw json.RawMessage) {
 	var n struct {
 		Update struct {
 			Kind    string          `json:"sessionUpdate"`
@@ -108,7 +114,7 @@ func (r *renderer) agentUpdate(raw json.RawMessage) {
 		} `json:"update"`
 	}
 	if json.Unmarshal(raw, &n) != nil {
-		r.line("[agent.update %s]", compact(raw))
+		r.line("[agent.update %s]", Compact(raw))
 		return
 	}
 	u := n.Update
@@ -137,4 +143,12 @@ func firstLine(s string) string {
 		return s[:i] + " …"
 	}
 	return s
+}
+
+// Compact is raw cut to 200 bytes, for a line of its own.
+func Compact(raw json.RawMessage) string {
+	if len(raw) > 200 {
+		return string(raw[:200]) + "…"
+	}
+	return string(raw)
 }

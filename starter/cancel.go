@@ -1,0 +1,31 @@
+package main
+
+// starter cancel: cancel the running turn.
+
+import (
+	"context"
+	"flag"
+	"fmt"
+
+	"github.com/tacp-dev/tacp/signals"
+)
+
+func cmdCancel(ctx context.Context, e *env, fs *flag.FlagSet, args []string) int {
+	turn := fs.Int64("turn", 0, "the turn to cancel (default: the running one)")
+	if !e.parse(fs, args, true) {
+		return exitError
+	}
+	if err := e.connect(ctx); err != nil {
+		return e.fail(err)
+	}
+	res, err := e.c.Cancel(ctx, e.session, signals.CancelRequest{TurnID: *turn})
+	if err != nil {
+		return e.fail(err)
+	}
+	if e.json {
+		e.printJSON(res)
+	} else {
+		fmt.Fprintln(e.out, res.Outcome)
+	}
+	return exitOK
+}

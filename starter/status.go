@@ -1,0 +1,51 @@
+package main
+
+// starter status: the session's state, turn, token, queue and open requests.
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"strings"
+)
+
+func cmdStatus(ctx context.Context, e *env, fs *flag.FlagSet, args []string) int {
+	if !e.parse(fs, args, true) {
+		return exitError
+	}
+	if err := e.connect(ctx); err != nil {
+		return e.fail(err)
+	}
+	st, err := e.c.Status(ctx, e.session)
+	if err != nil {
+		return e.fail(err)
+	}
+	if e.json {
+		e.printJSON(st)
+		return exitOK
+	}
+	fmt.Fprintf(e.out, "session   %s\nstate     %s\nturn      %d\ntoken     %s\nqueue     %d\njournal   %d..%d\nrun       %d (history %d events)\nagent     %s\n",
+		st.SessionID, st.State, st.TurnID, orDash(st.SteerToken), len(st.Queue), st.Journal.FirstSeq, st.Journal.LastSeq, st.Run, st.HistoryLength, orDash(st.Agent))
+	for _, p := range st.PendingPermissions {
+		opts := make([]string, len(p.Options))
+		for i, o := range p.Options {
+			opts[i] = fmt.Sprintf("%s (%s)", o.OptionID, o.Kind)
+		}
+		fmt.Fprintf(e.out, "waiting   %s: %s [%s] turn %d, until %s; options %s\n",
+			p.RequestID, orDash(p.Title), orDash(p.Kind), p.TurnID, p.Deadline.Local().Format("15:04:05"), strings.Join(opts, ", "))
+		if len(p.Replaces) > 0 {
+			fmt.Fprintf(e.out, "          asks again what %s asked before a restart\n", strings.Join(p.Replaces, ", "))
+		}
+	}
+	if len(st.PendingPermissions) > 0 {
+		fmt.Fprintf(e.out, "answer    starter approve|deny --session %s REQUEST_ID [OPTION_ID]\n", st.SessionID)
+	}
+	if len(st.Profiles) > 0 {
+		names := make([]string, len(st.Profiles))
+		for i, p := range st.Profiles {
+			names[i] = p.Name
+		}
+		fmt.Fprintf(e.out, "profiles  %s\n", strings.Join(names, ", "))
+	}
+	return exitOK
+}
