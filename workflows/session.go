@@ -132,14 +132,24 @@ type session struct {
 // SessionWorkflow runs one tacp session with no admission of its own (tests; a worker
 // registers NewSessionWorkflow with its Admission). See the package documentation and
 // DESIGN.md.
-func SessionWorkflow(ctx workflow.Context, in signals.SessionConfig) error {
+func SessionWorkflow(ctx workflow.Context, in sessionInput) error {
 	return sessionWorkflow(ctx, in, nil)
 }
 
-func sessionWorkflow(ctx workflow.Context, in signals.SessionConfig, adm Admission) error {
-	cfg, err := ResolveConfig(in)
+// sessionInput is SessionWorkflow's argument: a client's signals.SessionConfig, and, in a
+// run started by continue-as-new, the state the previous run carried. The config is
+// embedded, so the JSON is the config's own plus "carried": a client's {"session_id": "s1"}
+// decodes, and so do the inputs recorded before Carried left signals.SessionConfig.
+type sessionInput struct {
+	signals.SessionConfig
+	// Carried is the sessionState a run hands to the next; clients never set it.
+	Carried json.RawMessage `json:"carried,omitempty"`
+}
+
+func sessionWorkflow(ctx workflow.Context, in sessionInput, adm Admission) error {
+	cfg, err := ResolveConfig(in.SessionConfig)
 	if err == nil && len(in.Carried) == 0 {
-		if msg := admitAtStart(ctx, adm, in); msg != "" {
+		if msg := admitAtStart(ctx, adm, in.SessionConfig); msg != "" {
 			err = errors.New(msg)
 		}
 	}
@@ -974,8 +984,7 @@ func (s *session) continueAsNew(ctx workflow.Context) error {
 	if err != nil {
 		return fmt.Errorf("encode carried state: %w", err)
 	}
-	next := s.cfg.SessionConfig
-	next.Carried = carried
+	next := sessionInput{SessionConfig: s.cfg.SessionConfig, Carried: carried}
 	return workflow.NewContinueAsNewError(ctx, SessionWorkflow, next)
 }
 

@@ -112,7 +112,7 @@ func rejectionType(t *testing.T, err error) string {
 	return rej.Type
 }
 
-func (h *harness) run(cfg signals.SessionConfig) error {
+func (h *harness) run(cfg any) error {
 	h.env.ExecuteWorkflow(signals.SessionWorkflowType, cfg)
 	require.True(h.t, h.env.IsWorkflowCompleted())
 	return h.env.GetWorkflowError()
@@ -315,12 +315,12 @@ func TestSession_CloseRejectsPromptsAndEndsAfterTheTurn(t *testing.T) {
 	require.JSONEq(t, `{"reason":"test","dropped":["m2"]}`, string(last.Data))
 }
 
-// canInput extracts the SessionConfig a run continued as new with.
-func canInput(t *testing.T, err error) signals.SessionConfig {
+// canInput extracts the input a run continued as new with.
+func canInput(t *testing.T, err error) sessionInput {
 	t.Helper()
 	var can *workflow.ContinueAsNewError
 	require.True(t, errors.As(err, &can), "want continue-as-new, got %v", err)
-	var cfg signals.SessionConfig
+	var cfg sessionInput
 	require.NoError(t, converter.GetDefaultDataConverter().FromPayloads(can.Input, &cfg))
 	return cfg
 }
