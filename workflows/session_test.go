@@ -7,7 +7,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/stretchr/testify/mock"
 	"github.com/stretchr/testify/require"
 	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/converter"
@@ -179,19 +178,29 @@ func TestSession_TurnFinishedWaitsForItsLastBatch(t *testing.T) {
 	require.NoError(t, h.run(signals.SessionConfig{SessionID: "s1"}))
 }
 
+// Reference: DESIGN §3, a rejected update changes nothing and writes no history. The
+// journal is compared once every update has been answered, in the next step.
 func TestSession_RejectedUpdatesWriteNothing(t *testing.T) {
 	h := newHarness(t)
+	var before []signals.Event
+	answered := 0
 	h.step(func() {
-		before := h.events()
+		before = h.events()
 		h.update(signals.UpdateSteer, signals.SteerRequest{Text: "x", ExpectedTurnID: "1"}, func(_ any, err error) {
 			require.Equal(t, signals.RejectNoLiveTurn, rejectionType(t, err))
+			answered++
 		})
 		h.prompt("   ", "m1", func(_ signals.PromptResult, err error) {
 			require.Equal(t, signals.RejectInvalidRequest, rejectionType(t, err))
+			answered++
 		})
 		h.update(signals.UpdateCancel, signals.CancelRequest{}, func(_ any, err error) {
 			require.Equal(t, signals.RejectNoLiveTurn, rejectionType(t, err))
+			answered++
 		})
+	})
+	h.step(func() {
+		require.Equal(t, 3, answered, "every update was answered")
 		require.Equal(t, before, h.events())
 	})
 	h.closeSession()
@@ -393,9 +402,13 @@ func (quiet) Error(string, ...any) {}
 
 func TestSession_CloseDropsTheQueueEvenWhileADeliveryIsInFlight(t *testing.T) {
 	h := newHarness(t)
-	// The cancel that close delivers is still in flight when the turn ends.
+	// The cancel that close delivers is still in flight when the turn ends: the fake host
+	// reports the turn's end before it answers the delivery (the test environment handles
+	// the signal before the activity's result, in the order they were posted).
 	h.env.RegisterActivityWithOptions(func(ctx context.Context, d signals.Delivery) (signals.DeliveryResult, error) {
-		time.Sleep(1500 * time.Millisecond)
+		if d.Kind == signals.DeliverCancel {
+			h.env.SignalWorkflow(signals.SignalTurnFinished, signals.TurnFinishedSignal{TurnID: 1, Attempt: 1, StopReason: "cancelled"})
+		}
 		return signals.DeliveryResult{}, nil
 	}, activity.RegisterOptions{Name: signals.ActivityDeliver})
 	h.step(func() {
@@ -406,7 +419,6 @@ func TestSession_CloseDropsTheQueueEvenWhileADeliveryIsInFlight(t *testing.T) {
 		h.env.SignalWorkflow(signals.SignalTurnStarted, signals.TurnStartedSignal{TurnID: 1, Attempt: 1, HostQueue: "host1"})
 	})
 	h.closeSession()
-	h.step(func() { h.finishTurn(1, "cancelled") })
 	require.NoError(t, h.run(signals.SessionConfig{SessionID: "s1"}))
 	evs := h.events()
 	for _, ev := range evs {
@@ -422,11 +434,13 @@ func TestSession_CloseDropsTheQueueEvenWhileADeliveryIsInFlight(t *testing.T) {
 // did in 4 of 7 runs with real agents).
 func TestSession_SteerDeliveredBeforeTheTurnEndsWhenTurnFinishedOvertakesIt(t *testing.T) {
 	h := newHarness(t)
-	h.env.RegisterActivityWithOptions(func(context.Context, signals.Delivery) (signals.DeliveryResult, error) {
-		return signals.DeliveryResult{}, nil
+	// A host that answers the delivery when it is done (no Async): the agent answered with
+	// the steer injected, and the runner's early turn_finished overtakes the delivery's
+	// result, which the host sends after it.
+	h.env.RegisterActivityWithOptions(func(_ context.Context, d signals.Delivery) (signals.DeliveryResult, error) {
+		h.env.SignalWorkflow(signals.SignalTurnFinished, signals.TurnFinishedSignal{TurnID: 1, Attempt: 1, StopReason: "end_turn"})
+		return signals.DeliveryResult{How: signals.HowInjected}, nil
 	}, activity.RegisterOptions{Name: signals.ActivityDeliver})
-	h.env.OnActivity(signals.ActivityDeliver, mock.Anything, mock.Anything).
-		Return(signals.DeliveryResult{How: signals.HowInjected}, nil).After(3 * time.Second)
 	h.step(func() { h.prompt("work", "m1", func(signals.PromptResult, error) {}) })
 	h.step(func() {
 		h.env.SignalWorkflow(signals.SignalTurnStarted, signals.TurnStartedSignal{TurnID: 1, Attempt: 1, HostQueue: "host1"})
@@ -436,13 +450,6 @@ func TestSession_SteerDeliveredBeforeTheTurnEndsWhenTurnFinishedOvertakesIt(t *t
 			require.NoError(t, err)
 		})
 	})
-	// The agent answered with the steer injected; the early turn_finished overtakes the
-	// delivery's result, which is still on its way.
-	h.step(func() {
-		h.env.SignalWorkflow(signals.SignalTurnFinished, signals.TurnFinishedSignal{TurnID: 1, Attempt: 1, StopReason: "end_turn"})
-	})
-	h.step(func() {})
-	h.step(func() {})
 	h.step(func() {
 		evs := h.events()
 		require.Equal(t, []string{"session.started", "prompt.accepted", "turn.started", "steer.accepted", "steer.delivered", "turn.ended"}, kinds(evs))
