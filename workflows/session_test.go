@@ -524,3 +524,50 @@ func TestSession_TurnFinishedNamesTheAgentsHost(t *testing.T) {
 	h.closeSession()
 	require.NoError(t, h.run(signals.SessionConfig{SessionID: "s1"}))
 }
+
+// Reference: DESIGN §6, Steer delivery, and signals/delivery.go (the async contract): the
+// session sends Deliver with Async and a DeliveryID; a host that answers Taken frees the
+// lane (the cancel behind the steer goes out before the steer's outcome), and the
+// delivery_outcome signal the turn sends afterwards journals steer.delivered before the
+// turn's end.
+func TestSession_AsyncSteerIsTakenAndItsOutcomeArrivesBySignal(t *testing.T) {
+	h := newHarness(t)
+	var sent []signals.Delivery
+	h.env.RegisterActivityWithOptions(func(_ context.Context, d signals.Delivery) (signals.DeliveryResult, error) {
+		sent = append(sent, d)
+		return signals.DeliveryResult{Taken: true}, nil
+	}, activity.RegisterOptions{Name: signals.ActivityDeliver})
+	h.step(func() { h.prompt("work", "m1", func(signals.PromptResult, error) {}) })
+	h.step(func() {
+		h.env.SignalWorkflow(signals.SignalTurnStarted, signals.TurnStartedSignal{TurnID: 1, Attempt: 1, HostQueue: "host1"})
+	})
+	h.step(func() {
+		h.update(signals.UpdateSteer, signals.SteerRequest{Text: "go left", ExpectedTurnID: "1", ClientMsgID: "c1"}, func(_ any, err error) {
+			require.NoError(t, err)
+		})
+	})
+	h.step(func() {
+		h.update(signals.UpdateCancel, signals.CancelRequest{}, func(_ any, err error) { require.NoError(t, err) })
+	})
+	h.step(func() {
+		require.Len(t, sent, 2, "the cancel went out before the steer's outcome")
+		require.Equal(t, signals.DeliverSteer, sent[0].Kind)
+		require.True(t, sent[0].Async)
+		require.NotEmpty(t, sent[0].DeliveryID)
+		require.Equal(t, signals.DeliverCancel, sent[1].Kind)
+		require.NotContains(t, kinds(h.events()), signals.EventSteerDelivered)
+		h.env.SignalWorkflow(signals.SignalDeliveryOutcome, signals.DeliveryOutcome{
+			DeliveryID: sent[0].DeliveryID, Kind: signals.DeliverSteer, TurnID: 1, Attempt: 1, Offset: 1, How: signals.HowInterrupted,
+		})
+		// An outcome nobody awaits is ignored: it must not fail the workflow task.
+		h.env.SignalWorkflow(signals.SignalDeliveryOutcome, signals.DeliveryOutcome{DeliveryID: "unknown", Kind: signals.DeliverSteer, TurnID: 1, Attempt: 1, How: signals.HowInjected})
+		h.env.SignalWorkflow(signals.SignalTurnFinished, signals.TurnFinishedSignal{TurnID: 1, Attempt: 1, StopReason: "cancelled"})
+	})
+	h.step(func() {
+		evs := h.events()
+		require.Equal(t, []string{"session.started", "prompt.accepted", "turn.started", "steer.accepted", "turn.cancelling", "steer.delivered", "turn.ended"}, kinds(evs))
+		require.JSONEq(t, `{"offset":1,"how":"interrupted"}`, string(evs[5].Data))
+	})
+	h.closeSession()
+	require.NoError(t, h.run(signals.SessionConfig{SessionID: "s1"}))
+}
