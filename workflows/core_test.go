@@ -35,9 +35,11 @@ func (e *fakeEnv) version(change string, max version) version {
 	}
 	return max
 }
-func (e *fakeEnv) turnStarted()                { e.metrics = append(e.metrics, "turn_started") }
-func (e *fakeEnv) turnFinished(outcome string) { e.metrics = append(e.metrics, "turn_finished "+outcome) }
-func (e *fakeEnv) steered(outcome string)      { e.metrics = append(e.metrics, "steer "+outcome) }
+func (e *fakeEnv) turnStarted() { e.metrics = append(e.metrics, "turn_started") }
+func (e *fakeEnv) turnFinished(outcome string) {
+	e.metrics = append(e.metrics, "turn_finished "+outcome)
+}
+func (e *fakeEnv) steered(outcome string) { e.metrics = append(e.metrics, "steer "+outcome) }
 func (e *fakeEnv) permissionWaited(by string, d time.Duration) {
 	e.metrics = append(e.metrics, fmt.Sprintf("permission_wait %s %s", by, d))
 }
