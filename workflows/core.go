@@ -14,6 +14,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"path"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -106,6 +107,11 @@ type LiveTurn struct {
 	// Choices is what the turn's input carried of the clients' choices: every attempt's
 	// runner applies these, so its report predates any choice made since (settings_shell.go).
 	Choices *signals.SessionChoices `json:"choices,omitempty"`
+	// OutcomesDue is how long the turn's end waits for the outcomes of the steers it took
+	// (set at its turn_finished); Ended says its TurnWorkflow is known to have ended, so no
+	// outcome can come any more.
+	OutcomesDue *time.Time `json:"outcomes_due,omitempty"`
+	Ended       bool       `json:"ended,omitempty"`
 }
 
 // sessionState is everything a run carries to the next across continue-as-new.
@@ -471,8 +477,10 @@ func (s *sessionCore) maybeFinish(now time.Time) {
 	if s.steerInFlight(now, fin) {
 		return // deliveryDone finishes the turn once the steer's outcome is known
 	}
-	// The runner reports every taken steer's outcome before the turn's end: one still
-	// awaited was lost with the turn.
+	if s.awaitingOutcomes(now, t, fin) {
+		return // deliveryOutcome, the TurnWorkflow's end or the alarm finishes the turn
+	}
+	// A taken steer whose outcome has not come by the turn's end was lost with the turn.
 	s.failAwaited(now, t.TurnID, 0, "the turn ended before it reported the steer")
 	if fin.AgentSessionID != "" {
 		s.AgentSessionID = fin.AgentSessionID
@@ -689,6 +697,17 @@ func (s *sessionCore) turnWorkflowStarted(turnID int64) bool {
 		t.Started = true
 	}
 	return t != nil
+}
+
+// turnWorkflowEnded: the TurnWorkflow of turnID completed or ended cancelled. It matters
+// only to a turn whose end waits for the outcomes of the steers it took: none can come now.
+func (s *sessionCore) turnWorkflowEnded(now time.Time, turnID int64) {
+	t := s.liveTurn(turnID)
+	if t == nil || !slices.ContainsFunc(s.Awaiting, func(d signals.Delivery) bool { return d.TurnID == turnID }) {
+		return
+	}
+	t.Ended = true
+	s.maybeFinish(now)
 }
 
 // turnWorkflowFailed: the TurnWorkflow of turnID failed, timed out or was terminated

@@ -213,6 +213,9 @@ func (s *sessionCore) nextAlarmLabelled() (time.Time, string) {
 	for _, v := range s.Viewers {
 		consider(v.LeaseUntil, func() string { return "viewer " + v.ID + "'s lease lapses" })
 	}
+	if t := s.Turn; t != nil && t.Finished != nil && t.OutcomesDue != nil {
+		consider(*t.OutcomesDue, func() string { return fmt.Sprintf("turn %d stops waiting for its steers' outcomes", t.TurnID) })
+	}
 	if s.Turn != nil && !s.Turn.Cancelling {
 		if s.GraceUntil != nil {
 			consider(*s.GraceUntil, func() string { return fmt.Sprintf("grace ends: turn %d is cancelled", s.Turn.TurnID) })
@@ -304,6 +307,9 @@ func (s *sessionCore) fireAlarms(now time.Time) {
 			continue
 		}
 		s.resolve(now, i, Expire(p.RequestID, p.Options), true)
+	}
+	if t := s.Turn; t != nil && t.Finished != nil && t.OutcomesDue != nil && !t.OutcomesDue.After(now) {
+		s.maybeFinish(now) // the end waited long enough for its steers' outcomes
 	}
 	if s.Turn == nil || s.Turn.Cancelling {
 		return

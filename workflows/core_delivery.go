@@ -166,6 +166,27 @@ func (s *sessionCore) failAwaited(now time.Time, turnID int64, attempt int32, wh
 	}
 }
 
+// outcomeWait bounds how long a turn's end waits for the outcomes of the steers it took: the
+// runner sends them before it reports the end, and an interrupt-and-continue round trip is
+// bounded as the Deliver that carried the steer was before Async.
+const outcomeWait = deliverStartToClose
+
+// awaitingOutcomes reports whether the end of turn t (fin) waits for the outcome of a steer
+// its attempt took (Async): until the outcome comes, the TurnWorkflow is known to have
+// ended, or outcomeWait has passed since the end arrived (the alarm wakes the session then,
+// also in a run that continued as new and no longer sees the TurnWorkflow).
+func (s *sessionCore) awaitingOutcomes(now time.Time, t *LiveTurn, fin *signals.TurnFinishedSignal) bool {
+	if fin.Orphaned || t.Ended || (fin.Attempt != 0 && fin.Attempt != t.Attempt) ||
+		!slices.ContainsFunc(s.Awaiting, func(d signals.Delivery) bool { return d.TurnID == t.TurnID && d.Attempt == t.Attempt }) {
+		return false
+	}
+	if t.OutcomesDue == nil {
+		due := now.Add(outcomeWait)
+		t.OutcomesDue = &due
+	}
+	return now.Before(*t.OutcomesDue)
+}
+
 // steerInFlight reports whether the turn's end must wait for the steer delivery in flight
 // into the same attempt: the runner's early turn_finished can reach the session before the
 // Deliver activity's result, and a steer delivered into a turn is reported before the turn's

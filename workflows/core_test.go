@@ -300,8 +300,18 @@ func TestCore_ATakenSteerWithoutOutcomeFailsBeforeTheTurnEnds(t *testing.T) {
 		kinds []string
 		error string
 	}{
-		{"the turn ends", func(r *coreRig) {
+		{"the turn's end waits, then its workflow ends", func(r *coreRig) {
 			r.signal(signals.SignalTurnFinished, signals.TurnFinishedSignal{TurnID: 1, Attempt: 1, StopReason: "end_turn"})
+			require.Empty(r.t, r.newEvents(), "the end waits for the steer's outcome")
+			r.core.turnWorkflowEnded(r.now, 1)
+		}, []string{"steer.delivered", "turn.ended"}, "the turn ended before it reported the steer"},
+		{"the turn's end waits, then the alarm gives up", func(r *coreRig) {
+			r.signal(signals.SignalTurnFinished, signals.TurnFinishedSignal{TurnID: 1, Attempt: 1, StopReason: "end_turn"})
+			require.Empty(r.t, r.newEvents(), "the end waits for the steer's outcome")
+			r.core.setAlarm()
+			start := r.now
+			r.ring()
+			require.Equal(r.t, outcomeWait, r.now.Sub(start))
 		}, []string{"steer.delivered", "turn.ended"}, "the turn ended before it reported the steer"},
 		{"the turn workflow fails", func(r *coreRig) {
 			r.core.turnWorkflowFailed(r.now, 1, "terminated")

@@ -15,6 +15,7 @@ package workflows
 //	run                               carry out next until nothing is left (a delivery
 //	                                  stays in flight until answered)
 //	answer taken|how=<how>|error=<e>|host-gone   the result of the delivery in flight
+//	turn-workflow-ended <turn>        the TurnWorkflow completed or ended cancelled
 //	turn-workflow-failed <turn> <error>          the TurnWorkflow ended without reporting
 //	advance <duration>                the clock moves
 //	alarm                             the clock moves to the armed alarm, which fires
@@ -211,6 +212,10 @@ func (r *coreRig) scenarioStep(input string) string {
 		id, err := strconv.ParseInt(turn, 10, 64)
 		require.NoError(r.t, err)
 		r.core.turnWorkflowFailed(r.now, id, msg)
+	case "turn-workflow-ended":
+		id, err := strconv.ParseInt(rest, 10, 64)
+		require.NoError(r.t, err)
+		r.core.turnWorkflowEnded(r.now, id)
 	case "advance":
 		d, err := time.ParseDuration(rest)
 		require.NoError(r.t, err)

@@ -301,6 +301,7 @@ func (s *session) startTurn(ctx workflow.Context) {
 		workflow.Go(ctx, func(ctx workflow.Context) {
 			err := child.Get(ctx, nil)
 			if err == nil || temporal.IsCanceledError(err) {
+				s.turnWorkflowEnded(workflow.Now(ctx), turnID)
 				return
 			}
 			s.turnWorkflowFailed(workflow.Now(ctx), turnID, err.Error())
