@@ -734,6 +734,17 @@ func usageView(u map[string]int64, latest map[string]json.RawMessage) map[string
 	return out
 }
 
+// searchAttributes are what the TacpSessionState, TacpTurn and TacpAwaitingApproval search
+// attributes show: the state, the live turn (or the last one queued), whether a permission
+// request waits.
+func (s *sessionCore) searchAttributes() (state string, turn int64, awaiting bool) {
+	turn = s.Queue.LastTurnID
+	if s.Turn != nil {
+		turn = s.Turn.TurnID
+	}
+	return s.state(), turn, len(s.Permissions) > 0
+}
+
 // status is the status query's answer; the shell adds the run's history length.
 func (s *sessionCore) status() signals.Status {
 	st := signals.Status{

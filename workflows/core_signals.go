@@ -39,6 +39,13 @@ var signalOrder = []string{
 // signal takes one signal of signalOrder.
 func (s *sessionCore) signal(now time.Time, name string, raw json.RawMessage) {
 	s.signalsSeen++
+	if !s.runnerSignal(now, name, raw) {
+		s.twinSignal(now, name, raw)
+	}
+}
+
+// runnerSignal takes a signal of the turn runner, reporting whether name is one.
+func (s *sessionCore) runnerSignal(now time.Time, name string, raw json.RawMessage) bool {
 	switch name {
 	case signals.SignalTurnStarted:
 		decode(s, raw, func(sig signals.TurnStartedSignal) { s.turnStarted(now, sig) })
@@ -50,6 +57,16 @@ func (s *sessionCore) signal(now time.Time, name string, raw json.RawMessage) {
 		decode(s, raw, func(o signals.DeliveryOutcome) { s.deliveryOutcome(now, o) })
 	case signals.SignalTurnFinished:
 		decode(s, raw, func(sig signals.TurnFinishedSignal) { s.turnFinished(now, sig) })
+	default:
+		return false
+	}
+	return true
+}
+
+// twinSignal takes the signal twin of an update: a rejected one changes nothing beyond its
+// prompt.rejected or steer.rejected event.
+func (s *sessionCore) twinSignal(now time.Time, name string, raw json.RawMessage) {
+	switch name {
 	case signals.UpdatePrompt:
 		decode(s, raw, func(req signals.PromptRequest) {
 			if rej := s.checkPrompt(req); rej != nil {

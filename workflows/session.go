@@ -310,14 +310,7 @@ func (s *session) startTurn(ctx workflow.Context) {
 }
 
 func (s *session) upsertSearchAttributes(ctx workflow.Context) {
-	state := s.state()
-	var turn int64
-	if s.Turn != nil {
-		turn = s.Turn.TurnID
-	} else {
-		turn = s.Queue.LastTurnID
-	}
-	awaiting := len(s.Permissions) > 0
+	state, turn, awaiting := s.searchAttributes()
 	// What the session is doing and waiting for, for the Temporal UI's Current Details (not
 	// history: the SDK answers it from the workflow's state).
 	workflow.SetCurrentDetails(ctx, s.currentDetails(state, turn))
