@@ -116,6 +116,10 @@ func (s *sessionCore) deliveryDone(now time.Time, d signals.Delivery, res signal
 	case reported:
 		// its delivery_outcome overtook the result and is journaled already
 	case err == nil && res.Taken && d.Kind == signals.DeliverSteer:
+		if t := s.liveTurn(d.TurnID); t == nil || t.Attempt != d.Attempt {
+			s.delivered(now, d, signals.DeliveryResult{}, fmt.Errorf("attempt %d was given up before it reported the steer", d.Attempt))
+			break
+		}
 		s.Awaiting = append(s.Awaiting, d)
 	default:
 		s.delivered(now, d, res, err)
@@ -138,7 +142,7 @@ func (s *sessionCore) deliveryOutcome(now time.Time, o signals.DeliveryOutcome) 
 	case i >= 0:
 		data.Offset = s.Awaiting[i].Offset
 		s.Awaiting = slices.Delete(s.Awaiting, i, i+1)
-	case s.delivering && !s.inFlightReported && match(s.inFlight):
+	case s.delivering && !s.inFlightReported && match(s.inFlight) && s.liveTurn(o.TurnID) != nil && s.Turn.Attempt == o.Attempt:
 		// The outcome overtook the Deliver's own result (Taken).
 		data.Offset = s.inFlight.Offset
 		s.inFlightReported = true
@@ -185,6 +189,24 @@ func (s *sessionCore) awaitingOutcomes(now time.Time, t *LiveTurn, fin *signals.
 		t.OutcomesDue = &due
 	}
 	return now.Before(*t.OutcomesDue)
+}
+
+// deliverNone marks a queued steer whose failure was journaled at its turn's end. It keeps
+// its place in the lane, where it is dropped as before (taking it out would change when the
+// main loop does what, and so the commands of recorded histories), and journals nothing
+// more.
+const deliverNone = "none"
+
+// failQueuedSteers journals steer.delivered failed for the steers still queued for turnID,
+// which is ending: they never reached it, and their outcome belongs before its end.
+func (s *sessionCore) failQueuedSteers(now time.Time, turnID int64) {
+	for i, d := range s.Deliveries {
+		if d.Kind != signals.DeliverSteer || d.TurnID != turnID {
+			continue
+		}
+		s.journal(now, signals.EventSteerDelivered, turnID, signals.SteerDeliveredData{Offset: d.Offset, How: signals.HowFailed, Error: "the turn ended before the steer reached it"})
+		s.Deliveries[i].Kind, s.Deliveries[i].Text = deliverNone, ""
+	}
 }
 
 // steerInFlight reports whether the turn's end must wait for the steer delivery in flight

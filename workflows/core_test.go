@@ -56,6 +56,8 @@ type coreRig struct {
 	seen int64 // the last journal seq reported
 	// sent is the delivery in flight (takeDelivery), when there is one.
 	sent *signals.Delivery
+	// closed: the run ended with session.closed (cmdClose); it takes no more commands.
+	closed bool
 }
 
 func newCoreRig(t testing.TB, cfg signals.SessionConfig) *coreRig {
@@ -95,10 +97,14 @@ func (r *coreRig) signal(name string, payload any) {
 // step carries out what next says once, as the shell's loop does, and returns it; the
 // TurnWorkflow and cancel requests are taken as done at once.
 func (r *coreRig) step() command {
+	if r.closed {
+		return cmdNone
+	}
 	cmd := r.core.next(runInfo{})
 	switch cmd {
 	case cmdClose:
 		r.core.closeSession(r.now)
+		r.closed = true
 	case cmdRequestCancel:
 		r.core.requestCancel()
 	case cmdDeliver:

@@ -240,15 +240,16 @@ func TestSession_AcceptedSteerWaitsForTheTurnsHost(t *testing.T) {
 	})
 	h.step(func() {
 		require.Equal(t, "1.1", h.status().SteerToken)
-		// The turn ends before any host reported: the steer could not be carried.
+		// The turn ends before any host reported: the steer could not be carried, which is
+		// journaled before the turn's end (DESIGN §6, Steer delivery).
 		h.env.SignalWorkflow(signals.SignalTurnFinished, signals.TurnFinishedSignal{TurnID: 1, StopReason: "end_turn"})
 	})
 	h.step(func() {
 		evs := h.events()
-		require.Equal(t, []string{"session.started", "prompt.accepted", "turn.started", "steer.accepted", "turn.ended", "steer.delivered"}, kinds(evs))
+		require.Equal(t, []string{"session.started", "prompt.accepted", "turn.started", "steer.accepted", "steer.delivered", "turn.ended"}, kinds(evs))
 		var d signals.SteerDeliveredData
-		require.NoError(t, json.Unmarshal(evs[5].Data, &d))
-		require.Equal(t, signals.HowFailed, d.How)
+		require.NoError(t, json.Unmarshal(evs[4].Data, &d))
+		require.Equal(t, signals.SteerDeliveredData{Offset: 1, How: signals.HowFailed, Error: "the turn ended before the steer reached it"}, d)
 	})
 	h.closeSession()
 	require.NoError(t, h.run(signals.SessionConfig{SessionID: "s1"}))
