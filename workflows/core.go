@@ -474,7 +474,7 @@ func (s *sessionCore) maybeFinish(now time.Time) {
 	if fin.Attempt == t.Attempt && fin.Batches > t.LastBatch {
 		return
 	}
-	if s.steerInFlight(now, fin) {
+	if s.steerInFlight(fin) {
 		return // deliveryDone finishes the turn once the steer's outcome is known
 	}
 	if s.awaitingOutcomes(now, t, fin) {

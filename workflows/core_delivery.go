@@ -213,7 +213,7 @@ func (s *sessionCore) failQueuedSteers(now time.Time, turnID int64) {
 // into the same attempt: the runner's early turn_finished can reach the session before the
 // Deliver activity's result, and a steer delivered into a turn is reported before the turn's
 // end. The delivery is bounded (deliverStartToClose), so the wait is too.
-func (s *sessionCore) steerInFlight(now time.Time, fin *signals.TurnFinishedSignal) bool {
+func (s *sessionCore) steerInFlight(fin *signals.TurnFinishedSignal) bool {
 	t := s.Turn
 	d := s.inFlight
 	if !s.delivering || s.inFlightReported || d.Kind != signals.DeliverSteer || d.TurnID != t.TurnID || d.Attempt != t.Attempt ||

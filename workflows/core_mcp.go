@@ -59,7 +59,7 @@ func (s *sessionCore) validateSetMcpServers(req signals.SetMcpServersRequest) er
 	return nil
 }
 
-func (s *sessionCore) setMcpServers(now time.Time, req signals.SetMcpServersRequest) (signals.SetMcpServersResult, error) {
+func (s *sessionCore) setMcpServers(_ time.Time, req signals.SetMcpServersRequest) (signals.SetMcpServersResult, error) {
 	s.updates++
 	if rej := s.forbidden(req.ViewerID); rej != nil {
 		return signals.SetMcpServersResult{}, rej.ApplicationError()

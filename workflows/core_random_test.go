@@ -24,19 +24,23 @@ import (
 // turn's end).
 func TestCore_RandomInputsKeepTheInvariants(t *testing.T) {
 	for seed := uint64(1); seed <= 1000; seed++ {
-		t.Run(fmt.Sprintf("seed=%d", seed), func(t *testing.T) {
-			rng := rand.New(rand.NewPCG(seed, 7))
-			policies := []string{"allow_all", "ask_for_risky", "ask_always"}
-			r := newCoreRig(t, signals.SessionConfig{SessionID: "rnd", Policy: policies[rng.IntN(3)], GraceWindow: "20s", PermissionTimeout: "30s", TurnDeadline: "2m"})
-			var log []string
-			for i := 0; i < 60; i++ {
-				log = append(log, randomInput(r, rng))
-				r.settle()
-			}
-			rest(r, rng)
-			checkCoreJournal(t, r.core.Journal.Events, log)
-		})
+		t.Run(fmt.Sprintf("seed=%d", seed), func(t *testing.T) { runRandomCore(t, seed, 60) })
 	}
+}
+
+// runRandomCore feeds steps random inputs drawn from seed, brings the core to rest and
+// checks its journal.
+func runRandomCore(t *testing.T, seed uint64, steps int) {
+	rng := rand.New(rand.NewPCG(seed, 7))
+	policies := []string{"allow_all", "ask_for_risky", "ask_always"}
+	r := newCoreRig(t, signals.SessionConfig{SessionID: "rnd", Policy: policies[rng.IntN(3)], GraceWindow: "20s", PermissionTimeout: "30s", TurnDeadline: "2m"})
+	var log []string
+	for range steps {
+		log = append(log, randomInput(r, rng))
+		r.settle()
+	}
+	rest(r, rng)
+	checkCoreJournal(t, r.core.Journal.Events, log)
 }
 
 // randomInput feeds one random input and says what it was.
@@ -220,4 +224,13 @@ func checkCoreJournal(t *testing.T, evs []signals.Event, log []string) {
 		require.Len(t, resolved[id], 1, "request %s is resolved once", id)
 		require.Less(t, resolved[id][0], ended[turn], "request %s is resolved before its turn's end", id)
 	}
+}
+
+// FuzzCoreInputs runs the randomized test from the fuzzer's seeds (go test -fuzz
+// FuzzCoreInputs ./workflows).
+func FuzzCoreInputs(f *testing.F) {
+	for _, seed := range []uint64{1, 8, 261, 368} {
+		f.Add(seed, uint8(60))
+	}
+	f.Fuzz(func(t *testing.T, seed uint64, steps uint8) { runRandomCore(t, seed, int(steps)) })
 }

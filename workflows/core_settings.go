@@ -21,7 +21,7 @@ const agentSettingsChange = "agent-settings"
 
 // settingsOn reports whether this run keeps the agent's offer (asked once per run, the
 // first time the offer would change).
-func (s *sessionCore) settingsOn(now time.Time) bool {
+func (s *sessionCore) settingsOn() bool {
 	return s.ask(&s.settingsVersion, agentSettingsChange, 1) > defaultVersion
 }
 
@@ -42,7 +42,7 @@ const settingsReassertChange = "settings-reassert"
 // agent — by the settings delivery queued when it was made, or, when that went to an
 // earlier attempt, by one queued now.
 func (s *sessionCore) offered(now time.Time, turnID int64, o *signals.AgentSettings) {
-	if o == nil || !s.settingsOn(now) {
+	if o == nil || !s.settingsOn() {
 		return
 	}
 	st := s.settings()
@@ -111,7 +111,7 @@ func (s *sessionCore) pendingSettings(turnID int64) *signals.SessionChoices {
 
 // observeSettings feeds one agent.update to the core.
 func (s *sessionCore) observeSettings(now time.Time, turnID int64, ev json.RawMessage) {
-	if !IsSettingsUpdate(ev) || !s.settingsOn(now) {
+	if !IsSettingsUpdate(ev) || !s.settingsOn() {
 		return
 	}
 	if s.settings().Observe(ev) {
