@@ -572,3 +572,34 @@ func TestSession_AsyncSteerIsTakenAndItsOutcomeArrivesBySignal(t *testing.T) {
 	h.closeSession()
 	require.NoError(t, h.run(signals.SessionConfig{SessionID: "s1"}))
 }
+
+// Reference: DESIGN §6, Steer delivery (never forgotten silently): a turn that reports its
+// end without the outcome of a steer it took waits outcomeWait for it on the session's
+// alarm timer, then journals the steer failed before its end.
+func TestSession_ATakenSteerWithoutOutcomeFailsOnTheAlarm(t *testing.T) {
+	h := newHarness(t)
+	h.env.RegisterActivityWithOptions(func(context.Context, signals.Delivery) (signals.DeliveryResult, error) {
+		return signals.DeliveryResult{Taken: true}, nil
+	}, activity.RegisterOptions{Name: signals.ActivityDeliver})
+	h.step(func() { h.prompt("work", "m1", func(signals.PromptResult, error) {}) })
+	h.step(func() {
+		h.env.SignalWorkflow(signals.SignalTurnStarted, signals.TurnStartedSignal{TurnID: 1, Attempt: 1, HostQueue: "host1"})
+	})
+	h.step(func() {
+		h.update(signals.UpdateSteer, signals.SteerRequest{Text: "go left", ExpectedTurnID: "1"}, func(_ any, err error) { require.NoError(t, err) })
+	})
+	h.step(func() {
+		h.env.SignalWorkflow(signals.SignalTurnFinished, signals.TurnFinishedSignal{TurnID: 1, Attempt: 1, StopReason: "end_turn"})
+	})
+	h.step(func() {
+		require.Equal(t, signals.StateRunning, h.status().State, "the end waits for the steer's outcome")
+	})
+	h.at += outcomeWait
+	h.step(func() {
+		evs := h.events()
+		require.Equal(t, []string{"session.started", "prompt.accepted", "turn.started", "steer.accepted", "steer.delivered", "turn.ended"}, kinds(evs))
+		require.JSONEq(t, `{"offset":1,"how":"failed","error":"the turn ended before it reported the steer"}`, string(evs[4].Data))
+	})
+	h.closeSession()
+	require.NoError(t, h.run(signals.SessionConfig{SessionID: "s1"}))
+}
