@@ -168,12 +168,15 @@ type hostBatch struct {
 // maxBetweenHosts bounds Between: older agent processes are forgotten first.
 const maxBetweenHosts = 16
 
+// journal appends an event at now.
 func (s *sessionCore) journal(now time.Time, kind string, turnID int64, data any) {
 	s.Journal.Append(kind, turnID, now, data)
 }
 
 // busy reports whether a turn holds the session (queued prompts wait behind it).
 func (s *sessionCore) busy() bool { return s.Turn != nil }
+
+// --- prompt ---
 
 func (s *sessionCore) checkPrompt(req signals.PromptRequest) *signals.Rejection {
 	if s.Closing {
@@ -230,6 +233,8 @@ func journalText(text string) (string, bool) {
 	return text[:signals.MaxJournalTextBytes], true
 }
 
+// --- steer ---
+
 func (s *sessionCore) validateSteer(req signals.SteerRequest) error {
 	if rej := s.forbidden(req.ViewerID); rej != nil {
 		return rej.ApplicationError()
@@ -259,6 +264,8 @@ func (s *sessionCore) steer(now time.Time, req signals.SteerRequest) (signals.St
 	}
 	return res, nil
 }
+
+// --- cancel and close ---
 
 func (s *sessionCore) validateCancel(req signals.CancelRequest) error {
 	if rej := s.forbidden(req.ViewerID); rej != nil {
@@ -316,6 +323,8 @@ func (s *sessionCore) close(now time.Time, req signals.CloseRequest) (signals.Cl
 	}
 	return signals.CloseResult{}, nil
 }
+
+// --- the turn runner's reports ---
 
 func (s *sessionCore) liveTurn(turnID int64) *LiveTurn {
 	if s.Turn == nil || s.Turn.TurnID != turnID {
@@ -516,6 +525,8 @@ func (s *sessionCore) maybeFinish(now time.Time) {
 	s.Turn = nil
 	s.Steer.Halt()
 }
+
+// --- queries ---
 
 func (s *sessionCore) state() string {
 	switch {

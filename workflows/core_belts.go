@@ -60,6 +60,8 @@ func (c *turnClock) deadline(limit time.Duration) (time.Time, bool) {
 	return c.Running.Add(limit - c.Used), true
 }
 
+// --- viewers ---
+
 func (s *sessionCore) findViewer(id string) int {
 	for i, v := range s.Viewers {
 		if v.ID == id {
@@ -154,6 +156,8 @@ func (s *sessionCore) viewersView() []signals.Viewer {
 	return out
 }
 
+// --- policy and rules ---
+
 func (s *sessionCore) validateSetPolicy(req signals.SetPolicyRequest) error {
 	if !ValidPolicyLevel(req.Level) {
 		return signals.Reject(signals.RejectInvalidRequest, "policy %q: want allow_all, ask_for_risky or ask_always", req.Level).ApplicationError()
@@ -191,6 +195,8 @@ func (s *sessionCore) forget(now time.Time, req signals.PermissionForgetRequest)
 	}
 	return signals.PermissionForgetResult{Forgotten: forgotten}, nil
 }
+
+// --- the alarm clock ---
 
 // nextAlarm is the earliest absolute time at which a belt or a permission deadline is due,
 // and what is due then (the timer's summary in the Temporal UI).

@@ -48,6 +48,8 @@ type openPermission struct {
 	ToolName string `json:"tool_name,omitempty"`
 }
 
+// --- the delivery lane ---
+
 // deliverable reports whether decisions can reach the live turn now.
 func (s *sessionCore) deliverable() bool {
 	return s.Turn != nil && s.Turn.HostQueue != "" && s.Turn.Finished == nil
@@ -249,6 +251,8 @@ func (s *sessionCore) delivered(now time.Time, d signals.Delivery, res signals.D
 	}
 	s.journal(now, signals.EventSteerDelivered, d.TurnID, data)
 }
+
+// --- permissions ---
 
 func (s *sessionCore) permissionRequested(now time.Time, sig signals.PermissionRequestedSignal) {
 	t := s.liveTurn(sig.TurnID)
