@@ -70,12 +70,11 @@ func sessionWorkflow(ctx workflow.Context, in sessionInput, adm Admission) error
 		}
 		return temporal.NewNonRetryableApplicationError(err.Error(), signals.RejectInvalidRequest, nil)
 	}
-	s := &session{}
 	core, err := newSessionCore(workflow.Now(ctx), cfg, adm, runtimeEnv{ctx}, in.Carried)
 	if err != nil {
 		return temporal.NewNonRetryableApplicationError("decode carried state: "+err.Error(), "carried_state", nil)
 	}
-	s.sessionCore = core
+	s := &session{sessionCore: core}
 	if err := s.register(ctx); err != nil {
 		return err
 	}
