@@ -489,15 +489,7 @@ func (s *sessionCore) maybeFinish(now time.Time) {
 	if s.awaitingOutcomes(now, t, fin) {
 		return // deliveryOutcome, the TurnWorkflow's end or the alarm finishes the turn
 	}
-	// A taken steer whose outcome has not come by the turn's end was lost with the turn; one
-	// still queued never reached it.
-	s.failAwaited(now, t.TurnID, 0, "the turn ended before it reported the steer")
-	s.failQueuedSteers(now, t.TurnID)
-	if d := s.inFlight; s.delivering && !s.inFlightReported && d.Kind == signals.DeliverSteer && d.TurnID == t.TurnID {
-		// The end did not wait for it (a lost turn): its result, when it comes, is too late.
-		s.journal(now, signals.EventSteerDelivered, t.TurnID, signals.SteerDeliveredData{Offset: d.Offset, How: signals.HowFailed, Error: "the turn ended before the steer's delivery was answered"})
-		s.inFlightReported = true
-	}
+	s.steersEnd(now, t.TurnID)
 	if fin.AgentSessionID != "" {
 		s.AgentSessionID = fin.AgentSessionID
 	}

@@ -211,6 +211,19 @@ func (s *sessionCore) failQueuedSteers(now time.Time, turnID int64) {
 	}
 }
 
+// steersEnd journals, as turnID ends, the steer.delivered of each of its steers not yet
+// reported, before its end: a taken steer whose outcome has not come was lost with the
+// turn, one still queued never reached it, and the result of one in flight (a lost turn's
+// end does not wait for it) comes too late.
+func (s *sessionCore) steersEnd(now time.Time, turnID int64) {
+	s.failAwaited(now, turnID, 0, "the turn ended before it reported the steer")
+	s.failQueuedSteers(now, turnID)
+	if d := s.inFlight; s.delivering && !s.inFlightReported && d.Kind == signals.DeliverSteer && d.TurnID == turnID {
+		s.journal(now, signals.EventSteerDelivered, turnID, signals.SteerDeliveredData{Offset: d.Offset, How: signals.HowFailed, Error: "the turn ended before the steer's delivery was answered"})
+		s.inFlightReported = true
+	}
+}
+
 // steerInFlight reports whether the turn's end must wait for the steer delivery in flight
 // into the same attempt: the runner's early turn_finished can reach the session before the
 // Deliver activity's result, and a steer delivered into a turn is reported before the turn's
