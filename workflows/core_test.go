@@ -519,3 +519,31 @@ func TestCore_NextRequestsTheCancelOnce(t *testing.T) {
 	r.answer(signals.DeliveryResult{Taken: true}, nil, false)
 	require.Empty(t, r.settle())
 }
+
+// Reference: DESIGN §6, Continue-as-new, also mid-turn: the state carries everything — the
+// running turn, its open requests and rules, the steers it took whose outcomes are awaited,
+// the journal — and the next run goes on where this one stopped.
+func TestCore_CarriedStateContinuesTheTurn(t *testing.T) {
+	r := newCoreRig(t, signals.SessionConfig{SessionID: "s1", Policy: "ask_always"})
+	r.startTurn("go", "m1")
+	_, err := r.core.steer(r.now, signals.SteerRequest{Text: "left", ExpectedTurnID: "1"})
+	require.NoError(t, err)
+	r.settle()
+	steer := r.answer(signals.DeliveryResult{Taken: true}, nil, false)
+	r.signal(signals.SignalPermissionRequested, signals.PermissionRequestedSignal{TurnID: 1, Attempt: 1, RequestID: "p1",
+		ToolCall: json.RawMessage(`{"kind":"edit","title":"e"}`), Options: []signals.PermissionOption{{OptionID: "y", Kind: "allow_once"}}})
+	require.Equal(t, cmdContinueAsNew, r.core.next(runInfo{suggested: true}))
+	carried, err := json.Marshal(r.core.sessionState)
+	require.NoError(t, err)
+
+	next, err := newSessionCore(r.now, r.core.cfg, nil, r.env, carried)
+	require.NoError(t, err)
+	r.core, r.seen = next, next.Journal.LastSeq
+	require.Equal(t, 2, next.Run)
+	require.Equal(t, signals.StateSuspended, next.state())
+	r.signal(signals.SignalDeliveryOutcome, signals.DeliveryOutcome{DeliveryID: steer.DeliveryID, Kind: signals.DeliverSteer, TurnID: 1, Attempt: 1, How: signals.HowInjected})
+	_, err = next.respond(r.now, signals.PermissionRespondRequest{RequestID: "p1", OptionID: "y"})
+	require.NoError(t, err)
+	r.signal(signals.SignalTurnFinished, signals.TurnFinishedSignal{TurnID: 1, Attempt: 1, StopReason: "end_turn"})
+	require.Equal(t, []string{"steer.delivered", "permission.resolved", "turn.ended"}, eventKinds(r.newEvents()))
+}
