@@ -30,9 +30,6 @@ type SessionConfig struct {
 	// mcpServers), as JSON: kept in the session, encrypted with its payloads when the codec
 	// is on, never logged or journaled, and checked by the worker's MCP policy.
 	McpServers json.RawMessage `json:"mcp_servers,omitempty"`
-	// Carried is the state a run hands to the next across continue-as-new. Clients leave it
-	// empty; its shape belongs to the workflows package.
-	Carried json.RawMessage `json:"carried,omitempty"`
 }
 
 // PromptRequest is the payload of the prompt update and signal.

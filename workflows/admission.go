@@ -35,8 +35,8 @@ const admissionChange = "admission"
 
 // NewSessionWorkflow returns SessionWorkflow bound to a worker's admission (nil admits
 // everything: the runner still refuses what its worker does not allow).
-func NewSessionWorkflow(adm Admission) func(workflow.Context, signals.SessionConfig) error {
-	return func(ctx workflow.Context, in signals.SessionConfig) error {
+func NewSessionWorkflow(adm Admission) func(workflow.Context, sessionInput) error {
+	return func(ctx workflow.Context, in sessionInput) error {
 		return sessionWorkflow(ctx, in, adm)
 	}
 }

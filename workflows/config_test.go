@@ -156,3 +156,17 @@ func FuzzResolveConfig(f *testing.F) {
 		}
 	})
 }
+
+// The workflow's input is a client's SessionConfig plus "carried": a client's config
+// decodes as the input, and the input's JSON is the config's own plus one field, as
+// recorded histories have it (Reference: DESIGN §2, SessionWorkflow takes SessionConfig).
+func TestSessionInput_KeepsTheSessionConfigShape(t *testing.T) {
+	var in sessionInput
+	require.NoError(t, json.Unmarshal([]byte(`{"session_id":"s1","queue_limit":3,"carried":{"run":2}}`), &in))
+	require.Equal(t, "s1", in.SessionID)
+	require.Equal(t, 3, in.QueueLimit)
+	require.JSONEq(t, `{"run":2}`, string(in.Carried))
+	out, err := json.Marshal(sessionInput{SessionConfig: signals.SessionConfig{SessionID: "s1"}})
+	require.NoError(t, err)
+	require.JSONEq(t, `{"session_id":"s1"}`, string(out))
+}

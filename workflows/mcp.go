@@ -1,14 +1,10 @@
 package workflows
 
-// set_mcp_servers: an editor sends its project's MCP servers on every session/load and
-// session/resume, and expects the session to use them, as session/new's. The worker's MCP
-// policy (Admission) checks them — in the update's validator, which never runs on replay,
-// and for the signal twin inside a SideEffect — and the session keeps them in its config
-// (carried across continue-as-new, never journaled). The next turn's TurnInput carries
-// them; the runner loads the agent session again when they changed.
+// The shell's side of set_mcp_servers (core_mcp.go holds its rules): the signal twin asks
+// the worker's MCP policy inside a SideEffect, so that its answer is recorded and a replay
+// on a worker with another policy takes the same path.
 
 import (
-	"bytes"
 	"encoding/json"
 
 	"go.temporal.io/sdk/workflow"
@@ -16,79 +12,16 @@ import (
 	"github.com/tacp-dev/tacp/signals"
 )
 
-// mcpChecker is the MCP part of an Admission (activities.Trust has it).
-type mcpChecker interface {
-	CheckMCP(servers json.RawMessage) error
-}
-
-// mcpRefusal is the worker's MCP policy's refusal of servers ("" when allowed, and when the
-// admission has no MCP policy: the runner is the last gate). Only the MCP policy is asked,
-// so that a session whose profile the operator removed still loads.
-func (s *session) mcpRefusal(servers json.RawMessage) string {
-	m, ok := s.adm.(mcpChecker)
-	if !ok || s.adm == nil {
-		return ""
-	}
-	if err := m.CheckMCP(servers); err != nil {
-		if rej, ok := err.(*signals.Rejection); ok {
-			return rej.Message
-		}
-		return err.Error()
-	}
-	return ""
-}
-
-func checkMcpServers(req signals.SetMcpServersRequest) *signals.Rejection {
-	var list []json.RawMessage
-	if len(req.McpServers) == 0 || json.Unmarshal(req.McpServers, &list) != nil {
-		return signals.Reject(signals.RejectInvalidRequest, "mcp_servers: want a JSON list of ACP McpServer objects")
-	}
-	return nil
-}
-
-func (s *session) validateSetMcpServers(ctx workflow.Context, req signals.SetMcpServersRequest) error {
-	if rej := s.forbidden(req.ViewerID); rej != nil {
-		return rej.ApplicationError()
-	}
-	if rej := checkMcpServers(req); rej != nil {
-		return rej.ApplicationError()
-	}
-	if msg := s.mcpRefusal(req.McpServers); msg != "" {
-		return signals.Reject(signals.RejectInvalidRequest, "%s", msg).ApplicationError()
-	}
-	return nil
-}
-
-func (s *session) setMcpServers(ctx workflow.Context, req signals.SetMcpServersRequest) (signals.SetMcpServersResult, error) {
-	s.updates++
-	if rej := s.forbidden(req.ViewerID); rej != nil {
-		return signals.SetMcpServersResult{}, rej.ApplicationError()
-	}
-	if rej := checkMcpServers(req); rej != nil {
-		return signals.SetMcpServersResult{}, rej.ApplicationError()
-	}
-	return signals.SetMcpServersResult{Changed: s.takeMcpServers(req.McpServers)}, nil
-}
-
-// takeMcpServers keeps servers as the session's, reporting whether they changed. None is
-// kept as none, so that a session that never had servers reads as before.
-func (s *session) takeMcpServers(servers json.RawMessage) bool {
-	var list []json.RawMessage
-	_ = json.Unmarshal(servers, &list)
-	if len(list) == 0 {
-		servers = nil
-	}
-	if bytes.Equal(s.cfg.McpServers, servers) {
-		return false
-	}
-	s.cfg.McpServers = servers
-	return true
-}
-
 // mcpSignal is the signal twin of set_mcp_servers: the policy's answer is recorded in a
 // SideEffect (a signal has no validator), and a refused one changes nothing.
 func (s *session) mcpSignal() signalReceiver {
-	return signalReceiver{name: signals.UpdateSetMcpServers, handle: decoded(func(ctx workflow.Context, req signals.SetMcpServersRequest) {
+	return signalReceiver{name: signals.UpdateSetMcpServers, handle: func(ctx workflow.Context, raw json.RawMessage) {
+		s.signalsSeen++
+		var req signals.SetMcpServersRequest
+		if err := json.Unmarshal(raw, &req); err != nil {
+			workflow.GetLogger(ctx).Warn("dropping malformed signal", "error", err)
+			return
+		}
 		if s.forbidden(req.ViewerID) != nil || checkMcpServers(req) != nil {
 			return
 		}
@@ -97,5 +30,5 @@ func (s *session) mcpSignal() signalReceiver {
 		if refused == "" {
 			s.takeMcpServers(req.McpServers)
 		}
-	})}
+	}}
 }

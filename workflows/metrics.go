@@ -15,8 +15,6 @@ import (
 	"slices"
 	"time"
 
-	"go.temporal.io/sdk/workflow"
-
 	"github.com/tacp-dev/tacp/signals"
 )
 
@@ -39,35 +37,25 @@ const (
 // so that an agent cannot grow the set of series.
 var stopReasons = []string{"end_turn", "max_tokens", "max_turn_requests", "refusal", "cancelled"}
 
-func countTurnStarted(ctx workflow.Context) {
-	workflow.GetMetricsHandler(ctx).Counter(MetricTurnsStarted).Inc(1)
-}
-
-// countTurnFinished counts a turn's end by outcome: its stop reason, or failed.
-func countTurnFinished(ctx workflow.Context, fin *signals.TurnFinishedSignal) {
-	outcome := fin.StopReason
+// turnOutcome is a turn's end as the turns-finished metric counts it: its stop reason, or
+// failed, or other for a stop reason ACP does not name.
+func turnOutcome(fin *signals.TurnFinishedSignal) string {
 	switch {
 	case fin.Error != "":
-		outcome = outcomeFailed
-	case !slices.Contains(stopReasons, outcome):
-		outcome = outcomeOther
+		return outcomeFailed
+	case !slices.Contains(stopReasons, fin.StopReason):
+		return outcomeOther
 	}
-	workflow.GetMetricsHandler(ctx).WithTags(map[string]string{"outcome": outcome}).Counter(MetricTurnsFinished).Inc(1)
-}
-
-// countSteer counts a steer by outcome: accepted, duplicate, or its rejection type.
-func countSteer(ctx workflow.Context, outcome string) {
-	workflow.GetMetricsHandler(ctx).WithTags(map[string]string{"outcome": outcome}).Counter(MetricSteers).Inc(1)
+	return fin.StopReason
 }
 
 // timePermissionWait records how long an asked permission request waited, at its
 // resolution. A request the policy or a rule decided was never asked and is not timed. The
 // request's deadline is permission_timeout after it arrived, so its arrival needs no state
 // of its own.
-func (s *session) timePermissionWait(ctx workflow.Context, p openPermission, res signals.PermissionResolution) {
+func (s *sessionCore) timePermissionWait(now time.Time, p openPermission, res signals.PermissionResolution) {
 	if res.DecidedBy == signals.DecidedByPolicy || res.DecidedBy == signals.DecidedByRule {
 		return
 	}
-	waited := max(workflow.Now(ctx).Sub(p.Deadline.Add(-s.cfg.PermissionTimeout)), time.Duration(0))
-	workflow.GetMetricsHandler(ctx).WithTags(map[string]string{"decided_by": res.DecidedBy}).Timer(MetricPermissionWaits).Record(waited)
+	s.env.permissionWaited(res.DecidedBy, max(now.Sub(p.Deadline.Add(-s.cfg.PermissionTimeout)), time.Duration(0)))
 }

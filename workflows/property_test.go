@@ -274,7 +274,7 @@ func (r *propRunner) execute() {
 			t.Fatalf("panic: %v\n%s", p, r.report())
 		}
 	}()
-	cfg, start := r.cfg, propEpoch
+	cfg, start := sessionInput{SessionConfig: r.cfg}, propEpoch
 	for r.run = 1; ; r.run++ {
 		require.LessOrEqual(t, r.run, 12, "too many continue-as-new runs\n%s", r.report())
 		h := newPropHarness(t, start)

@@ -7,7 +7,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/stretchr/testify/mock"
 	"github.com/stretchr/testify/require"
 	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/converter"
@@ -112,7 +111,7 @@ func rejectionType(t *testing.T, err error) string {
 	return rej.Type
 }
 
-func (h *harness) run(cfg signals.SessionConfig) error {
+func (h *harness) run(cfg any) error {
 	h.env.ExecuteWorkflow(signals.SessionWorkflowType, cfg)
 	require.True(h.t, h.env.IsWorkflowCompleted())
 	return h.env.GetWorkflowError()
@@ -179,19 +178,29 @@ func TestSession_TurnFinishedWaitsForItsLastBatch(t *testing.T) {
 	require.NoError(t, h.run(signals.SessionConfig{SessionID: "s1"}))
 }
 
+// Reference: DESIGN §3, a rejected update changes nothing and writes no history. The
+// journal is compared once every update has been answered, in the next step.
 func TestSession_RejectedUpdatesWriteNothing(t *testing.T) {
 	h := newHarness(t)
+	var before []signals.Event
+	answered := 0
 	h.step(func() {
-		before := h.events()
+		before = h.events()
 		h.update(signals.UpdateSteer, signals.SteerRequest{Text: "x", ExpectedTurnID: "1"}, func(_ any, err error) {
 			require.Equal(t, signals.RejectNoLiveTurn, rejectionType(t, err))
+			answered++
 		})
 		h.prompt("   ", "m1", func(_ signals.PromptResult, err error) {
 			require.Equal(t, signals.RejectInvalidRequest, rejectionType(t, err))
+			answered++
 		})
 		h.update(signals.UpdateCancel, signals.CancelRequest{}, func(_ any, err error) {
 			require.Equal(t, signals.RejectNoLiveTurn, rejectionType(t, err))
+			answered++
 		})
+	})
+	h.step(func() {
+		require.Equal(t, 3, answered, "every update was answered")
 		require.Equal(t, before, h.events())
 	})
 	h.closeSession()
@@ -231,15 +240,16 @@ func TestSession_AcceptedSteerWaitsForTheTurnsHost(t *testing.T) {
 	})
 	h.step(func() {
 		require.Equal(t, "1.1", h.status().SteerToken)
-		// The turn ends before any host reported: the steer could not be carried.
+		// The turn ends before any host reported: the steer could not be carried, which is
+		// journaled before the turn's end (DESIGN §6, Steer delivery).
 		h.env.SignalWorkflow(signals.SignalTurnFinished, signals.TurnFinishedSignal{TurnID: 1, StopReason: "end_turn"})
 	})
 	h.step(func() {
 		evs := h.events()
-		require.Equal(t, []string{"session.started", "prompt.accepted", "turn.started", "steer.accepted", "turn.ended", "steer.delivered"}, kinds(evs))
+		require.Equal(t, []string{"session.started", "prompt.accepted", "turn.started", "steer.accepted", "steer.delivered", "turn.ended"}, kinds(evs))
 		var d signals.SteerDeliveredData
-		require.NoError(t, json.Unmarshal(evs[5].Data, &d))
-		require.Equal(t, signals.HowFailed, d.How)
+		require.NoError(t, json.Unmarshal(evs[4].Data, &d))
+		require.Equal(t, signals.SteerDeliveredData{Offset: 1, How: signals.HowFailed, Error: "the turn ended before the steer reached it"}, d)
 	})
 	h.closeSession()
 	require.NoError(t, h.run(signals.SessionConfig{SessionID: "s1"}))
@@ -315,12 +325,12 @@ func TestSession_CloseRejectsPromptsAndEndsAfterTheTurn(t *testing.T) {
 	require.JSONEq(t, `{"reason":"test","dropped":["m2"]}`, string(last.Data))
 }
 
-// canInput extracts the SessionConfig a run continued as new with.
-func canInput(t *testing.T, err error) signals.SessionConfig {
+// canInput extracts the input a run continued as new with.
+func canInput(t *testing.T, err error) sessionInput {
 	t.Helper()
 	var can *workflow.ContinueAsNewError
 	require.True(t, errors.As(err, &can), "want continue-as-new, got %v", err)
-	var cfg signals.SessionConfig
+	var cfg sessionInput
 	require.NoError(t, converter.GetDefaultDataConverter().FromPayloads(can.Input, &cfg))
 	return cfg
 }
@@ -393,9 +403,13 @@ func (quiet) Error(string, ...any) {}
 
 func TestSession_CloseDropsTheQueueEvenWhileADeliveryIsInFlight(t *testing.T) {
 	h := newHarness(t)
-	// The cancel that close delivers is still in flight when the turn ends.
+	// The cancel that close delivers is still in flight when the turn ends: the fake host
+	// reports the turn's end before it answers the delivery (the test environment handles
+	// the signal before the activity's result, in the order they were posted).
 	h.env.RegisterActivityWithOptions(func(ctx context.Context, d signals.Delivery) (signals.DeliveryResult, error) {
-		time.Sleep(1500 * time.Millisecond)
+		if d.Kind == signals.DeliverCancel {
+			h.env.SignalWorkflow(signals.SignalTurnFinished, signals.TurnFinishedSignal{TurnID: 1, Attempt: 1, StopReason: "cancelled"})
+		}
 		return signals.DeliveryResult{}, nil
 	}, activity.RegisterOptions{Name: signals.ActivityDeliver})
 	h.step(func() {
@@ -406,7 +420,6 @@ func TestSession_CloseDropsTheQueueEvenWhileADeliveryIsInFlight(t *testing.T) {
 		h.env.SignalWorkflow(signals.SignalTurnStarted, signals.TurnStartedSignal{TurnID: 1, Attempt: 1, HostQueue: "host1"})
 	})
 	h.closeSession()
-	h.step(func() { h.finishTurn(1, "cancelled") })
 	require.NoError(t, h.run(signals.SessionConfig{SessionID: "s1"}))
 	evs := h.events()
 	for _, ev := range evs {
@@ -422,11 +435,13 @@ func TestSession_CloseDropsTheQueueEvenWhileADeliveryIsInFlight(t *testing.T) {
 // did in 4 of 7 runs with real agents).
 func TestSession_SteerDeliveredBeforeTheTurnEndsWhenTurnFinishedOvertakesIt(t *testing.T) {
 	h := newHarness(t)
-	h.env.RegisterActivityWithOptions(func(context.Context, signals.Delivery) (signals.DeliveryResult, error) {
-		return signals.DeliveryResult{}, nil
+	// A host that answers the delivery when it is done (no Async): the agent answered with
+	// the steer injected, and the runner's early turn_finished overtakes the delivery's
+	// result, which the host sends after it.
+	h.env.RegisterActivityWithOptions(func(_ context.Context, d signals.Delivery) (signals.DeliveryResult, error) {
+		h.env.SignalWorkflow(signals.SignalTurnFinished, signals.TurnFinishedSignal{TurnID: 1, Attempt: 1, StopReason: "end_turn"})
+		return signals.DeliveryResult{How: signals.HowInjected}, nil
 	}, activity.RegisterOptions{Name: signals.ActivityDeliver})
-	h.env.OnActivity(signals.ActivityDeliver, mock.Anything, mock.Anything).
-		Return(signals.DeliveryResult{How: signals.HowInjected}, nil).After(3 * time.Second)
 	h.step(func() { h.prompt("work", "m1", func(signals.PromptResult, error) {}) })
 	h.step(func() {
 		h.env.SignalWorkflow(signals.SignalTurnStarted, signals.TurnStartedSignal{TurnID: 1, Attempt: 1, HostQueue: "host1"})
@@ -436,13 +451,6 @@ func TestSession_SteerDeliveredBeforeTheTurnEndsWhenTurnFinishedOvertakesIt(t *t
 			require.NoError(t, err)
 		})
 	})
-	// The agent answered with the steer injected; the early turn_finished overtakes the
-	// delivery's result, which is still on its way.
-	h.step(func() {
-		h.env.SignalWorkflow(signals.SignalTurnFinished, signals.TurnFinishedSignal{TurnID: 1, Attempt: 1, StopReason: "end_turn"})
-	})
-	h.step(func() {})
-	h.step(func() {})
 	h.step(func() {
 		evs := h.events()
 		require.Equal(t, []string{"session.started", "prompt.accepted", "turn.started", "steer.accepted", "steer.delivered", "turn.ended"}, kinds(evs))
@@ -514,6 +522,84 @@ func TestSession_TurnFinishedNamesTheAgentsHost(t *testing.T) {
 		h.env.SignalWorkflow(signals.SignalTurnStarted, signals.TurnStartedSignal{TurnID: 1, Attempt: 1, HostQueue: "host-a", AgentSessionID: "a1"})
 	})
 	h.step(func() { require.Equal(t, "host-a", h.status().AgentHost) })
+	h.closeSession()
+	require.NoError(t, h.run(signals.SessionConfig{SessionID: "s1"}))
+}
+
+// Reference: DESIGN §6, Steer delivery, and signals/delivery.go (the async contract): the
+// session sends Deliver with Async and a DeliveryID; a host that answers Taken frees the
+// lane (the cancel behind the steer goes out before the steer's outcome), and the
+// delivery_outcome signal the turn sends afterwards journals steer.delivered before the
+// turn's end.
+func TestSession_AsyncSteerIsTakenAndItsOutcomeArrivesBySignal(t *testing.T) {
+	h := newHarness(t)
+	var sent []signals.Delivery
+	h.env.RegisterActivityWithOptions(func(_ context.Context, d signals.Delivery) (signals.DeliveryResult, error) {
+		sent = append(sent, d)
+		return signals.DeliveryResult{Taken: true}, nil
+	}, activity.RegisterOptions{Name: signals.ActivityDeliver})
+	h.step(func() { h.prompt("work", "m1", func(signals.PromptResult, error) {}) })
+	h.step(func() {
+		h.env.SignalWorkflow(signals.SignalTurnStarted, signals.TurnStartedSignal{TurnID: 1, Attempt: 1, HostQueue: "host1"})
+	})
+	h.step(func() {
+		h.update(signals.UpdateSteer, signals.SteerRequest{Text: "go left", ExpectedTurnID: "1", ClientMsgID: "c1"}, func(_ any, err error) {
+			require.NoError(t, err)
+		})
+	})
+	h.step(func() {
+		h.update(signals.UpdateCancel, signals.CancelRequest{}, func(_ any, err error) { require.NoError(t, err) })
+	})
+	h.step(func() {
+		require.Len(t, sent, 2, "the cancel went out before the steer's outcome")
+		require.Equal(t, signals.DeliverSteer, sent[0].Kind)
+		require.True(t, sent[0].Async)
+		require.NotEmpty(t, sent[0].DeliveryID)
+		require.Equal(t, signals.DeliverCancel, sent[1].Kind)
+		require.NotContains(t, kinds(h.events()), signals.EventSteerDelivered)
+		h.env.SignalWorkflow(signals.SignalDeliveryOutcome, signals.DeliveryOutcome{
+			DeliveryID: sent[0].DeliveryID, Kind: signals.DeliverSteer, TurnID: 1, Attempt: 1, Offset: 1, How: signals.HowInterrupted,
+		})
+		// An outcome nobody awaits is ignored: it must not fail the workflow task.
+		h.env.SignalWorkflow(signals.SignalDeliveryOutcome, signals.DeliveryOutcome{DeliveryID: "unknown", Kind: signals.DeliverSteer, TurnID: 1, Attempt: 1, How: signals.HowInjected})
+		h.env.SignalWorkflow(signals.SignalTurnFinished, signals.TurnFinishedSignal{TurnID: 1, Attempt: 1, StopReason: "cancelled"})
+	})
+	h.step(func() {
+		evs := h.events()
+		require.Equal(t, []string{"session.started", "prompt.accepted", "turn.started", "steer.accepted", "turn.cancelling", "steer.delivered", "turn.ended"}, kinds(evs))
+		require.JSONEq(t, `{"offset":1,"how":"interrupted"}`, string(evs[5].Data))
+	})
+	h.closeSession()
+	require.NoError(t, h.run(signals.SessionConfig{SessionID: "s1"}))
+}
+
+// Reference: DESIGN §6, Steer delivery (never forgotten silently): a turn that reports its
+// end without the outcome of a steer it took waits outcomeWait for it on the session's
+// alarm timer, then journals the steer failed before its end.
+func TestSession_ATakenSteerWithoutOutcomeFailsOnTheAlarm(t *testing.T) {
+	h := newHarness(t)
+	h.env.RegisterActivityWithOptions(func(context.Context, signals.Delivery) (signals.DeliveryResult, error) {
+		return signals.DeliveryResult{Taken: true}, nil
+	}, activity.RegisterOptions{Name: signals.ActivityDeliver})
+	h.step(func() { h.prompt("work", "m1", func(signals.PromptResult, error) {}) })
+	h.step(func() {
+		h.env.SignalWorkflow(signals.SignalTurnStarted, signals.TurnStartedSignal{TurnID: 1, Attempt: 1, HostQueue: "host1"})
+	})
+	h.step(func() {
+		h.update(signals.UpdateSteer, signals.SteerRequest{Text: "go left", ExpectedTurnID: "1"}, func(_ any, err error) { require.NoError(t, err) })
+	})
+	h.step(func() {
+		h.env.SignalWorkflow(signals.SignalTurnFinished, signals.TurnFinishedSignal{TurnID: 1, Attempt: 1, StopReason: "end_turn"})
+	})
+	h.step(func() {
+		require.Equal(t, signals.StateRunning, h.status().State, "the end waits for the steer's outcome")
+	})
+	h.at += outcomeWait
+	h.step(func() {
+		evs := h.events()
+		require.Equal(t, []string{"session.started", "prompt.accepted", "turn.started", "steer.accepted", "steer.delivered", "turn.ended"}, kinds(evs))
+		require.JSONEq(t, `{"offset":1,"how":"failed","error":"the turn ended before it reported the steer"}`, string(evs[4].Data))
+	})
 	h.closeSession()
 	require.NoError(t, h.run(signals.SessionConfig{SessionID: "s1"}))
 }

@@ -1,0 +1,799 @@
+package workflows
+
+// The session core: every rule of a session (DESIGN §6) as a state machine in plain Go, in
+// the manner of etcd-io/raft's raft.go. Its inputs are the updates, the signals, the alarm
+// and the results of what it asked for, each with the time `now` handed in by the shell;
+// next says what the shell does next (start a turn, request a cancel, deliver a decision,
+// continue as new, close). It reads no clock, draws no random number and imports no
+// workflow package, so tests drive it synchronously (core_test.go, the scenario files in
+// testdata/scenarios). What only the workflow runtime can answer — a workflow.GetVersion
+// marker, a metric, a log line — it asks of its sessionEnv, which the shell (session.go)
+// implements and tests fake.
+
+import (
+	"encoding/json"
+	"fmt"
+	"path"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/tacp-dev/tacp/signals"
+)
+
+// version is a workflow.GetVersion answer as the core sees it (the values of
+// workflow.Version: defaultVersion for a history recorded before the change).
+type version int
+
+const defaultVersion version = -1
+
+// sessionEnv is what the core asks of the workflow runtime that a pure function cannot
+// answer. None of it changes the core's state: a version is the answer the history records
+// (asked at the same point of the run as before the core existed, so every recorded history
+// replays), and metrics and logs write no history at all.
+type sessionEnv interface {
+	// version is workflow.GetVersion(change, DefaultVersion, max).
+	version(change string, max version) version
+	turnStarted()
+	turnFinished(outcome string)
+	steered(outcome string)
+	permissionWaited(decidedBy string, waited time.Duration)
+	warn(msg string, keyvals ...any)
+}
+
+// sessionCore is the state machine of one run of a session: the state carried across
+// continue-as-new and the run's own bookkeeping.
+type sessionCore struct {
+	sessionState
+	cfg Config
+	adm Admission
+	env sessionEnv
+
+	// per-run counters and bookkeeping (not carried)
+	updates, signalsSeen int
+	// pending counts the shell's commands whose results have not come back: continue-as-new
+	// and close wait for them.
+	pending    int
+	delivering bool
+	inFlight   signals.Delivery // the delivery being sent, while delivering
+
+	// the alarm: when the shell's timer is armed for, and whether it fired
+	alarmAt    time.Time
+	alarmFired bool
+
+	// inFlightReported: the delivery_outcome of the steer in flight overtook its result.
+	inFlightReported bool
+
+	deliveryVersion   *version
+	steerOrderVersion *version
+	alarmsVersion     *version
+	settingsVersion   *version
+	asyncVersion      *version
+}
+
+// ask answers the version of change once per run, at its first use.
+func (s *sessionCore) ask(cached **version, change string, max version) version {
+	if *cached == nil {
+		v := s.env.version(change, max)
+		*cached = &v
+	}
+	return **cached
+}
+
+// LiveTurn is the running turn as the session knows it.
+type LiveTurn struct {
+	TurnID          int64     `json:"turn_id"`
+	ClientMessageID string    `json:"client_message_id"`
+	Attempt         int32     `json:"attempt"`
+	HostQueue       string    `json:"host_queue,omitempty"`
+	StartedAt       time.Time `json:"started_at"`
+	// Started is set once the TurnWorkflow child is known to exist.
+	Started bool `json:"started"`
+	// Cancelling is set by cancel or close; CancelSent once the cancel request is recorded.
+	Cancelling   bool   `json:"cancelling"`
+	CancelReason string `json:"cancel_reason,omitempty"`
+	CancelSent   bool   `json:"cancel_sent"`
+	// HostLost is set when a delivery found the attempt's host gone.
+	HostLost bool `json:"host_lost,omitempty"`
+	// HadViewer: grace applies only to a turn that has had a viewer.
+	HadViewer bool      `json:"had_viewer,omitempty"`
+	Clock     turnClock `json:"clock"`
+	// LastBatch is the watermark of turn_events for Attempt (batches are numbered from 1).
+	LastBatch int64 `json:"last_batch"`
+	// Finished holds a turn_finished that waits for its attempt's last batches.
+	Finished *signals.TurnFinishedSignal `json:"finished,omitempty"`
+	// Choices is what the turn's input carried of the clients' choices: every attempt's
+	// runner applies these, so its report predates any choice made since (settings_shell.go).
+	Choices *signals.SessionChoices `json:"choices,omitempty"`
+	// OutcomesDue is how long the turn's end waits for the outcomes of the steers it took
+	// (set at its turn_finished); Ended says its TurnWorkflow is known to have ended, so no
+	// outcome can come any more.
+	OutcomesDue *time.Time `json:"outcomes_due,omitempty"`
+	Ended       bool       `json:"ended,omitempty"`
+}
+
+// sessionState is everything a run carries to the next across continue-as-new.
+type sessionState struct {
+	Run            int       `json:"run"`
+	Queue          *Queue    `json:"queue"`
+	Steer          *Steer    `json:"steer"`
+	Journal        *Journal  `json:"journal"`
+	Turn           *LiveTurn `json:"turn,omitempty"`
+	AgentSessionID string    `json:"agent_session_id,omitempty"`
+	// AgentHost is the host queue of the worker that ran the last attempt, which holds the
+	// live agent: the next turn goes there first (affinity, DESIGN §10).
+	AgentHost string `json:"agent_host,omitempty"`
+	// ContextLost is the last agent.context_lost, for status.
+	ContextLost *signals.ContextLostView `json:"context_lost,omitempty"`
+	Closing     bool                     `json:"closing,omitempty"`
+	CloseReason string                   `json:"close_reason,omitempty"`
+	// Deliveries wait to be sent into the live turn, oldest first.
+	Deliveries []signals.Delivery `json:"deliveries,omitempty"`
+	// Awaiting are the steers the live turn took (Async) whose delivery_outcome has not
+	// come yet; DeliverySeq numbers the deliveries sent with Async (their DeliveryID).
+	Awaiting    []signals.Delivery                       `json:"awaiting,omitempty"`
+	DeliverySeq int64                                    `json:"delivery_seq,omitempty"`
+	Permissions []openPermission                         `json:"permissions,omitempty"`
+	Resolved    DedupIndex[signals.PermissionResolution] `json:"resolved"`
+	// Between holds the batch watermark of each agent process that spoke between turns.
+	Between []hostBatch `json:"between,omitempty"`
+	// Usage totals the token usage the agent reported, by field.
+	Usage map[string]int64 `json:"usage,omitempty"`
+	// UsageLatest holds the usage fields that are gauges, not counters (objects: the agent's
+	// context window, its cumulative cost): the latest value, never summed.
+	UsageLatest map[string]json.RawMessage `json:"usage_latest,omitempty"`
+	// Policy is the permission level and the remembered tools.
+	Policy     *Policy    `json:"policy,omitempty"`
+	Viewers    []viewer   `json:"viewers,omitempty"`
+	GraceUntil *time.Time `json:"grace_until,omitempty"`
+	// LastOutcome is how the last turn ended: its stop reason or OutcomeFailed.
+	LastOutcome string `json:"last_outcome,omitempty"`
+	// Withdrawn are requests a restart withdrew, newest last (cancelPermissions).
+	Withdrawn []withdrawnRequest `json:"withdrawn,omitempty"`
+	// Settings is the agent's offer and the clients' choices (settings.go).
+	Settings *Settings `json:"settings,omitempty"`
+}
+
+// OutcomeFailed is the TacpLastOutcome of a session whose last turn failed.
+const OutcomeFailed = "failed"
+
+// hostBatch is the last between-turn batch journaled from one agent process.
+type hostBatch struct {
+	Host  string `json:"host"`
+	Batch int64  `json:"batch"`
+}
+
+// maxBetweenHosts bounds Between: older agent processes are forgotten first.
+const maxBetweenHosts = 16
+
+// journal appends an event at now.
+func (s *sessionCore) journal(now time.Time, kind string, turnID int64, data any) {
+	s.Journal.Append(kind, turnID, now, data)
+}
+
+// busy reports whether a turn holds the session (queued prompts wait behind it).
+func (s *sessionCore) busy() bool { return s.Turn != nil }
+
+// --- prompt ---
+
+func (s *sessionCore) checkPrompt(req signals.PromptRequest) *signals.Rejection {
+	if s.Closing {
+		return signals.Reject(signals.RejectSessionClosed, "session is closed")
+	}
+	if rej := s.forbidden(req.ViewerID); rej != nil {
+		return rej
+	}
+	_, rej := s.Queue.Check(req, s.busy())
+	return rej
+}
+
+func (s *sessionCore) validatePrompt(req signals.PromptRequest) error {
+	if rej := s.checkPrompt(req); rej != nil {
+		return rej.ApplicationError()
+	}
+	// Content is kept as the client's bytes (text fields are decoded, and Go's decoder
+	// replaces invalid UTF-8 in them); refuse bytes that are not UTF-8 before they reach the
+	// journal and the agent. Only the validator checks it: validators do not run on replay,
+	// so a prompt an older worker accepted replays as it was.
+	if !utf8.Valid(req.Content) {
+		return signals.Reject(signals.RejectInvalidRequest, "prompt content is not valid UTF-8").ApplicationError()
+	}
+	// The worker may no longer offer what the session names (a profile removed, a workspace
+	// that became a symlink out of its root): refuse before any turn runs (DESIGN §10).
+	if msg := admissionMessage(s.adm, s.cfg.SessionConfig); msg != "" {
+		return signals.Reject(signals.RejectInvalidRequest, "%s", msg).ApplicationError()
+	}
+	return nil
+}
+
+func (s *sessionCore) prompt(now time.Time, req signals.PromptRequest) (signals.PromptResult, error) {
+	s.updates++
+	if rej := s.checkPrompt(req); rej != nil {
+		return signals.PromptResult{}, rej.ApplicationError()
+	}
+	res, rej := s.Queue.Offer(req, s.busy())
+	if rej != nil {
+		return res, rej.ApplicationError()
+	}
+	if !res.Duplicate {
+		text, cut := journalText(req.Text)
+		s.journal(now, signals.EventPromptAccepted, res.TurnID, signals.PromptAcceptedData{
+			ClientMessageID: req.ClientMessageID, Text: text, TextTruncated: cut, Position: res.Position,
+		})
+	}
+	return res, nil
+}
+
+func journalText(text string) (string, bool) {
+	if len(text) <= signals.MaxJournalTextBytes {
+		return text, false
+	}
+	return text[:signals.MaxJournalTextBytes], true
+}
+
+// --- steer ---
+
+func (s *sessionCore) validateSteer(req signals.SteerRequest) error {
+	if rej := s.forbidden(req.ViewerID); rej != nil {
+		return rej.ApplicationError()
+	}
+	if _, rej := s.Steer.Decide(req, s.steerChannel()); rej != nil {
+		return rej.ApplicationError()
+	}
+	return nil
+}
+
+func (s *sessionCore) steer(now time.Time, req signals.SteerRequest) (signals.SteerResult, error) {
+	s.updates++
+	if rej := s.forbidden(req.ViewerID); rej != nil {
+		return signals.SteerResult{}, rej.ApplicationError()
+	}
+	res, rej := s.Steer.Accept(req, s.steerChannel())
+	if rej != nil {
+		return res, rej.ApplicationError()
+	}
+	s.env.steered(res.Outcome)
+	if res.Outcome == signals.SteerAccepted {
+		text, cut := journalText(req.Text)
+		s.journal(now, signals.EventSteerAccepted, res.Ref.TurnID, signals.SteerAcceptedData{
+			Ref: res.Ref, Text: text, TextTruncated: cut, NextExpectedTurnID: res.NextExpectedTurnID,
+		})
+		s.queueDelivery(signals.Delivery{Kind: signals.DeliverSteer, Text: req.Text, Offset: res.Ref.Offset})
+	}
+	return res, nil
+}
+
+// --- cancel and close ---
+
+func (s *sessionCore) validateCancel(req signals.CancelRequest) error {
+	if rej := s.forbidden(req.ViewerID); rej != nil {
+		return rej.ApplicationError()
+	}
+	if s.Turn == nil || (req.TurnID != 0 && req.TurnID != s.Turn.TurnID) {
+		return signals.Reject(signals.RejectNoLiveTurn, "no turn %s is running", turnLabel(req.TurnID)).ApplicationError()
+	}
+	return nil
+}
+
+func turnLabel(id int64) string {
+	if id == 0 {
+		return "at all"
+	}
+	return strconv.FormatInt(id, 10)
+}
+
+func (s *sessionCore) cancel(now time.Time, req signals.CancelRequest) (signals.CancelResult, error) {
+	s.updates++
+	if err := s.validateCancel(req); err != nil {
+		return signals.CancelResult{}, err
+	}
+	if s.Turn.Cancelling {
+		return signals.CancelResult{Outcome: signals.CancelAlreadyCancelling}, nil
+	}
+	s.startCancel(now, "cancel")
+	return signals.CancelResult{Outcome: signals.CancelCancelling}, nil
+}
+
+// startCancel marks the live turn cancelling; the main loop sends the cancel request.
+func (s *sessionCore) startCancel(now time.Time, reason string) {
+	s.Turn.Cancelling, s.Turn.CancelReason = true, reason
+	s.GraceUntil = nil
+	s.Steer.Halt()
+	s.journal(now, signals.EventTurnCancelling, s.Turn.TurnID, signals.TurnCancellingData{Reason: reason})
+	who := reason // grace, deadline, close: the system's
+	if reason == "cancel" {
+		who = "user" // a person's (or a client's) cancel
+	}
+	s.cancelPermissions(now, s.Turn.TurnID, signals.DecidedByCancel, who)
+	if s.Turn.Finished == nil {
+		s.queueDelivery(signals.Delivery{Kind: signals.DeliverCancel})
+	}
+}
+
+func (s *sessionCore) close(now time.Time, req signals.CloseRequest) (signals.CloseResult, error) {
+	s.updates++
+	if s.Closing {
+		return signals.CloseResult{}, nil
+	}
+	s.Closing, s.CloseReason = true, req.Reason
+	if s.Turn != nil && !s.Turn.Cancelling {
+		s.startCancel(now, "close")
+	}
+	return signals.CloseResult{}, nil
+}
+
+// --- the turn runner's reports ---
+
+func (s *sessionCore) liveTurn(turnID int64) *LiveTurn {
+	if s.Turn == nil || s.Turn.TurnID != turnID {
+		return nil
+	}
+	return s.Turn
+}
+
+// advanceAttempt moves the live turn to a newer attempt of its activity: the partial output
+// of the old attempt is superseded, which viewers learn from turn.restarted.
+func (s *sessionCore) advanceAttempt(now time.Time, t *LiveTurn, attempt int32) {
+	s.advanceAttemptResumed(now, t, attempt, false)
+}
+
+// advanceAttemptResumed is advanceAttempt for an attempt that says whether it found the
+// prompt in the agent session it loaded (resumed: the prompt was not sent again).
+func (s *sessionCore) advanceAttemptResumed(now time.Time, t *LiveTurn, attempt int32, resumed bool) {
+	if attempt <= t.Attempt {
+		return
+	}
+	cause := restartCause(t, attempt)
+	s.failAwaited(now, t.TurnID, attempt, fmt.Sprintf("attempt %d was given up before it reported the steer", attempt-1))
+	t.Attempt, t.LastBatch, t.HostQueue, t.HostLost = attempt, 0, "", false
+	s.cancelPermissions(now, t.TurnID, signals.DecidedByRestart, cause) // they belonged to the lost attempt
+	s.journal(now, signals.EventTurnRestarted, t.TurnID, signals.TurnStartedData{Attempt: attempt, PromptClientMessageID: t.ClientMessageID, Cause: cause, Resumed: resumed})
+}
+
+// restartCause says why the attempt before attempt was given up, from what the session saw
+// of it: the server retries a turn's activity only when its attempt stopped heartbeating
+// (its worker died, stopped, or was cut off past the heartbeat timeout) or lost its worker.
+func restartCause(t *LiveTurn, attempt int32) string {
+	host := t.HostQueue
+	if host == "" {
+		host = "a worker that had not reported yet"
+	}
+	why := "stopped reporting for longer than the heartbeat timeout (its worker died, stopped or was cut off)"
+	if t.HostLost {
+		why = "was lost: its worker's host queue stopped taking deliveries"
+	}
+	return fmt.Sprintf("attempt %d on %s %s; attempt %d took the turn over", attempt-1, host, why, attempt)
+}
+
+func (s *sessionCore) turnStarted(now time.Time, sig signals.TurnStartedSignal) {
+	t := s.liveTurn(sig.TurnID)
+	if t == nil || sig.Attempt < t.Attempt {
+		return
+	}
+	if sig.Attempt > t.Attempt {
+		s.advanceAttemptResumed(now, t, sig.Attempt, sig.Resumed)
+	}
+	t.HostQueue, t.HostLost = sig.HostQueue, false
+	if sig.HostQueue != "" {
+		s.AgentHost = sig.HostQueue
+	}
+	if sig.AgentSessionID != "" {
+		s.AgentSessionID = sig.AgentSessionID
+	}
+	s.offered(now, t.TurnID, sig.Settings)
+	if w := sig.WorkspaceMissing; w != nil {
+		s.journal(now, signals.EventWorkspaceMissing, t.TurnID, *w)
+	}
+	if cl := sig.ContextLost; cl != nil {
+		ev := s.Journal.Append(signals.EventAgentContextLost, t.TurnID, now, *cl)
+		s.ContextLost = &signals.ContextLostView{TurnID: t.TurnID, Seq: ev.Seq, At: ev.At, Reason: cl.Reason, Carried: cl.Carried}
+	}
+}
+
+func (s *sessionCore) turnEvents(now time.Time, sig signals.TurnEventsSignal) {
+	if sig.TurnID == 0 {
+		s.betweenTurns(now, sig)
+		return
+	}
+	t := s.liveTurn(sig.TurnID)
+	if t == nil || sig.Attempt < t.Attempt {
+		return
+	}
+	s.advanceAttempt(now, t, sig.Attempt)
+	if sig.Batch <= t.LastBatch {
+		return // a repeated delivery of a batch already journaled
+	}
+	t.LastBatch = sig.Batch
+	for _, ev := range sig.Events {
+		s.journal(now, signals.EventAgentUpdate, t.TurnID, ev)
+		s.observeSettings(now, t.TurnID, ev)
+	}
+	s.maybeFinish(now)
+}
+
+func (s *sessionCore) turnFinished(now time.Time, sig signals.TurnFinishedSignal) {
+	t := s.liveTurn(sig.TurnID)
+	if t == nil || (sig.Attempt != 0 && sig.Attempt < t.Attempt) {
+		return
+	}
+	if sig.Attempt > t.Attempt {
+		s.advanceAttempt(now, t, sig.Attempt)
+	}
+	t.Finished = &sig
+	s.maybeFinish(now)
+}
+
+// betweenTurns journals what an agent said while no turn held it (background tools),
+// idempotent per agent process and batch.
+func (s *sessionCore) betweenTurns(now time.Time, sig signals.TurnEventsSignal) {
+	i := 0
+	for i < len(s.Between) && s.Between[i].Host != sig.Host {
+		i++
+	}
+	if i == len(s.Between) {
+		s.Between = append(s.Between, hostBatch{Host: sig.Host})
+		if len(s.Between) > maxBetweenHosts {
+			s.Between = s.Between[1:]
+			i--
+		}
+	}
+	if sig.Batch <= s.Between[i].Batch {
+		return
+	}
+	s.Between[i].Batch = sig.Batch
+	for _, ev := range sig.Events {
+		s.journal(now, signals.EventAgentUpdate, 0, ev)
+		s.observeSettings(now, 0, ev)
+	}
+}
+
+// addUsage adds a turn's reported usage to the session's totals and journals both.
+func (s *sessionCore) addUsage(now time.Time, turnID int64, raw json.RawMessage) {
+	var turn map[string]any
+	if json.Unmarshal(raw, &turn) != nil || len(turn) == 0 {
+		return
+	}
+	if s.Usage == nil {
+		s.Usage = map[string]int64{}
+	}
+	for k, v := range turn { // sums and replacements: the order of the keys does not matter
+		switch v := v.(type) {
+		case float64:
+			s.Usage[k] += int64(v)
+		case map[string]any: // a gauge (the runner's context and cost): the latest wins
+			if s.UsageLatest == nil {
+				s.UsageLatest = map[string]json.RawMessage{}
+			}
+			s.UsageLatest[k], _ = json.Marshal(v)
+		}
+	}
+	s.journal(now, signals.EventUsageUpdated, turnID, map[string]any{"turn": turn, "total": usageView(s.Usage, s.UsageLatest)})
+}
+
+// maybeFinish ends the live turn once its turn_finished has arrived and, when it came from a
+// known attempt, every batch that attempt sent before it.
+func (s *sessionCore) maybeFinish(now time.Time) {
+	t := s.Turn
+	if t == nil || t.Finished == nil {
+		return
+	}
+	fin := t.Finished
+	if fin.Attempt == t.Attempt && fin.Batches > t.LastBatch {
+		return
+	}
+	if s.steerInFlight(fin) {
+		return // deliveryDone finishes the turn once the steer's outcome is known
+	}
+	if s.awaitingOutcomes(now, t, fin) {
+		return // deliveryOutcome, the TurnWorkflow's end or the alarm finishes the turn
+	}
+	s.steersEnd(now, t.TurnID)
+	if fin.AgentSessionID != "" {
+		s.AgentSessionID = fin.AgentSessionID
+	}
+	// Affinity: the next turn goes to the worker that ran this one, even when this turn's
+	// turn_started lost the race with its end.
+	if fin.HostQueue != "" {
+		s.AgentHost = fin.HostQueue
+	}
+	s.cancelPermissions(now, t.TurnID, signals.DecidedByCancel, "turn ended")
+	if len(fin.Usage) > 0 {
+		s.addUsage(now, t.TurnID, fin.Usage)
+	}
+	if fin.Error == "" && t.CancelReason == "deadline" {
+		fin.Error = s.deadlineMessage()
+	}
+	s.GraceUntil = nil
+	if fin.Error != "" {
+		s.journal(now, signals.EventTurnFailed, t.TurnID, signals.TurnFailedData{Error: fin.Error, Orphaned: fin.Orphaned})
+		s.LastOutcome = OutcomeFailed
+	} else {
+		s.journal(now, signals.EventTurnEnded, t.TurnID, signals.TurnEndedData{StopReason: fin.StopReason})
+		s.LastOutcome = fin.StopReason
+	}
+	s.env.turnFinished(turnOutcome(fin))
+	s.Turn = nil
+	s.Steer.Halt()
+}
+
+// --- queries ---
+
+func (s *sessionCore) state() string {
+	switch {
+	case s.Turn == nil && s.Closing:
+		return signals.StateClosed
+	case s.Turn == nil:
+		return signals.StateIdle
+	case s.Turn.Cancelling:
+		return signals.StateCancelling
+	case len(s.Permissions) > 0:
+		return signals.StateSuspended
+	case s.GraceUntil != nil:
+		return signals.StateGrace
+	default:
+		return signals.StateRunning
+	}
+}
+
+// currentDetails is the session's Current Details in the Temporal UI (markdown): its state,
+// what it waits for (the open requests with their titles and deadlines), the steer token,
+// the queue, the last outcome.
+func (s *sessionCore) currentDetails(state string, turn int64) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "**%s** · turn %d", state, turn)
+	if s.Turn != nil && !s.Turn.Cancelling {
+		fmt.Fprintf(&b, " · steer token `%s`", s.Steer.Token())
+	}
+	if s.Turn != nil && s.Turn.Cancelling {
+		fmt.Fprintf(&b, " · cancelling (%s)", s.Turn.CancelReason)
+	}
+	fmt.Fprintf(&b, " · %d queued", len(s.Queue.Items))
+	if s.LastOutcome != "" {
+		fmt.Fprintf(&b, " · last turn: %s", s.LastOutcome)
+	}
+	for _, p := range s.pendingPermissions() {
+		title := p.Title
+		if title == "" {
+			title = p.Kind
+		}
+		fmt.Fprintf(&b, "\n\nwaiting for approval of *%s* (`%s`, turn %d) until %s — `starter approve --session %s %s`",
+			title, p.RequestID, p.TurnID, p.Deadline.UTC().Format("2006-01-02 15:04:05 UTC"), s.cfg.SessionID, p.RequestID)
+	}
+	if s.GraceUntil != nil {
+		fmt.Fprintf(&b, "\n\nno viewer: the turn is cancelled at %s unless one attaches", s.GraceUntil.UTC().Format("15:04:05 UTC"))
+	}
+	fmt.Fprintf(&b, "\n\njournal seq %d · run %d", s.Journal.LastSeq, s.Run)
+	return b.String()
+}
+
+// defaultAgent names the agent of a session that names none: the worker's default serves
+// it (status.agent, session.started, the TacpAgent search attribute).
+const defaultAgent = "default"
+
+// sessionAgent is what serves the session, as status and session.started name it.
+func sessionAgent(agent string) string {
+	if strings.TrimSpace(agent) == "" {
+		return defaultAgent
+	}
+	return agent
+}
+
+// agentName is the agent's program name, for the TacpAgent search attribute.
+func agentName(cmd string) string {
+	fields := strings.Fields(cmd)
+	if len(fields) == 0 {
+		return defaultAgent
+	}
+	return path.Base(fields[0])
+}
+
+// runInfo is what the shell reads of the run for the core: the server's suggestion and the
+// history's length.
+type runInfo struct {
+	suggested     bool
+	historyLength int
+}
+
+func (s *sessionCore) canContinueAsNew(info runInfo) bool {
+	if s.pending > 0 || (s.Turn != nil && !s.Turn.Started && s.Turn.Finished == nil) {
+		return false // a command in flight must resolve in this run
+	}
+	idle := s.Turn == nil && len(s.Queue.Items) == 0 && !s.Closing
+	return info.suggested ||
+		info.historyLength >= s.cfg.MaxRunEvents ||
+		// At idle a much shorter run is enough: sessions shed old history (and the
+		// old-version branches it needs) soon after a deploy.
+		(idle && info.historyLength >= s.cfg.MaxRunEvents/8) ||
+		s.updates >= maxRunUpdates || s.signalsSeen >= maxRunSignals
+}
+
+// --- what the shell does next ---
+
+// command is what the core asks its shell to do next (next).
+type command int
+
+const (
+	cmdNone command = iota
+	// cmdClose: the session is closing and nothing is in flight: closeSession, then end
+	// the run once every handler has finished.
+	cmdClose
+	// cmdContinueAsNew: hand the carried state to a new run.
+	cmdContinueAsNew
+	// cmdRequestCancel: request the cancel of the live turn's TurnWorkflow (requestCancel).
+	cmdRequestCancel
+	// cmdDeliver: send the oldest queued delivery into the live turn (takeDelivery).
+	cmdDeliver
+	// cmdStartTurn: start the next queued prompt's turn (beginTurn).
+	cmdStartTurn
+)
+
+// next is the one place that says what the session does next, in order of precedence: the
+// shell's main loop waits until it is not cmdNone (or a signal or the alarm arrives), and
+// then carries it out.
+func (s *sessionCore) next(info runInfo) command {
+	switch {
+	case s.Turn == nil && s.Closing && s.pending == 0:
+		return cmdClose
+	case s.canContinueAsNew(info):
+		return cmdContinueAsNew
+	case s.Turn != nil && s.Turn.Cancelling && s.Turn.Started && !s.Turn.CancelSent:
+		return cmdRequestCancel
+	case s.wantsDelivery():
+		return cmdDeliver
+	case s.Turn == nil && len(s.Queue.Items) > 0 && !s.Closing:
+		return cmdStartTurn
+	}
+	return cmdNone
+}
+
+// closeSession drops the queue and journals session.closed (cmdClose).
+func (s *sessionCore) closeSession(now time.Time) {
+	dropped := s.Queue.Drain()
+	s.journal(now, signals.EventSessionClosed, 0, signals.SessionClosedData{Reason: s.CloseReason, Dropped: dropped})
+}
+
+// requestCancel records that the cancel of the live turn is being requested
+// (cmdRequestCancel) and returns the turn's id.
+func (s *sessionCore) requestCancel() int64 {
+	s.Turn.CancelSent = true
+	return s.Turn.TurnID
+}
+
+// beginTurn makes the next queued prompt the live turn (cmdStartTurn) and returns the input
+// of its TurnWorkflow.
+func (s *sessionCore) beginTurn(now time.Time) signals.TurnInput {
+	p, _ := s.Queue.Pop()
+	t := &LiveTurn{TurnID: p.TurnID, ClientMessageID: p.ClientMessageID, Attempt: 1, StartedAt: now, HadViewer: len(s.Viewers) > 0, Choices: s.Settings.Wanted()}
+	t.Clock.resume(now)
+	s.Turn = t
+	s.Steer.Begin(t.TurnID)
+	s.journal(now, signals.EventTurnStarted, t.TurnID, signals.TurnStartedData{Attempt: 1, PromptClientMessageID: p.ClientMessageID})
+	s.env.turnStarted()
+	return signals.TurnInput{
+		SessionID:       s.cfg.SessionID,
+		TurnID:          t.TurnID,
+		ClientMessageID: p.ClientMessageID,
+		Text:            p.Text,
+		Content:         p.Content,
+		Agent:           s.cfg.Agent,
+		Workspace:       s.cfg.Workspace,
+		AgentSessionID:  s.AgentSessionID,
+		Choices:         t.Choices,
+		McpServers:      s.cfg.McpServers,
+		HostQueue:       s.AgentHost,
+		AffinityWait:    s.cfg.AffinityWait,
+		StartToClose:    s.cfg.Deadline + turnStartToCloseSlack,
+		Heartbeat:       TurnHeartbeat,
+	}
+}
+
+// turnStartFailed: the TurnWorkflow of turnID could not be started; the turn fails.
+func (s *sessionCore) turnStartFailed(now time.Time, turnID int64, err string) {
+	t := s.liveTurn(turnID)
+	if t == nil {
+		return
+	}
+	t.Finished = &signals.TurnFinishedSignal{TurnID: turnID, Error: "start turn workflow: " + err}
+	s.maybeFinish(now)
+}
+
+// turnWorkflowStarted: the TurnWorkflow of turnID exists. It reports whether the turn is
+// still the live one (its end matters to the session only then).
+func (s *sessionCore) turnWorkflowStarted(turnID int64) bool {
+	t := s.liveTurn(turnID)
+	if t != nil {
+		t.Started = true
+	}
+	return t != nil
+}
+
+// turnWorkflowEnded: the TurnWorkflow of turnID completed or ended cancelled. It matters
+// only to a turn whose end waits for the outcomes of the steers it took: none can come now.
+func (s *sessionCore) turnWorkflowEnded(now time.Time, turnID int64) {
+	t := s.liveTurn(turnID)
+	if t == nil || !slices.ContainsFunc(s.Awaiting, func(d signals.Delivery) bool { return d.TurnID == turnID }) {
+		return
+	}
+	t.Ended = true
+	s.maybeFinish(now)
+}
+
+// turnWorkflowFailed: the TurnWorkflow of turnID failed, timed out or was terminated
+// without reporting (one that completes, or ends cancelled, has sent its turn_finished
+// first): the turn still gets its terminal event.
+func (s *sessionCore) turnWorkflowFailed(now time.Time, turnID int64, err string) {
+	if t := s.liveTurn(turnID); t != nil && t.Finished == nil {
+		t.Finished = &signals.TurnFinishedSignal{TurnID: turnID, Error: "turn workflow ended without reporting: " + err, Orphaned: true}
+		s.maybeFinish(now)
+	}
+}
+
+func usageView(u map[string]int64, latest map[string]json.RawMessage) map[string]any {
+	if len(u) == 0 && len(latest) == 0 {
+		return nil
+	}
+	out := make(map[string]any, len(u)+len(latest))
+	for k, v := range u { // building a map: order does not matter
+		out[k] = v
+	}
+	for k, v := range latest {
+		out[k] = v
+	}
+	return out
+}
+
+// searchAttributes are what the TacpSessionState, TacpTurn and TacpAwaitingApproval search
+// attributes show: the state, the live turn (or the last one queued), whether a permission
+// request waits.
+func (s *sessionCore) searchAttributes() (state string, turn int64, awaiting bool) {
+	turn = s.Queue.LastTurnID
+	if s.Turn != nil {
+		turn = s.Turn.TurnID
+	}
+	return s.state(), turn, len(s.Permissions) > 0
+}
+
+// status is the status query's answer; the shell adds the run's history length.
+func (s *sessionCore) status() signals.Status {
+	st := signals.Status{
+		SessionID:          s.cfg.SessionID,
+		State:              s.state(),
+		SteerToken:         s.Steer.Token(),
+		Viewers:            s.viewersView(),
+		Queue:              s.Queue.Entries(),
+		PendingPermissions: s.pendingPermissions(),
+		Policy:             s.Policy.Level,
+		Rules:              append([]string{}, s.Policy.Rules...),
+		Usage:              usageView(s.Usage, s.UsageLatest),
+		Journal:            s.Journal.Range(),
+		Agent:              sessionAgent(s.cfg.Agent),
+		Profiles:           s.offer(),
+		AgentSessionID:     s.AgentSessionID,
+		AgentSettings:      s.Settings.View(),
+		AgentHost:          s.AgentHost,
+		ContextLost:        s.ContextLost,
+		Run:                s.Run,
+	}
+	if s.cfg.Agent == "" && s.adm != nil {
+		st.Agent = s.adm.DefaultProfile() // a query reads the worker's settings, not history
+	}
+	if s.Turn != nil {
+		st.TurnID = s.Turn.TurnID
+		started := s.Turn.StartedAt
+		st.TurnStartedAt = &started
+		if d, ok := s.Turn.Clock.deadline(s.cfg.Deadline); ok {
+			st.TurnDeadline = &d // nil while a permission waits: the clock is paused
+		}
+	}
+	return st
+}
+
+// offer lists the profiles the worker answering a status query offers.
+func (s *sessionCore) offer() []signals.ProfileInfo {
+	if s.adm == nil {
+		return nil
+	}
+	return s.adm.Offer()
+}

@@ -1,0 +1,467 @@
+package workflows
+
+// The delivery lane and the permission lifecycle of the session core. Decisions flow back
+// into a running turn (DESIGN §7): an accepted steer, a cancel, an answer to a permission
+// request, a settings choice. Handlers only queue them; the lane sends them one at a time,
+// in order (the shell runs each as a short Deliver activity on the task queue of the worker
+// hosting the turn, delivery.go). A permission request is journaled, decided by the policy
+// or asked, and resolved exactly once: by an answer, its deadline, a cancel or the turn's end.
+
+import (
+	"encoding/json"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/tacp-dev/tacp/signals"
+)
+
+const (
+	// deliverScheduleToStart is how long a delivery waits for its host to pick it up: past
+	// it the host is taken as lost.
+	deliverScheduleToStart = 5 * time.Second
+	// deliverStartToClose bounds one delivery; interrupt-and-continue waits for the agent
+	// to acknowledge the cancel before prompting again.
+	deliverStartToClose = 45 * time.Second
+	// hostDeliveryChange guards the delivery activities: histories recorded before them have
+	// no marker, replay the old way, and never schedule one.
+	hostDeliveryChange = "host-delivery"
+	// steerOrderChange guards holding a turn's end for the steer delivery in flight into it:
+	// histories recorded before it ended such a turn at once.
+	steerOrderChange = "steer-before-end"
+	// asyncDeliveryChange guards sending deliveries with Async (signals.Delivery): a
+	// taken delivery frees the lane at once and a steer's outcome follows by the
+	// delivery_outcome signal. Histories recorded before it waited for each Deliver to be
+	// done.
+	asyncDeliveryChange = "async-delivery"
+)
+
+// openPermission is a permission request waiting for an answer.
+type openPermission struct {
+	RequestID string                     `json:"request_id"`
+	TurnID    int64                      `json:"turn_id"`
+	Attempt   int32                      `json:"attempt"`
+	ToolCall  json.RawMessage            `json:"tool_call"`
+	Options   []signals.PermissionOption `json:"options"`
+	Deadline  time.Time                  `json:"deadline"`
+	// ToolName is the runner's name of the tool (signals.PermissionRequestedSignal).
+	ToolName string `json:"tool_name,omitempty"`
+}
+
+// --- the delivery lane ---
+
+// deliverable reports whether decisions can reach the live turn now.
+func (s *sessionCore) deliverable() bool {
+	return s.Turn != nil && s.Turn.HostQueue != "" && s.Turn.Finished == nil
+}
+
+// steerChannel reports whether an accepted steer could reach the live turn: steering is on
+// for the session and the turn's host has not been found gone. A turn that has not yet
+// reported its host takes steers: they wait for it.
+func (s *sessionCore) steerChannel() bool {
+	return s.cfg.SteeringOn && s.Turn != nil && s.Turn.Finished == nil && !s.Turn.HostLost
+}
+
+// queueDelivery queues d for the live turn; it is sent once the turn's host is known.
+func (s *sessionCore) queueDelivery(d signals.Delivery) {
+	d.SessionID, d.TurnID, d.Attempt = s.cfg.SessionID, s.Turn.TurnID, s.Turn.Attempt
+	s.Deliveries = append(s.Deliveries, d)
+}
+
+// wantsDelivery reports whether the main loop has a delivery to send (or to drop, when its
+// turn is gone).
+func (s *sessionCore) wantsDelivery() bool {
+	if len(s.Deliveries) == 0 || s.delivering {
+		return false
+	}
+	d := s.Deliveries[0]
+	waiting := s.Turn != nil && s.Turn.TurnID == d.TurnID && s.Turn.Attempt == d.Attempt && s.Turn.HostQueue == "" && s.Turn.Finished == nil
+	return !waiting
+}
+
+// takeDelivery takes the oldest queued delivery off the lane (cmdDeliver) and returns it
+// when it is to be sent now, marked in flight; a delivery whose turn or attempt is gone (or
+// that a history predating deliveries cannot send) is dropped, its steer journaled failed.
+func (s *sessionCore) takeDelivery(now time.Time) (signals.Delivery, bool) {
+	d := s.Deliveries[0]
+	s.Deliveries = s.Deliveries[1:]
+	if !s.deliverable() || s.Turn.TurnID != d.TurnID || s.Turn.Attempt != d.Attempt {
+		s.delivered(now, d, signals.DeliveryResult{}, fmt.Errorf("turn %d attempt %d is no longer running", d.TurnID, d.Attempt))
+		return d, false
+	}
+	if s.ask(&s.deliveryVersion, hostDeliveryChange, 1) == defaultVersion {
+		s.delivered(now, d, signals.DeliveryResult{}, fmt.Errorf("this session's history predates delivery into turns"))
+		return d, false
+	}
+	if s.ask(&s.asyncVersion, asyncDeliveryChange, 1) > defaultVersion {
+		s.DeliverySeq++
+		d.Async, d.DeliveryID = true, fmt.Sprintf("%s-%d.%d-%d", d.Kind, d.TurnID, d.Attempt, s.DeliverySeq)
+	}
+	s.delivering, s.inFlight, s.inFlightReported = true, d, false
+	return d, true
+}
+
+// deliveryDone takes the result of the delivery in flight. hostGone says the host never
+// picked it up (a schedule-to-start timeout): no steer can reach this attempt any more, and
+// a retry on another worker reports its new host with turn_started. A steer the live turn
+// took (Async) waits for its delivery_outcome; any other result is recorded now.
+func (s *sessionCore) deliveryDone(now time.Time, d signals.Delivery, res signals.DeliveryResult, err error, hostGone bool) {
+	s.delivering = false
+	reported := s.inFlightReported
+	s.inFlightReported = false
+	if hostGone {
+		if t := s.liveTurn(d.TurnID); t != nil && t.Attempt == d.Attempt {
+			t.HostQueue, t.HostLost = "", true
+		}
+	}
+	switch {
+	case reported:
+		// its delivery_outcome overtook the result and is journaled already
+	case err == nil && res.Taken && d.Kind == signals.DeliverSteer:
+		if t := s.liveTurn(d.TurnID); t == nil || t.Attempt != d.Attempt {
+			s.delivered(now, d, signals.DeliveryResult{}, fmt.Errorf("attempt %d was given up before it reported the steer", d.Attempt))
+			break
+		}
+		s.Awaiting = append(s.Awaiting, d)
+	default:
+		s.delivered(now, d, res, err)
+	}
+	s.maybeFinish(now) // a turn_finished may have waited for this steer's outcome
+}
+
+// deliveryOutcome takes a delivery_outcome signal: how a steer the live turn took went. One
+// that names no delivery awaiting its outcome (unknown, already reported, or of a turn or
+// attempt no longer live) is ignored.
+func (s *sessionCore) deliveryOutcome(now time.Time, o signals.DeliveryOutcome) {
+	match := func(d signals.Delivery) bool {
+		return d.DeliveryID != "" && d.DeliveryID == o.DeliveryID && d.TurnID == o.TurnID && d.Attempt == o.Attempt && d.Kind == signals.DeliverSteer
+	}
+	data := signals.SteerDeliveredData{How: o.How, Error: o.Error}
+	if data.How == "" || (data.Error != "" && data.How != signals.HowFailed) {
+		data.How = signals.HowFailed
+	}
+	switch i := slices.IndexFunc(s.Awaiting, match); {
+	case i >= 0:
+		data.Offset = s.Awaiting[i].Offset
+		s.Awaiting = slices.Delete(s.Awaiting, i, i+1)
+	case s.delivering && !s.inFlightReported && match(s.inFlight) && s.liveTurn(o.TurnID) != nil && s.Turn.Attempt == o.Attempt:
+		// The outcome overtook the Deliver's own result (Taken).
+		data.Offset = s.inFlight.Offset
+		s.inFlightReported = true
+	default:
+		return
+	}
+	s.journal(now, signals.EventSteerDelivered, o.TurnID, data)
+	s.maybeFinish(now)
+}
+
+// failAwaited journals steer.delivered failed for every taken steer of turnID that awaits
+// its outcome from an attempt before attempt (all of them when attempt is 0): a steer is
+// never forgotten silently.
+func (s *sessionCore) failAwaited(now time.Time, turnID int64, attempt int32, why string) {
+	kept := s.Awaiting[:0:0]
+	for _, d := range s.Awaiting {
+		if d.TurnID != turnID || (attempt != 0 && d.Attempt >= attempt) {
+			kept = append(kept, d)
+			continue
+		}
+		s.journal(now, signals.EventSteerDelivered, d.TurnID, signals.SteerDeliveredData{Offset: d.Offset, How: signals.HowFailed, Error: why})
+	}
+	if len(kept) != len(s.Awaiting) {
+		s.Awaiting = kept
+	}
+}
+
+// outcomeWait bounds how long a turn's end waits for the outcomes of the steers it took: the
+// runner sends them before it reports the end, and an interrupt-and-continue round trip is
+// bounded as the Deliver that carried the steer was before Async.
+const outcomeWait = deliverStartToClose
+
+// awaitingOutcomes reports whether the end of turn t (fin) waits for the outcome of a steer
+// its attempt took (Async): until the outcome comes, the TurnWorkflow is known to have
+// ended, or outcomeWait has passed since the end arrived (the alarm wakes the session then,
+// also in a run that continued as new and no longer sees the TurnWorkflow).
+func (s *sessionCore) awaitingOutcomes(now time.Time, t *LiveTurn, fin *signals.TurnFinishedSignal) bool {
+	if fin.Orphaned || t.Ended || (fin.Attempt != 0 && fin.Attempt != t.Attempt) ||
+		!slices.ContainsFunc(s.Awaiting, func(d signals.Delivery) bool { return d.TurnID == t.TurnID && d.Attempt == t.Attempt }) {
+		return false
+	}
+	if t.OutcomesDue == nil {
+		due := now.Add(outcomeWait)
+		t.OutcomesDue = &due
+	}
+	return now.Before(*t.OutcomesDue)
+}
+
+// deliverNone marks a queued steer whose failure was journaled at its turn's end. It keeps
+// its place in the lane, where it is dropped as before (taking it out would change when the
+// main loop does what, and so the commands of recorded histories), and journals nothing
+// more.
+const deliverNone = "none"
+
+// failQueuedSteers journals steer.delivered failed for the steers still queued for turnID,
+// which is ending: they never reached it, and their outcome belongs before its end.
+func (s *sessionCore) failQueuedSteers(now time.Time, turnID int64) {
+	for i, d := range s.Deliveries {
+		if d.Kind != signals.DeliverSteer || d.TurnID != turnID {
+			continue
+		}
+		s.journal(now, signals.EventSteerDelivered, turnID, signals.SteerDeliveredData{Offset: d.Offset, How: signals.HowFailed, Error: "the turn ended before the steer reached it"})
+		s.Deliveries[i].Kind, s.Deliveries[i].Text = deliverNone, ""
+	}
+}
+
+// steersEnd journals, as turnID ends, the steer.delivered of each of its steers not yet
+// reported, before its end: a taken steer whose outcome has not come was lost with the
+// turn, one still queued never reached it, and the result of one in flight (a lost turn's
+// end does not wait for it) comes too late.
+func (s *sessionCore) steersEnd(now time.Time, turnID int64) {
+	s.failAwaited(now, turnID, 0, "the turn ended before it reported the steer")
+	s.failQueuedSteers(now, turnID)
+	if d := s.inFlight; s.delivering && !s.inFlightReported && d.Kind == signals.DeliverSteer && d.TurnID == turnID {
+		s.journal(now, signals.EventSteerDelivered, turnID, signals.SteerDeliveredData{Offset: d.Offset, How: signals.HowFailed, Error: "the turn ended before the steer's delivery was answered"})
+		s.inFlightReported = true
+	}
+}
+
+// steerInFlight reports whether the turn's end must wait for the steer delivery in flight
+// into the same attempt: the runner's early turn_finished can reach the session before the
+// Deliver activity's result, and a steer delivered into a turn is reported before the turn's
+// end. The delivery is bounded (deliverStartToClose), so the wait is too.
+func (s *sessionCore) steerInFlight(fin *signals.TurnFinishedSignal) bool {
+	t := s.Turn
+	d := s.inFlight
+	if !s.delivering || s.inFlightReported || d.Kind != signals.DeliverSteer || d.TurnID != t.TurnID || d.Attempt != t.Attempt ||
+		(fin.Attempt != 0 && fin.Attempt != t.Attempt) || fin.Orphaned {
+		return false
+	}
+	return s.ask(&s.steerOrderVersion, steerOrderChange, 1) != defaultVersion
+}
+
+func deliverySummary(d signals.Delivery) string {
+	switch d.Kind {
+	case signals.DeliverSteer:
+		return fmt.Sprintf("deliver steer %d.%d", d.TurnID, d.Offset)
+	case signals.DeliverPermission:
+		return fmt.Sprintf("deliver permission %s: %s", d.RequestID, d.Outcome)
+	default:
+		return fmt.Sprintf("deliver %s to turn %d", d.Kind, d.TurnID)
+	}
+}
+
+// delivered records a delivery's outcome. Only steers journal it: a cancel has the
+// heartbeat path as backstop and a permission answer is journaled when it is decided.
+func (s *sessionCore) delivered(now time.Time, d signals.Delivery, res signals.DeliveryResult, err error) {
+	if err != nil {
+		s.env.warn("delivery failed", "kind", d.Kind, "turn", d.TurnID, "error", err)
+	}
+	if d.Kind != signals.DeliverSteer {
+		return
+	}
+	data := signals.SteerDeliveredData{Offset: d.Offset, How: res.How}
+	if err != nil {
+		data.How, data.Error = signals.HowFailed, err.Error()
+	}
+	s.journal(now, signals.EventSteerDelivered, d.TurnID, data)
+}
+
+// --- permissions ---
+
+func (s *sessionCore) permissionRequested(now time.Time, sig signals.PermissionRequestedSignal) {
+	t := s.liveTurn(sig.TurnID)
+	if t == nil || sig.Attempt < t.Attempt || s.findPermission(sig.RequestID) >= 0 {
+		return
+	}
+	if _, done := s.Resolved.Get(sig.RequestID); done {
+		return
+	}
+	s.advanceAttempt(now, t, sig.Attempt)
+	p := openPermission{
+		RequestID: sig.RequestID, TurnID: sig.TurnID, Attempt: sig.Attempt,
+		ToolCall: sig.ToolCall, Options: sig.Options, ToolName: sig.ToolName,
+		Deadline: now.Add(s.cfg.PermissionTimeout),
+	}
+	s.Permissions = append(s.Permissions, p)
+	s.journal(now, signals.EventPermissionRequested, p.TurnID, signals.PermissionRequestedData{
+		RequestID: p.RequestID, ToolCall: p.ToolCall, Options: p.Options, Deadline: p.Deadline, Paths: sig.Paths,
+	})
+	// Every request is journaled; one the policy or a rule decides resolves in the same
+	// step, so nobody is asked and the session is never suspended for it.
+	if res, ask := s.Policy.DecideNamed(p.RequestID, p.ToolCall, p.ToolName, p.Options, sig.Paths); !ask {
+		s.resolve(now, len(s.Permissions)-1, res, true)
+		return
+	}
+	s.pauseClockIfAsked(now)
+}
+
+func (s *sessionCore) findPermission(id string) int {
+	for i, p := range s.Permissions {
+		if p.RequestID == id {
+			return i
+		}
+	}
+	return -1
+}
+
+// checkRespond decides a permission answer without changing anything: the existing
+// resolution for a request already resolved, a new one otherwise.
+func (s *sessionCore) checkRespond(req signals.PermissionRespondRequest) (signals.PermissionResolution, bool, *signals.Rejection) {
+	if req.RequestID == "" {
+		return signals.PermissionResolution{}, false, signals.Reject(signals.RejectInvalidRequest, "request_id is required")
+	}
+	if rej := s.forbidden(req.ViewerID); rej != nil {
+		return signals.PermissionResolution{}, false, rej
+	}
+	if prev, ok := s.Resolved.Get(req.RequestID); ok {
+		// A request withdrawn by a restart and asked again: the answer goes to the new one.
+		if prev.DecidedBy != signals.DecidedByRestart {
+			return prev, true, nil
+		}
+		again := s.reasked(req.RequestID)
+		if again == "" {
+			return prev, true, nil
+		}
+		via := req.RequestID
+		req.RequestID = again
+		res, dup, rej := s.checkRespond(req)
+		if !dup {
+			res.Via = via
+		}
+		return res, dup, rej
+	}
+	i := s.findPermission(req.RequestID)
+	if i < 0 {
+		return signals.PermissionResolution{}, false, signals.Reject(signals.RejectUnknownRequest, "no permission request %q is open", req.RequestID)
+	}
+	res := signals.PermissionResolution{RequestID: req.RequestID, DecidedBy: signals.DecidedByUser}
+	switch req.Outcome {
+	case signals.OutcomeCancelled:
+		res.Outcome = signals.OutcomeCancelled
+		return res, false, nil
+	case "", signals.OutcomeSelected:
+	default:
+		return res, false, signals.Reject(signals.RejectInvalidRequest, "outcome %q: want selected or cancelled", req.Outcome)
+	}
+	for _, o := range s.Permissions[i].Options {
+		if o.OptionID == req.OptionID {
+			res.Outcome, res.OptionID = signals.OutcomeSelected, o.OptionID
+			res.Remember = o.Kind == "allow_always"
+			return res, false, nil
+		}
+	}
+	return res, false, signals.Reject(signals.RejectInvalidOption, "request %s offers no option %q", req.RequestID, req.OptionID)
+}
+
+func (s *sessionCore) validateRespond(req signals.PermissionRespondRequest) error {
+	if _, _, rej := s.checkRespond(req); rej != nil {
+		return rej.ApplicationError()
+	}
+	return nil
+}
+
+func (s *sessionCore) respond(now time.Time, req signals.PermissionRespondRequest) (signals.PermissionRespondResult, error) {
+	s.updates++
+	res, done, rej := s.checkRespond(req)
+	if rej != nil {
+		return signals.PermissionRespondResult{}, rej.ApplicationError()
+	}
+	if !done {
+		s.resolve(now, s.findPermission(res.RequestID), res, true)
+	}
+	return signals.PermissionRespondResult{RequestID: res.RequestID, Resolution: res}, nil
+}
+
+// resolve closes open request i with res, journals it, and (when the agent still waits for
+// the answer) queues its delivery.
+func (s *sessionCore) resolve(now time.Time, i int, res signals.PermissionResolution, deliver bool) {
+	p := s.Permissions[i]
+	s.Permissions = append(s.Permissions[:i:i], s.Permissions[i+1:]...)
+	s.Resolved.Put(p.RequestID, res)
+	if res.Remember {
+		s.Policy.Remember(RuleKey(p.ToolCall, p.ToolName))
+	}
+	s.journal(now, signals.EventPermissionResolved, p.TurnID, res)
+	s.timePermissionWait(now, p, res)
+	s.pauseClockIfAsked(now)
+	if deliver && s.Turn != nil && s.Turn.TurnID == p.TurnID {
+		s.queueDelivery(signals.Delivery{Kind: signals.DeliverPermission, RequestID: p.RequestID, Outcome: res.Outcome, OptionID: res.OptionID})
+	}
+}
+
+// cancelPermissions resolves every open request of turnID cancelled, decided by decidedBy
+// (cancel, or restart for a lost attempt's) for reason: the runner answers the agent itself
+// when its turn is cancelled or ends. A request a restart withdraws is remembered, so that
+// an answer to its id reaches the request the next attempt asks in its place.
+func (s *sessionCore) cancelPermissions(now time.Time, turnID int64, decidedBy, reason string) {
+	for i := 0; i < len(s.Permissions); {
+		p := s.Permissions[i]
+		if p.TurnID != turnID {
+			i++
+			continue
+		}
+		if decidedBy == signals.DecidedByRestart {
+			s.Withdrawn = append(s.Withdrawn, withdrawnRequest{RequestID: p.RequestID, TurnID: p.TurnID, Key: ToolKey(p.ToolCall)})
+			if len(s.Withdrawn) > maxWithdrawn {
+				s.Withdrawn = s.Withdrawn[len(s.Withdrawn)-maxWithdrawn:]
+			}
+		}
+		s.resolve(now, i, signals.PermissionResolution{
+			RequestID: p.RequestID, Outcome: signals.OutcomeCancelled, DecidedBy: decidedBy, Reason: reason,
+		}, false)
+	}
+}
+
+// withdrawnRequest is a request a restart withdrew: its id, its turn and its tool's key.
+type withdrawnRequest struct {
+	RequestID string `json:"request_id"`
+	TurnID    int64  `json:"turn_id"`
+	Key       string `json:"key"`
+}
+
+// maxWithdrawn bounds the withdrawn requests remembered.
+const maxWithdrawn = 32
+
+// replaces lists the withdrawn requests open request p asks again.
+func (s *sessionCore) replaces(p openPermission) []string {
+	var out []string
+	for _, w := range s.Withdrawn {
+		if w.Key != "" && w.TurnID == p.TurnID && s.reasked(w.RequestID) == p.RequestID {
+			out = append(out, w.RequestID)
+		}
+	}
+	return out
+}
+
+// reasked returns the open request that asks again what withdrawn request id asked: the same
+// turn, the same tool (key), the newest first. "" when there is none.
+func (s *sessionCore) reasked(id string) string {
+	for _, w := range s.Withdrawn {
+		if w.RequestID != id || w.Key == "" {
+			continue
+		}
+		for i := len(s.Permissions) - 1; i >= 0; i-- {
+			p := s.Permissions[i]
+			if p.TurnID == w.TurnID && ToolKey(p.ToolCall) == w.Key {
+				return p.RequestID
+			}
+		}
+	}
+	return ""
+}
+
+// pendingPermissions lists the open requests for status, without tool arguments.
+func (s *sessionCore) pendingPermissions() []signals.PendingPermission {
+	out := make([]signals.PendingPermission, 0, len(s.Permissions))
+	for _, p := range s.Permissions {
+		var tc struct {
+			Title string `json:"title"`
+			Kind  string `json:"kind"`
+		}
+		_ = json.Unmarshal(p.ToolCall, &tc)
+		out = append(out, signals.PendingPermission{
+			RequestID: p.RequestID, TurnID: p.TurnID, Title: tc.Title, Kind: tc.Kind, Options: p.Options, Deadline: p.Deadline,
+			Replaces: s.replaces(p),
+		})
+	}
+	return out
+}

@@ -1,0 +1,549 @@
+package workflows
+
+// Tests that drive the session core synchronously, as raft's tests drive raft.go: no
+// workflow environment, no clock; time is what the test hands in. scenario_test.go runs
+// the data-driven files of testdata/scenarios with the same harness.
+
+import (
+	"encoding/json"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/tacp-dev/tacp/signals"
+)
+
+// coreEpoch is when every core test starts.
+var coreEpoch = time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC)
+
+// fakeEnv answers the core's sessionEnv: every change at its newest version unless the test
+// pins it, and metrics and warnings recorded as lines.
+type fakeEnv struct {
+	versions map[string]version
+	asked    []string
+	metrics  []string
+	warnings []string
+}
+
+func (e *fakeEnv) version(change string, max version) version {
+	e.asked = append(e.asked, change)
+	if v, ok := e.versions[change]; ok {
+		return v
+	}
+	return max
+}
+func (e *fakeEnv) turnStarted() { e.metrics = append(e.metrics, "turn_started") }
+func (e *fakeEnv) turnFinished(outcome string) {
+	e.metrics = append(e.metrics, "turn_finished "+outcome)
+}
+func (e *fakeEnv) steered(outcome string) { e.metrics = append(e.metrics, "steer "+outcome) }
+func (e *fakeEnv) permissionWaited(by string, d time.Duration) {
+	e.metrics = append(e.metrics, fmt.Sprintf("permission_wait %s %s", by, d))
+}
+func (e *fakeEnv) warn(msg string, kv ...any) {
+	e.warnings = append(e.warnings, fmt.Sprint(append([]any{msg}, kv...)...))
+}
+
+// coreRig is a session core with its clock and what it was last asked to deliver.
+type coreRig struct {
+	t    testing.TB
+	core *sessionCore
+	env  *fakeEnv
+	now  time.Time
+	seen int64 // the last journal seq reported
+	// sent is the delivery in flight (takeDelivery), when there is one.
+	sent *signals.Delivery
+	// closed: the run ended with session.closed (cmdClose); it takes no more commands.
+	closed bool
+}
+
+func newCoreRig(t testing.TB, cfg signals.SessionConfig) *coreRig {
+	t.Helper()
+	c, err := ResolveConfig(cfg)
+	require.NoError(t, err)
+	env := &fakeEnv{versions: map[string]version{}}
+	core, err := newSessionCore(coreEpoch, c, nil, env, nil)
+	require.NoError(t, err)
+	return &coreRig{t: t, core: core, env: env, now: coreEpoch}
+}
+
+// advance moves the clock by d.
+func (r *coreRig) advance(d time.Duration) { r.now = r.now.Add(d) }
+
+// newEvents returns the events journaled since the last call.
+func (r *coreRig) newEvents() []signals.Event {
+	var out []signals.Event
+	for _, ev := range r.core.Journal.Events {
+		if ev.Seq > r.seen {
+			out = append(out, ev)
+		}
+	}
+	if n := len(out); n > 0 {
+		r.seen = out[n-1].Seq
+	}
+	return out
+}
+
+// signal feeds one signal.
+func (r *coreRig) signal(name string, payload any) {
+	raw, err := json.Marshal(payload)
+	require.NoError(r.t, err)
+	r.core.signal(r.now, name, raw)
+}
+
+// step carries out what next says once, as the shell's loop does, and returns it; the
+// TurnWorkflow and cancel requests are taken as done at once.
+func (r *coreRig) step() command {
+	if r.closed {
+		return cmdNone
+	}
+	cmd := r.core.next(runInfo{})
+	switch cmd {
+	case cmdClose:
+		r.core.closeSession(r.now)
+		r.closed = true
+	case cmdRequestCancel:
+		r.core.requestCancel()
+	case cmdDeliver:
+		if d, ok := r.core.takeDelivery(r.now); ok {
+			r.sent = &d
+		}
+	case cmdStartTurn:
+		in := r.core.beginTurn(r.now)
+		r.core.turnWorkflowStarted(in.TurnID)
+	}
+	return cmd
+}
+
+// settle steps until next has nothing to do or a delivery is in flight, and arms the alarm
+// as the shell does; it returns the commands carried out.
+func (r *coreRig) settle() []command {
+	var out []command
+	for range 100 {
+		cmd := r.step()
+		if cmd == cmdNone {
+			break
+		}
+		out = append(out, cmd)
+		if cmd == cmdClose || cmd == cmdContinueAsNew || r.core.delivering {
+			break
+		}
+	}
+	r.core.setAlarm()
+	return out
+}
+
+// answer feeds the result of the delivery in flight.
+func (r *coreRig) answer(res signals.DeliveryResult, err error, hostGone bool) signals.Delivery {
+	require.NotNil(r.t, r.sent, "no delivery in flight")
+	d := *r.sent
+	r.sent = nil
+	r.core.deliveryDone(r.now, d, res, err, hostGone)
+	return d
+}
+
+// ring moves the clock to the armed alarm and fires it, as the shell's timer does.
+func (r *coreRig) ring() {
+	require.False(r.t, r.core.alarmAt.IsZero(), "no alarm armed")
+	r.now = r.core.alarmAt
+	r.core.alarmRang()
+	r.core.alarmFired = false
+	r.core.fireAlarms(r.now)
+}
+
+// startTurn prompts and starts the turn on host1: the usual start of a test.
+func (r *coreRig) startTurn(text, id string) int64 {
+	res, err := r.core.prompt(r.now, signals.PromptRequest{Text: text, ClientMessageID: id})
+	require.NoError(r.t, err)
+	r.settle()
+	r.signal(signals.SignalTurnStarted, signals.TurnStartedSignal{TurnID: res.TurnID, Attempt: 1, HostQueue: "host1"})
+	return res.TurnID
+}
+
+func eventKinds(evs []signals.Event) []string {
+	out := make([]string, len(evs))
+	for i, e := range evs {
+		out[i] = e.Kind
+	}
+	return out
+}
+
+func (c command) String() string {
+	switch c {
+	case cmdNone:
+		return "none"
+	case cmdClose:
+		return "close"
+	case cmdContinueAsNew:
+		return "continue-as-new"
+	case cmdRequestCancel:
+		return "request-cancel"
+	case cmdDeliver:
+		return "deliver"
+	case cmdStartTurn:
+		return "start-turn"
+	}
+	return fmt.Sprintf("command(%d)", int(c))
+}
+
+// Reference: DESIGN §6, Turns: a prompt starts a turn when none runs; the next waits behind
+// it; a repeated client_message_id returns its original result and starts nothing.
+func TestCore_PromptsQueueBehindTheRunningTurn(t *testing.T) {
+	r := newCoreRig(t, signals.SessionConfig{SessionID: "s1"})
+	r.newEvents()
+	first, err := r.core.prompt(r.now, signals.PromptRequest{Text: "one", ClientMessageID: "m1"})
+	require.NoError(t, err)
+	require.Equal(t, []command{cmdStartTurn}, r.settle())
+	second, err := r.core.prompt(r.now, signals.PromptRequest{Text: "two", ClientMessageID: "m2"})
+	require.NoError(t, err)
+	require.Equal(t, 1, second.Position)
+	again, err := r.core.prompt(r.now, signals.PromptRequest{Text: "one", ClientMessageID: "m1"})
+	require.NoError(t, err)
+	require.True(t, again.Duplicate)
+	require.Equal(t, first.TurnID, again.TurnID)
+	require.Empty(t, r.settle(), "nothing starts while turn 1 runs")
+	r.signal(signals.SignalTurnFinished, signals.TurnFinishedSignal{TurnID: 1, StopReason: "end_turn"})
+	require.Equal(t, []command{cmdStartTurn}, r.settle())
+	require.Equal(t, []string{"prompt.accepted", "turn.started", "prompt.accepted", "turn.ended", "turn.started"}, eventKinds(r.newEvents()))
+}
+
+// Reference: DESIGN §6, Turns and §5 (the invariant): a turn_finished waits for every batch
+// its attempt sent before it, whatever order the signals arrive in.
+func TestCore_FinishWaitsForTheLastBatch(t *testing.T) {
+	r := newCoreRig(t, signals.SessionConfig{SessionID: "s1"})
+	r.startTurn("go", "m1")
+	r.newEvents()
+	r.signal(signals.SignalTurnFinished, signals.TurnFinishedSignal{TurnID: 1, Attempt: 1, StopReason: "end_turn", Batches: 2})
+	require.Empty(t, r.newEvents(), "batches 1 and 2 are still on their way")
+	r.signal(signals.SignalTurnEvents, signals.TurnEventsSignal{TurnID: 1, Attempt: 1, Batch: 1, Events: []json.RawMessage{chunk("a")}})
+	require.Equal(t, []string{"agent.update"}, eventKinds(r.newEvents()), "the end still waits for batch 2")
+	r.signal(signals.SignalTurnEvents, signals.TurnEventsSignal{TurnID: 1, Attempt: 1, Batch: 2, Events: []json.RawMessage{chunk("b")}})
+	require.Equal(t, []string{"agent.update", "turn.ended"}, eventKinds(r.newEvents()))
+	require.Equal(t, cmdNone, r.core.next(runInfo{}))
+}
+
+// Reference: DESIGN §6, Turns (attempt watermarks): a batch at or below the attempt's
+// watermark is a redelivery and journals nothing; a batch or report of an older attempt is
+// dropped; a newer attempt supersedes the old one with turn.restarted.
+func TestCore_AttemptWatermarks(t *testing.T) {
+	cases := []struct {
+		name  string
+		feed  func(r *coreRig)
+		kinds []string
+	}{
+		{"a batch journals once", func(r *coreRig) {
+			for range 2 {
+				r.signal(signals.SignalTurnEvents, signals.TurnEventsSignal{TurnID: 1, Attempt: 1, Batch: 1, Events: []json.RawMessage{chunk("a")}})
+			}
+		}, []string{"agent.update"}},
+		{"an older attempt is dropped", func(r *coreRig) {
+			r.signal(signals.SignalTurnEvents, signals.TurnEventsSignal{TurnID: 1, Attempt: 2, Batch: 1, Events: []json.RawMessage{chunk("a")}})
+			r.signal(signals.SignalTurnEvents, signals.TurnEventsSignal{TurnID: 1, Attempt: 1, Batch: 5, Events: []json.RawMessage{chunk("old")}})
+			r.signal(signals.SignalTurnFinished, signals.TurnFinishedSignal{TurnID: 1, Attempt: 1, StopReason: "end_turn"})
+		}, []string{"turn.restarted", "agent.update"}},
+		{"a newer attempt starts its batches from 1", func(r *coreRig) {
+			r.signal(signals.SignalTurnEvents, signals.TurnEventsSignal{TurnID: 1, Attempt: 1, Batch: 3, Events: []json.RawMessage{chunk("a")}})
+			r.signal(signals.SignalTurnEvents, signals.TurnEventsSignal{TurnID: 1, Attempt: 2, Batch: 1, Events: []json.RawMessage{chunk("b")}})
+		}, []string{"agent.update", "turn.restarted", "agent.update"}},
+		{"another turn's signals are dropped", func(r *coreRig) {
+			r.signal(signals.SignalTurnEvents, signals.TurnEventsSignal{TurnID: 7, Attempt: 1, Batch: 1, Events: []json.RawMessage{chunk("a")}})
+			r.signal(signals.SignalTurnFinished, signals.TurnFinishedSignal{TurnID: 7, StopReason: "end_turn"})
+		}, nil},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			r := newCoreRig(t, signals.SessionConfig{SessionID: "s1"})
+			r.startTurn("go", "m1")
+			r.newEvents()
+			tc.feed(r)
+			require.Equal(t, tc.kinds, nilIfEmpty(eventKinds(r.newEvents())))
+		})
+	}
+}
+
+func nilIfEmpty(s []string) []string {
+	if len(s) == 0 {
+		return nil
+	}
+	return s
+}
+
+// Reference: DESIGN §6, Steer delivery: an accepted steer is delivered into the running turn
+// with Async; the live turn taking it frees the lane at once (a cancel behind it goes out
+// without waiting for the round trip), and its delivery_outcome journals steer.delivered.
+func TestCore_AsyncSteerFreesTheLaneAndItsOutcomeIsJournaled(t *testing.T) {
+	r := newCoreRig(t, signals.SessionConfig{SessionID: "s1"})
+	r.startTurn("go", "m1")
+	_, err := r.core.steer(r.now, signals.SteerRequest{Text: "left", ExpectedTurnID: "1", ClientMsgID: "c1"})
+	require.NoError(t, err)
+	require.Equal(t, []command{cmdDeliver}, r.settle())
+	require.True(t, r.sent.Async)
+	require.NotEmpty(t, r.sent.DeliveryID)
+	steer := r.answer(signals.DeliveryResult{Taken: true}, nil, false)
+	r.newEvents()
+	_, err = r.core.cancel(r.now, signals.CancelRequest{})
+	require.NoError(t, err)
+	require.Equal(t, []command{cmdRequestCancel, cmdDeliver}, r.settle(), "the cancel goes out while the steer's round trip runs")
+	require.Equal(t, signals.DeliverCancel, r.sent.Kind)
+	r.answer(signals.DeliveryResult{Taken: true}, nil, false)
+	r.signal(signals.SignalDeliveryOutcome, signals.DeliveryOutcome{DeliveryID: steer.DeliveryID, Kind: signals.DeliverSteer, TurnID: 1, Attempt: 1, Offset: 1, How: signals.HowInterrupted})
+	r.signal(signals.SignalTurnFinished, signals.TurnFinishedSignal{TurnID: 1, Attempt: 1, StopReason: "cancelled"})
+	evs := r.newEvents()
+	require.Equal(t, []string{"turn.cancelling", "steer.delivered", "turn.ended"}, eventKinds(evs))
+	require.JSONEq(t, `{"offset":1,"how":"interrupted"}`, string(evs[1].Data))
+}
+
+// Reference: DESIGN §6, Steer delivery: a steer is never forgotten silently; a turn that
+// ends without reporting a taken steer's outcome gets steer.delivered failed before its
+// turn.ended, and so does a lost attempt's steer before turn.restarted.
+func TestCore_ATakenSteerWithoutOutcomeFailsBeforeTheTurnEnds(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		end   func(r *coreRig)
+		kinds []string
+		error string
+	}{
+		{"the turn's end waits, then its workflow ends", func(r *coreRig) {
+			r.signal(signals.SignalTurnFinished, signals.TurnFinishedSignal{TurnID: 1, Attempt: 1, StopReason: "end_turn"})
+			require.Empty(r.t, r.newEvents(), "the end waits for the steer's outcome")
+			r.core.turnWorkflowEnded(r.now, 1)
+		}, []string{"steer.delivered", "turn.ended"}, "the turn ended before it reported the steer"},
+		{"the turn's end waits, then the alarm gives up", func(r *coreRig) {
+			r.signal(signals.SignalTurnFinished, signals.TurnFinishedSignal{TurnID: 1, Attempt: 1, StopReason: "end_turn"})
+			require.Empty(r.t, r.newEvents(), "the end waits for the steer's outcome")
+			r.core.setAlarm()
+			start := r.now
+			r.ring()
+			require.Equal(r.t, outcomeWait, r.now.Sub(start))
+		}, []string{"steer.delivered", "turn.ended"}, "the turn ended before it reported the steer"},
+		{"the turn workflow fails", func(r *coreRig) {
+			r.core.turnWorkflowFailed(r.now, 1, "terminated")
+		}, []string{"steer.delivered", "turn.failed"}, "the turn ended before it reported the steer"},
+		{"the attempt is lost", func(r *coreRig) {
+			r.signal(signals.SignalTurnStarted, signals.TurnStartedSignal{TurnID: 1, Attempt: 2, HostQueue: "host2"})
+		}, []string{"steer.delivered", "turn.restarted"}, "attempt 1 was given up before it reported the steer"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := newCoreRig(t, signals.SessionConfig{SessionID: "s1"})
+			r.startTurn("go", "m1")
+			_, err := r.core.steer(r.now, signals.SteerRequest{Text: "left", ExpectedTurnID: "1"})
+			require.NoError(t, err)
+			r.settle()
+			r.answer(signals.DeliveryResult{Taken: true}, nil, false)
+			r.newEvents()
+			tc.end(r)
+			evs := r.newEvents()
+			require.Equal(t, tc.kinds, eventKinds(evs))
+			var d signals.SteerDeliveredData
+			require.NoError(t, json.Unmarshal(evs[0].Data, &d))
+			require.Equal(t, signals.SteerDeliveredData{Offset: 1, How: signals.HowFailed, Error: tc.error}, d)
+			require.Empty(t, r.core.Awaiting)
+		})
+	}
+}
+
+// Reference: DESIGN §6, Steer delivery: a delivery_outcome that names no steer awaiting its
+// outcome (an unknown id, a stale turn or attempt, a repeat) is ignored and never fails the
+// session; a malformed one is dropped with a warning.
+func TestCore_UnknownOrStaleDeliveryOutcomesAreIgnored(t *testing.T) {
+	r := newCoreRig(t, signals.SessionConfig{SessionID: "s1"})
+	r.startTurn("go", "m1")
+	_, err := r.core.steer(r.now, signals.SteerRequest{Text: "left", ExpectedTurnID: "1"})
+	require.NoError(t, err)
+	r.settle()
+	d := r.answer(signals.DeliveryResult{Taken: true}, nil, false)
+	r.newEvents()
+	for _, o := range []signals.DeliveryOutcome{
+		{DeliveryID: "nope", Kind: signals.DeliverSteer, TurnID: 1, Attempt: 1, How: signals.HowInjected},
+		{DeliveryID: d.DeliveryID, Kind: signals.DeliverSteer, TurnID: 2, Attempt: 1, How: signals.HowInjected},
+		{DeliveryID: d.DeliveryID, Kind: signals.DeliverSteer, TurnID: 1, Attempt: 3, How: signals.HowInjected},
+		{},
+	} {
+		r.signal(signals.SignalDeliveryOutcome, o)
+	}
+	r.core.signal(r.now, signals.SignalDeliveryOutcome, json.RawMessage(`"not an object"`))
+	require.Empty(t, r.newEvents())
+	require.Len(t, r.env.warnings, 1)
+	r.signal(signals.SignalDeliveryOutcome, signals.DeliveryOutcome{DeliveryID: d.DeliveryID, Kind: signals.DeliverSteer, TurnID: 1, Attempt: 1, How: signals.HowInjected})
+	r.signal(signals.SignalDeliveryOutcome, signals.DeliveryOutcome{DeliveryID: d.DeliveryID, Kind: signals.DeliverSteer, TurnID: 1, Attempt: 1, How: signals.HowInjected})
+	require.Equal(t, []string{"steer.delivered"}, eventKinds(r.newEvents()), "the repeat is ignored")
+}
+
+// Reference: DESIGN §6, Steer delivery: the outcome of a taken steer may overtake the
+// Deliver's own result; it is journaled once, and the turn's end no longer waits for the
+// result.
+func TestCore_AnOutcomeThatOvertakesItsTakenResultIsJournaledOnce(t *testing.T) {
+	r := newCoreRig(t, signals.SessionConfig{SessionID: "s1"})
+	r.startTurn("go", "m1")
+	_, err := r.core.steer(r.now, signals.SteerRequest{Text: "left", ExpectedTurnID: "1"})
+	require.NoError(t, err)
+	r.settle()
+	r.newEvents()
+	r.signal(signals.SignalDeliveryOutcome, signals.DeliveryOutcome{DeliveryID: r.sent.DeliveryID, Kind: signals.DeliverSteer, TurnID: 1, Attempt: 1, How: signals.HowInjected})
+	r.signal(signals.SignalTurnFinished, signals.TurnFinishedSignal{TurnID: 1, Attempt: 1, StopReason: "end_turn"})
+	require.Equal(t, []string{"steer.delivered", "turn.ended"}, eventKinds(r.newEvents()))
+	r.answer(signals.DeliveryResult{Taken: true}, nil, false)
+	require.Empty(t, r.newEvents())
+	require.Empty(t, r.core.Awaiting)
+}
+
+// Reference: DESIGN §6, Steer delivery (the steer-before-end hold): a runner that answers
+// a delivery only when it is done (no Async: an older worker) still has its steer's outcome
+// journaled before the turn's end, even when the turn_finished overtakes the result.
+func TestCore_SteerInFlightHoldsTheTurnsEnd(t *testing.T) {
+	r := newCoreRig(t, signals.SessionConfig{SessionID: "s1"})
+	r.startTurn("go", "m1")
+	_, err := r.core.steer(r.now, signals.SteerRequest{Text: "left", ExpectedTurnID: "1"})
+	require.NoError(t, err)
+	r.settle()
+	r.newEvents()
+	r.signal(signals.SignalTurnFinished, signals.TurnFinishedSignal{TurnID: 1, Attempt: 1, StopReason: "end_turn"})
+	require.Empty(t, r.newEvents(), "the end waits for the steer in flight")
+	r.answer(signals.DeliveryResult{How: signals.HowInjected}, nil, false)
+	require.Equal(t, []string{"steer.delivered", "turn.ended"}, eventKinds(r.newEvents()))
+}
+
+// Reference: DESIGN §6, Steer delivery: a history recorded before async-delivery sends no
+// Async delivery and keeps waiting for each Deliver to be done.
+func TestCore_AsyncDeliveryIsVersioned(t *testing.T) {
+	r := newCoreRig(t, signals.SessionConfig{SessionID: "s1"})
+	r.env.versions[asyncDeliveryChange] = defaultVersion
+	r.startTurn("go", "m1")
+	_, err := r.core.steer(r.now, signals.SteerRequest{Text: "left", ExpectedTurnID: "1"})
+	require.NoError(t, err)
+	r.settle()
+	require.False(t, r.sent.Async)
+	require.Empty(t, r.sent.DeliveryID)
+	require.Contains(t, r.env.asked, asyncDeliveryChange)
+}
+
+// Reference: DESIGN §6, Belts (1) grace and (2) deadline, and Permissions (deadline →
+// expired): every alarm is an absolute time; the core names the earliest, and firing it
+// handles everything due.
+func TestCore_Alarms(t *testing.T) {
+	cases := []struct {
+		name  string
+		setup func(r *coreRig)
+		kinds []string
+	}{
+		{"grace ends: the turn is cancelled", func(r *coreRig) {
+			_, err := r.core.attach(r.now, signals.AttachRequest{ViewerID: "v1", Role: signals.RoleController, LeaseSeconds: 3600})
+			require.NoError(r.t, err)
+			_, err = r.core.detach(r.now, signals.DetachRequest{ViewerID: "v1"})
+			require.NoError(r.t, err)
+		}, []string{"viewer.grace_started", "turn.cancelling"}},
+		{"a lease lapses: grace starts", func(r *coreRig) {
+			_, err := r.core.attach(r.now, signals.AttachRequest{ViewerID: "v1", Role: signals.RoleController, LeaseSeconds: 30})
+			require.NoError(r.t, err)
+		}, []string{"viewer.grace_started"}},
+		{"the deadline passes", func(r *coreRig) {}, []string{"turn.cancelling"}},
+		{"an asked permission expires", func(r *coreRig) {
+			r.signal(signals.SignalPermissionRequested, signals.PermissionRequestedSignal{TurnID: 1, Attempt: 1, RequestID: "p1",
+				ToolCall: json.RawMessage(`{"kind":"edit","title":"write"}`), Options: []signals.PermissionOption{{OptionID: "no", Name: "No", Kind: "reject_once"}}})
+		}, []string{"permission.requested", "permission.resolved"}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			r := newCoreRig(t, signals.SessionConfig{SessionID: "s1", GraceWindow: "1m", TurnDeadline: "10m", PermissionTimeout: "2m", Policy: "ask_always"})
+			r.startTurn("go", "m1")
+			r.newEvents()
+			tc.setup(r)
+			r.core.setAlarm()
+			r.ring()
+			require.Equal(t, tc.kinds, eventKinds(r.newEvents()))
+		})
+	}
+}
+
+// describe prints events as scenario files do: kind, turn and data.
+func describe(evs []signals.Event) string {
+	var b strings.Builder
+	for _, e := range evs {
+		fmt.Fprintf(&b, "%s turn=%d %s\n", e.Kind, e.TurnID, e.Data)
+	}
+	return b.String()
+}
+
+// Reference: DESIGN §6, Continue-as-new, also mid-turn: when the server suggests it or the
+// run passes a threshold, the session continues as new at the next boundary, a running
+// turn included, but never with a command in flight (it must resolve in this run); at
+// idle an eighth of the threshold is enough.
+func TestCore_NextContinuesAsNewOnlyWithNothingInFlight(t *testing.T) {
+	cases := []struct {
+		name  string
+		setup func(r *coreRig)
+		info  runInfo
+		want  command
+	}{
+		{"idle, nothing suggested", func(*coreRig) {}, runInfo{historyLength: 10}, cmdNone},
+		{"the server suggests it", func(*coreRig) {}, runInfo{suggested: true}, cmdContinueAsNew},
+		{"idle past an eighth of max_run_events", func(*coreRig) {}, runInfo{historyLength: 1000}, cmdContinueAsNew},
+		{"a running turn below max_run_events", func(r *coreRig) { r.startTurn("go", "m1") }, runInfo{historyLength: 1000}, cmdNone},
+		{"a running turn past max_run_events", func(r *coreRig) { r.startTurn("go", "m1") }, runInfo{historyLength: 8000}, cmdContinueAsNew},
+		{"a command in flight", func(r *coreRig) { r.core.pending = 1 }, runInfo{suggested: true}, cmdNone},
+		{"a turn whose workflow is not known to exist yet", func(r *coreRig) {
+			_, err := r.core.prompt(r.now, signals.PromptRequest{Text: "go", ClientMessageID: "m1"})
+			require.NoError(r.t, err)
+			r.core.beginTurn(r.now)
+		}, runInfo{suggested: true}, cmdNone},
+		{"closing with nothing in flight closes first", func(r *coreRig) {
+			_, err := r.core.close(r.now, signals.CloseRequest{})
+			require.NoError(r.t, err)
+		}, runInfo{suggested: true}, cmdClose},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			r := newCoreRig(t, signals.SessionConfig{SessionID: "s1", MaxRunEvents: 8000})
+			tc.setup(r)
+			require.Equal(t, tc.want, r.core.next(tc.info))
+		})
+	}
+}
+
+// Reference: DESIGN §6, Turns: cancel marks the live turn cancelling once, resolves its open
+// requests, and next requests the TurnWorkflow's cancel before it delivers the cancel.
+func TestCore_NextRequestsTheCancelOnce(t *testing.T) {
+	r := newCoreRig(t, signals.SessionConfig{SessionID: "s1"})
+	r.startTurn("go", "m1")
+	res, err := r.core.cancel(r.now, signals.CancelRequest{})
+	require.NoError(t, err)
+	require.Equal(t, signals.CancelCancelling, res.Outcome)
+	res, err = r.core.cancel(r.now, signals.CancelRequest{TurnID: 1})
+	require.NoError(t, err)
+	require.Equal(t, signals.CancelAlreadyCancelling, res.Outcome)
+	require.Equal(t, []command{cmdRequestCancel, cmdDeliver}, r.settle())
+	require.Equal(t, signals.DeliverCancel, r.sent.Kind)
+	r.answer(signals.DeliveryResult{Taken: true}, nil, false)
+	require.Empty(t, r.settle())
+}
+
+// Reference: DESIGN §6, Continue-as-new, also mid-turn: the state carries everything — the
+// running turn, its open requests and rules, the steers it took whose outcomes are awaited,
+// the journal — and the next run goes on where this one stopped.
+func TestCore_CarriedStateContinuesTheTurn(t *testing.T) {
+	r := newCoreRig(t, signals.SessionConfig{SessionID: "s1", Policy: "ask_always"})
+	r.startTurn("go", "m1")
+	_, err := r.core.steer(r.now, signals.SteerRequest{Text: "left", ExpectedTurnID: "1"})
+	require.NoError(t, err)
+	r.settle()
+	steer := r.answer(signals.DeliveryResult{Taken: true}, nil, false)
+	r.signal(signals.SignalPermissionRequested, signals.PermissionRequestedSignal{TurnID: 1, Attempt: 1, RequestID: "p1",
+		ToolCall: json.RawMessage(`{"kind":"edit","title":"e"}`), Options: []signals.PermissionOption{{OptionID: "y", Kind: "allow_once"}}})
+	require.Equal(t, cmdContinueAsNew, r.core.next(runInfo{suggested: true}))
+	carried, err := json.Marshal(r.core.sessionState)
+	require.NoError(t, err)
+
+	next, err := newSessionCore(r.now, r.core.cfg, nil, r.env, carried)
+	require.NoError(t, err)
+	r.core, r.seen = next, next.Journal.LastSeq
+	require.Equal(t, 2, next.Run)
+	require.Equal(t, signals.StateSuspended, next.state())
+	r.signal(signals.SignalDeliveryOutcome, signals.DeliveryOutcome{DeliveryID: steer.DeliveryID, Kind: signals.DeliverSteer, TurnID: 1, Attempt: 1, How: signals.HowInjected})
+	_, err = next.respond(r.now, signals.PermissionRespondRequest{RequestID: "p1", OptionID: "y"})
+	require.NoError(t, err)
+	r.signal(signals.SignalTurnFinished, signals.TurnFinishedSignal{TurnID: 1, Attempt: 1, StopReason: "end_turn"})
+	require.Equal(t, []string{"steer.delivered", "permission.resolved", "turn.ended"}, eventKinds(r.newEvents()))
+}
