@@ -42,7 +42,7 @@ func pt[T any](name, example string) payloadType {
 // and activity arguments, the queries, and the event data clients decode.
 var payloadTypes = []payloadType{
 	// workflow and activity arguments
-	pt[SessionConfig]("SessionConfig", `{"session_id":"s1","agent":"a -x","queue_limit":3,"grace_window":"15m","turn_deadline":"1h","permission_timeout":"10m","policy":"ask_always","steering":false,"max_run_events":80,"carried":{"run":2}}`),
+	pt[SessionConfig]("SessionConfig", `{"session_id":"s1","agent":"a -x","queue_limit":3,"grace_window":"15m","turn_deadline":"1h","permission_timeout":"10m","policy":"ask_always","steering":false,"max_run_events":80}`),
 	pt[TurnInput]("TurnInput", `{"session_id":"s1","turn_id":3,"client_message_id":"m","text":"hi","content":[{"type":"text","text":"hi"}],"start_to_close":3900000000000,"heartbeat":10000000000}`),
 	pt[RunTurnInput]("RunTurnInput", `{"session_id":"s1","turn_id":3,"text":"hi","session_workflow_id":"tacp-session-s1","heartbeat":1}`),
 	pt[RunTurnResult]("RunTurnResult", `{"stop_reason":"end_turn","usage":{"totalTokens":30},"attempt":2,"batches":7}`),
@@ -71,6 +71,7 @@ var payloadTypes = []payloadType{
 	pt[TurnStartedSignal]("TurnStartedSignal", `{"turn_id":1,"attempt":2,"host_queue":"tacp-host-x","agent_session_id":"sess"}`),
 	pt[TurnEventsSignal]("TurnEventsSignal", `{"host":"h","turn_id":1,"attempt":1,"batch":3,"events":[{"sessionId":"x","update":{"sessionUpdate":"agent_message_chunk","content":{"type":"text","text":"hi"}}},null,7]}`),
 	pt[TurnFinishedSignal]("TurnFinishedSignal", `{"turn_id":1,"attempt":1,"stop_reason":"end_turn","usage":{"inputTokens":1},"batches":9,"orphaned":true}`),
+	pt[DeliveryOutcome]("DeliveryOutcome", `{"delivery_id":"steer-1.1-1","kind":"steer","turn_id":1,"attempt":1,"offset":3,"how":"failed","error":"x"}`),
 	pt[PermissionRequestedSignal]("PermissionRequestedSignal", `{"turn_id":1,"attempt":1,"request_id":"r","tool_call":{"toolCallId":"call_1","kind":"edit","title":"x"},"options":[{"optionId":"allow","name":"Allow","kind":"allow_once"}]}`),
 	// queries
 	pt[EventsRequest]("EventsRequest", `{"after_seq":-5,"limit":10}`),
@@ -115,6 +116,7 @@ var payloadOfName = map[string]string{
 	SignalTurnEvents:          "TurnEventsSignal",
 	SignalTurnFinished:        "TurnFinishedSignal",
 	SignalPermissionRequested: "PermissionRequestedSignal",
+	SignalDeliveryOutcome:     "DeliveryOutcome",
 	QueryEvents:               "EventsRequest",
 }
 
@@ -123,7 +125,7 @@ func TestFuzzTablesCoverEveryUpdateAndSignal(t *testing.T) {
 		UpdatePrompt, UpdateSteer, UpdateCancel, UpdatePermissionRespond, UpdatePermissionForget,
 		UpdateSetPolicy, UpdateAttach, UpdateDetach, UpdateClose, UpdateSetMode, UpdateSetConfigOption,
 		SignalTurnStarted, SignalTurnEvents, SignalTurnFinished, SignalPermissionRequested,
-		QueryEvents,
+		SignalDeliveryOutcome, QueryEvents,
 	}
 	byName := map[string]bool{}
 	for _, p := range payloadTypes {
