@@ -71,6 +71,7 @@ type sessionCore struct {
 	alarmsVersion     *version
 	settingsVersion   *version
 	asyncVersion      *version
+	steerEndVersion   *version
 }
 
 // ask answers the version of change once per run, at its first use.

@@ -34,6 +34,11 @@ const (
 	// delivery_outcome signal. Histories recorded before it waited for each Deliver to be
 	// done.
 	asyncDeliveryChange = "async-delivery"
+	// steerEndChange guards journaling, as a turn ends, the failure of its steers still
+	// queued or in flight before its end: histories recorded before it journaled them after
+	// the end, when the lane dropped them or their Deliver came back. Asked only when such
+	// a steer exists, so runs without one never record it.
+	steerEndChange = "steer-fail-before-end"
 )
 
 // openPermission is a permission request waiting for an answer.
@@ -217,6 +222,11 @@ func (s *sessionCore) failQueuedSteers(now time.Time, turnID int64) {
 // end does not wait for it) comes too late.
 func (s *sessionCore) steersEnd(now time.Time, turnID int64) {
 	s.failAwaited(now, turnID, 0, "the turn ended before it reported the steer")
+	queued := slices.ContainsFunc(s.Deliveries, func(d signals.Delivery) bool { return d.Kind == signals.DeliverSteer && d.TurnID == turnID })
+	inFlight := s.delivering && !s.inFlightReported && s.inFlight.Kind == signals.DeliverSteer && s.inFlight.TurnID == turnID
+	if (!queued && !inFlight) || s.ask(&s.steerEndVersion, steerEndChange, 1) == defaultVersion {
+		return
+	}
 	s.failQueuedSteers(now, turnID)
 	if d := s.inFlight; s.delivering && !s.inFlightReported && d.Kind == signals.DeliverSteer && d.TurnID == turnID {
 		s.journal(now, signals.EventSteerDelivered, turnID, signals.SteerDeliveredData{Offset: d.Offset, How: signals.HowFailed, Error: "the turn ended before the steer's delivery was answered"})
