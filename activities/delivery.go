@@ -2,7 +2,8 @@ package activities
 
 // Delivery: the Deliver activity, polled on this worker's own task queue, carries the
 // workflow's decisions (steer, cancel, permission answers, settings) into a turn running
-// here within milliseconds (DESIGN §7).
+// here within milliseconds (DESIGN §7). With Delivery.Async it answers as soon as the turn
+// has taken the decision (DeliveryResult.Taken), so the next one is not held behind it.
 
 import (
 	"context"
@@ -31,22 +32,9 @@ func (h *Host) Deliver(ctx context.Context, d signals.Delivery) (signals.Deliver
 	switch d.Kind {
 	case signals.DeliverCancel:
 		lt.requestCancel()
-		return signals.DeliveryResult{}, nil
+		return signals.DeliveryResult{Taken: d.Async}, nil
 	case signals.DeliverSteer:
-		req := steerRequest{text: d.Text, reply: make(chan steerReply, 1)}
-		select {
-		case lt.steers <- req:
-		case <-lt.done:
-			return signals.DeliveryResult{}, errors.New("the turn ended before the steer reached it")
-		case <-ctx.Done():
-			return signals.DeliveryResult{}, ctx.Err()
-		}
-		select {
-		case r := <-req.reply:
-			return signals.DeliveryResult{How: r.how}, r.err
-		case <-ctx.Done():
-			return signals.DeliveryResult{}, ctx.Err()
-		}
+		return lt.deliverSteer(ctx, d)
 	case signals.DeliverPermission:
 		lt.mu.Lock()
 		ch := lt.perms[d.RequestID]
@@ -57,12 +45,35 @@ func (h *Host) Deliver(ctx context.Context, d signals.Delivery) (signals.Deliver
 				fmt.Sprintf("permission request %s is not waiting on this host", d.RequestID), ErrTurnNotHere, nil)
 		}
 		ch <- permissionResponse(d.Outcome, d.OptionID)
-		return signals.DeliveryResult{}, nil
+		return signals.DeliveryResult{Taken: d.Async}, nil
 	case signals.DeliverSettings:
 		if d.Choices == nil || lt.applySettings == nil {
-			return signals.DeliveryResult{}, nil
+			return signals.DeliveryResult{Taken: d.Async}, nil
 		}
-		return signals.DeliveryResult{}, lt.applySettings(ctx, *d.Choices)
+		return signals.DeliveryResult{Taken: d.Async}, lt.applySettings(ctx, *d.Choices)
 	}
 	return signals.DeliveryResult{}, temporal.NewNonRetryableApplicationError("unknown delivery kind "+d.Kind, "invalid_request", nil)
+}
+
+// deliverSteer hands a steer to the turn's loop. An Async one is answered Taken as soon as
+// the loop has it (its outcome follows by delivery_outcome, before the turn's end); any
+// other is answered when it has been delivered, as before Async existed.
+func (lt *liveTurn) deliverSteer(ctx context.Context, d signals.Delivery) (signals.DeliveryResult, error) {
+	req := steerRequest{text: d.Text, reply: make(chan steerReply, 1), async: d.Async, delivery: d}
+	select {
+	case lt.steers <- req:
+	case <-lt.done:
+		return signals.DeliveryResult{}, errors.New("the turn ended before the steer reached it")
+	case <-ctx.Done():
+		return signals.DeliveryResult{}, ctx.Err()
+	}
+	if d.Async {
+		return signals.DeliveryResult{Taken: true}, nil
+	}
+	select {
+	case r := <-req.reply:
+		return signals.DeliveryResult{How: r.how}, r.err
+	case <-ctx.Done():
+		return signals.DeliveryResult{}, ctx.Err()
+	}
 }

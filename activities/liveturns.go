@@ -38,9 +38,13 @@ type liveTurn struct {
 	applySettings func(ctx context.Context, c signals.SessionChoices) error
 }
 
+// steerRequest is a steer on its way into the turn. A synchronous one is answered on reply;
+// an async one (Delivery.Async) by the delivery_outcome signal, naming delivery.
 type steerRequest struct {
-	text  string
-	reply chan steerReply
+	text     string
+	reply    chan steerReply
+	async    bool
+	delivery signals.Delivery
 }
 
 type steerReply struct {
