@@ -32,8 +32,10 @@ var (
 	killAfterGrace = turnAction{Kind: actKill, Why: killGrace}
 )
 
-func reprompt(text string) turnAction       { return turnAction{Kind: actPrompt, Text: text} }
-func inject(id int, text string) turnAction { return turnAction{Kind: actInject, Steer: id, Text: text} }
+func reprompt(text string) turnAction { return turnAction{Kind: actPrompt, Text: text} }
+func inject(id int, text string) turnAction {
+	return turnAction{Kind: actInject, Steer: id, Text: text}
+}
 func cancelVia(why string) turnAction       { return turnAction{Kind: actCancel, Why: why} }
 func replied(id int, how string) turnAction { return turnAction{Kind: actReply, Steer: id, How: how} }
 func steerFailed(id int, why string) turnAction {

@@ -63,7 +63,8 @@ func (s *turnShell) run(ctx context.Context) turnEnd {
 			s.outcomes.wait()
 			return end
 		}
-		acts = s.core.Step(time.Now(), s.next(ctx))
+		in := s.next(ctx) // before time.Now(): now is when the input came, not when the wait began
+		acts = s.core.Step(time.Now(), in)
 	}
 }
 
