@@ -133,6 +133,7 @@ func TestCancelIsDeliveredIntoTheTurn(t *testing.T) {
 		}
 	}
 	require.True(t, seen, "turn.cancelling is journaled")
+	t.Logf("%d chunks after turn.cancelling", after)
 	require.LessOrEqual(t, after, maxChunksAfterCancel, "chunks after turn.cancelling: the cancel was not delivered into the turn")
 }
 
