@@ -7,6 +7,7 @@ package activities
 import (
 	"context"
 	"slices"
+	"sync"
 	"testing"
 	"time"
 
@@ -48,6 +49,14 @@ func (c *signalRecorder) indexOf(name string) int {
 		}
 	}
 	return -1
+}
+
+// deliverCtx bounds a delivery as the session's StartToClose would: a broken delivery fails
+// the test instead of hanging it.
+func deliverCtx(t *testing.T) context.Context {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	t.Cleanup(cancel)
+	return ctx
 }
 
 func asyncSteer(session string, turn int64, text, id string, offset int) signals.Delivery {
@@ -95,8 +104,23 @@ func TestAsyncSteerIsTakenAtOnceAndReportedBeforeTheTurnsEnd(t *testing.T) {
 // delivery id and offset, before the turn (continued with the steer text) reports its end.
 func TestAsyncSteerByInterruptReportsInterrupted(t *testing.T) {
 	rig := newTurnRig(t, "")
+	// The server takes its time with delivery_outcome (up to a second): a turn that did not
+	// wait for it would get its turn_finished in first.
+	finished := make(chan struct{})
+	var once sync.Once
+	rig.rec.before = func(name string) {
+		switch name {
+		case signals.SignalTurnFinished:
+			once.Do(func() { close(finished) })
+		case signals.SignalDeliveryOutcome:
+			select {
+			case <-finished:
+			case <-time.After(time.Second):
+			}
+		}
+	}
 	done := rig.startTurn(turnInput("s1", 1, rig.agent(), "/sleep 60s"))
-	res, err := rig.host.Deliver(context.Background(), asyncSteer("s1", 1, "/echo\nsteered", "d7", 3))
+	res, err := rig.host.Deliver(deliverCtx(t), asyncSteer("s1", 1, "/echo\nsteered", "d7", 3))
 	require.NoError(t, err)
 	require.True(t, res.Taken)
 	require.NoError(t, <-done)
@@ -112,7 +136,7 @@ func TestAsyncSteerByInterruptReportsInterrupted(t *testing.T) {
 func TestSyncSteerIsAnsweredWhenDelivered(t *testing.T) {
 	rig := newTurnRig(t, "")
 	done := rig.startTurn(turnInput("s1", 1, rig.agent(), "/sleep 60s"))
-	res, err := rig.host.Deliver(context.Background(), signals.Delivery{Kind: signals.DeliverSteer, SessionID: "s1", TurnID: 1, Text: "/echo\nsteered"})
+	res, err := rig.host.Deliver(deliverCtx(t), signals.Delivery{Kind: signals.DeliverSteer, SessionID: "s1", TurnID: 1, Text: "/echo\nsteered"})
 	require.NoError(t, err)
 	require.Equal(t, signals.DeliveryResult{How: signals.HowInterrupted}, res)
 	require.NoError(t, <-done)
