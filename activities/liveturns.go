@@ -1,7 +1,7 @@
 package activities
 
 // The live-turn registry: the turns running on this host, by session and turn, with the
-// channels through which deliveries reach each turn's loop (runner.go).
+// channels through which deliveries reach each turn's loop (turnshell.go).
 
 import (
 	"context"

@@ -2,6 +2,10 @@
 // of ACP to it (acp-go-sdk over real stdio pipes), streams every session/update back to the
 // session workflow as batched turn_events signals, heartbeats, and turns a cancellation of
 // the activity into session/cancel.
+//
+// This file sets a turn attempt up and ends it (RunTurn); the attempt's prompt loop is the
+// turn core (turncore.go: the rules, pure) inside the turn shell (turnshell.go: the
+// goroutine that talks to the agent). What a worker's turns share is the host (host.go).
 package activities
 
 import (
