@@ -20,6 +20,7 @@ import (
 	"runtime"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -69,7 +70,7 @@ func runHelper(mode string) int {
 			fmt.Printf(`{"jsonrpc":"2.0","id":%s,"result":{"protocolVersion":1}}`+"\n", req.ID)
 		}
 		_, _ = io.Copy(io.Discard, in)
-		time.Sleep(time.Hour)
+		untilKilled()
 		return 0
 	case "garbage": // a line that is not JSON-RPC as soon as it starts
 		fmt.Println("this is not json")
@@ -122,8 +123,17 @@ func runWorkerHelper() int {
 			fmt.Println(u.Update.Content.Text)
 		}
 	}
-	time.Sleep(time.Hour) // until killed
+	untilKilled()
 	return 0
+}
+
+// untilKilled blocks a helper process until it is killed. It waits on a signal nobody
+// sends: with a signal channel the runtime does not take the wait for a deadlock, and
+// SIGKILL, which ends it, is not caught.
+func untilKilled() {
+	never := make(chan os.Signal, 1)
+	signal.Notify(never, syscall.SIGUSR2)
+	<-never
 }
 
 // syncBuffer is a log sink safe to write after the test has returned (SDK goroutines may

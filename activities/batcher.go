@@ -55,8 +55,9 @@ type batcher struct {
 	stopped   chan struct{}
 	stopOnce  sync.Once
 	done      chan struct{}
-	batch     int64 // last batch sent (owned by run)
-	streaming bool  // counted in budget: the last timed flush sent events (owned by run)
+	batch     int64        // last batch sent (owned by run)
+	streaming bool         // counted in budget: the last timed flush sent events (owned by run)
+	ticks     atomic.Int64 // timed flushes done (tests wait on it instead of sleeping)
 }
 
 func newBatcher(interval, longest time.Duration, maxBytes int, send sendFunc) *batcher {
@@ -107,6 +108,7 @@ func (b *batcher) run(ctx context.Context) {
 		select {
 		case <-t.C:
 			b.tick(ctx)
+			b.ticks.Add(1)
 			t.Reset(max(stretch(b.interval, b.longest, time.Since(start)), b.budget.floor()))
 		case <-b.kick:
 			b.flush(ctx)

@@ -195,7 +195,8 @@ func TestBatcherIntervalFlushesSmallBatches(t *testing.T) {
 func TestBatcherSendsNoEmptyBatches(t *testing.T) {
 	var rec recorder
 	b := startBatcher(t, time.Millisecond, 100, rec.send)
-	time.Sleep(20 * time.Millisecond) // many ticks with nothing pending
+	// Many ticks with nothing pending.
+	require.Eventually(t, func() bool { return b.ticks.Load() >= 10 }, patience, time.Millisecond)
 	n, err := b.close()
 	require.NoError(t, err)
 	require.Zero(t, n)

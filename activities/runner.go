@@ -2,6 +2,10 @@
 // of ACP to it (acp-go-sdk over real stdio pipes), streams every session/update back to the
 // session workflow as batched turn_events signals, heartbeats, and turns a cancellation of
 // the activity into session/cancel.
+//
+// This file sets a turn attempt up and ends it (RunTurn); the attempt's prompt loop is the
+// turn core (turncore.go: the rules, pure) inside the turn shell (turnshell.go: the
+// goroutine that talks to the agent). What a worker's turns share is the host (host.go).
 package activities
 
 import (
@@ -13,7 +17,6 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -133,158 +136,260 @@ func (r *Runner) RunTurn(ctx context.Context, in signals.RunTurnInput) (signals.
 // earlier turn, or started and set up with session/load of the agent session kept in
 // workflow state), prompt, stream, and answer with the stop reason. Steers, cancels and
 // permission answers arrive through Deliver; a cancellation of the activity (delivered with
-// heartbeats) is the backstop for cancel.
+// heartbeats) is the backstop for cancel. The prompt loop itself is the turn shell around
+// the turn core (turnshell.go, turncore.go).
 func (r *Runner) runTurn(ctx context.Context, in signals.RunTurnInput) (signals.RunTurnResult, error) {
 	r.defaults()
 	// Attempts on the previous host's queue ran in another activity: number on from them.
 	attempt := in.AttemptBase + activity.GetInfo(ctx).Attempt
-	log := r.Logger.With("session", in.SessionID, "turn", in.TurnID, "attempt", attempt)
-	res := signals.RunTurnResult{Attempt: attempt, Host: r.Host.Queue}
-	fail := func(err error) error {
-		return temporal.NewNonRetryableApplicationError(err.Error(), signals.TypeAgentError, nil, res)
-	}
-
-	profile, dir, missing, err := r.admit(in)
-	if err == nil && missing {
-		miss := &signals.WorkspaceMissingData{Path: dir, Host: r.Host.Queue, Action: signals.WorkspaceMissingFailed}
-		if r.MissingWorkspace == MissingWorkspaceEmpty {
-			miss.Action = signals.WorkspaceMissingEmpty
-		}
-		log.Warn("the session's workspace did not follow it to this worker", "path", dir, "action", miss.Action)
-		if serr := r.signal(context.WithoutCancel(ctx), in.SessionWorkflowID, signals.SignalTurnStarted, signals.TurnStartedSignal{
-			TurnID: in.TurnID, Attempt: attempt, HostQueue: r.Host.Queue, WorkspaceMissing: miss,
-		}); serr != nil {
-			log.Warn("turn_started failed", "error", serr)
-		}
-		if miss.Action == signals.WorkspaceMissingFailed {
-			// Leave no empty workspace behind: the next turn here must find it missing too.
-			_ = os.Remove(filepath.Join(dir, WorkspaceMarker))
-			_ = os.Remove(dir)
-			return res, temporal.NewNonRetryableApplicationError(fmt.Sprintf(
-				"the session's workspace is not on this worker (%s has no %s): its earlier turns ran on another machine. "+
-					"Put the workspace roots on storage every worker shares, or start workers with -workspace.missing=empty", dir, WorkspaceMarker),
-				ErrWorkspaceMissing, nil, res)
-		}
-	}
+	t := &turnRun{r: r, in: in, attempt: attempt, res: signals.RunTurnResult{Attempt: attempt, Host: r.Host.Queue}}
+	t.log = r.Logger.With("session", in.SessionID, "turn", in.TurnID, "attempt", attempt)
+	setup, err := t.prepare(ctx)
 	if err != nil {
-		// Refused by this worker (a profile it does not offer, a workspace outside its
-		// roots): nothing runs, and no other attempt would run it either.
-		return res, temporal.NewNonRetryableApplicationError(err.Error(), signals.RejectInvalidRequest, nil, res)
+		return t.res, err
 	}
-	env, err := profile.AgentEnv(os.Environ())
-	if err != nil {
-		return res, fail(err)
-	}
-	mcpServers, err := r.Trust.MCPServers(in.McpServers)
-	if err != nil {
-		return res, temporal.NewNonRetryableApplicationError(err.Error(), signals.RejectInvalidRequest, nil, res)
-	}
-	var sandbox *Sandbox // nil: the profile keeps the agent on its own files
-	if profile.OffersClientFS() {
-		if sandbox, err = NewSandbox(dir); err != nil {
-			return res, fail(err)
-		}
-	}
-	prompt, err := promptBlocks(in.TurnInput)
-	if err != nil {
-		return res, fail(err)
-	}
-
 	// Signals outlive the activity's context: the last batches go out after a cancel too.
 	sendCtx, cancelSend := context.WithCancel(context.WithoutCancel(ctx))
 	defer cancelSend()
-	metrics := activity.GetMetricsHandler(ctx)
-	b := newBatcher(r.FlushInterval, r.FlushLongest, r.FlushBytes, func(ctx context.Context, batch int64, events []json.RawMessage) error {
+	t.startBatcher(sendCtx, activity.GetMetricsHandler(ctx))
+
+	setupCtx, cancelSetup := context.WithTimeout(ctx, r.InitTimeout)
+	defer cancelSetup()
+	ag, err := r.Host.acquire(setupCtx, in.SessionID, setup.profile.Argv(), setup.env, setup.dir, setup.sandbox)
+	if err != nil {
+		return t.finish(t.fail(fmt.Errorf("agent: %w", err)))
+	}
+	keep := true
+	defer func() { r.Host.release(ag, keep) }()
+	sid, started, prompt, err := t.open(setupCtx, ctx, ag, setup)
+	if err != nil {
+		keep = false
+		return t.finish(err)
+	}
+	lt := t.register(ag, sid, setup.dir)
+	defer r.Host.unregister(lt)
+	ag.client.setTurn(lt)
+	defer t.reportStarted(sendCtx, started)()
+
+	// PromptSent is recorded with the first heartbeat: the request is written before the
+	// prompt's answer is awaited.
+	beat := signals.TurnProgress{AgentSessionID: t.res.AgentSessionID, PromptSent: true}
+	defer heartbeat(ctx, beat)()
+	shell := newTurnShell(r, ag, sid, lt, prompt, t.log)
+	shell.outcome = func(ctx context.Context, o signals.DeliveryOutcome) {
+		if err := r.signal(ctx, in.SessionWorkflowID, signals.SignalDeliveryOutcome, o); err != nil {
+			t.log.Warn("delivery_outcome failed", "delivery", o.DeliveryID, "error", err)
+		}
+	}
+	end := shell.run(ctx)
+	keep = end.Keep
+	return t.ended(end, ag.proc, beat)
+}
+
+// turnRun is one attempt of a turn while runTurn sets it up and ends it.
+type turnRun struct {
+	r       *Runner
+	in      signals.RunTurnInput
+	attempt int32
+	log     *slog.Logger
+	res     signals.RunTurnResult
+	b       *batcher
+	watch   *turnObserver
+}
+
+// turnSetup is what the worker admitted a turn with.
+type turnSetup struct {
+	profile    Profile
+	dir        string
+	env        []string
+	mcpServers []acp.McpServer
+	sandbox    *Sandbox // nil: the profile keeps the agent on its own files
+	prompt     []acp.ContentBlock
+}
+
+// fail is the error of a turn the agent cannot run: not retried.
+func (t *turnRun) fail(err error) error {
+	return temporal.NewNonRetryableApplicationError(err.Error(), signals.TypeAgentError, nil, t.res)
+}
+
+// prepare admits the turn (trust.go): its profile, workspace, environment, MCP servers and
+// prompt. An error ends the attempt before anything runs.
+func (t *turnRun) prepare(ctx context.Context) (turnSetup, error) {
+	r, in := t.r, t.in
+	profile, dir, missing, err := r.admit(in)
+	if err != nil {
+		// Refused by this worker (a profile it does not offer, a workspace outside its
+		// roots): nothing runs, and no other attempt would run it either.
+		return turnSetup{}, temporal.NewNonRetryableApplicationError(err.Error(), signals.RejectInvalidRequest, nil, t.res)
+	}
+	if missing {
+		if err := t.workspaceMissing(ctx, dir); err != nil {
+			return turnSetup{}, err
+		}
+	}
+	s := turnSetup{profile: profile, dir: dir}
+	if s.env, err = profile.AgentEnv(os.Environ()); err != nil {
+		return turnSetup{}, t.fail(err)
+	}
+	if s.mcpServers, err = r.Trust.MCPServers(in.McpServers); err != nil {
+		return turnSetup{}, temporal.NewNonRetryableApplicationError(err.Error(), signals.RejectInvalidRequest, nil, t.res)
+	}
+	if profile.OffersClientFS() {
+		if s.sandbox, err = NewSandbox(dir); err != nil {
+			return turnSetup{}, t.fail(err)
+		}
+	}
+	if s.prompt, err = promptBlocks(in.TurnInput); err != nil {
+		return turnSetup{}, t.fail(err)
+	}
+	return s, nil
+}
+
+// workspaceMissing tells the session that its workspace did not follow it to this worker,
+// and fails the turn unless the worker starts such sessions in an empty workspace.
+func (t *turnRun) workspaceMissing(ctx context.Context, dir string) error {
+	r := t.r
+	miss := &signals.WorkspaceMissingData{Path: dir, Host: r.Host.Queue, Action: signals.WorkspaceMissingFailed}
+	if r.MissingWorkspace == MissingWorkspaceEmpty {
+		miss.Action = signals.WorkspaceMissingEmpty
+	}
+	t.log.Warn("the session's workspace did not follow it to this worker", "path", dir, "action", miss.Action)
+	if serr := r.signal(context.WithoutCancel(ctx), t.in.SessionWorkflowID, signals.SignalTurnStarted, signals.TurnStartedSignal{
+		TurnID: t.in.TurnID, Attempt: t.attempt, HostQueue: r.Host.Queue, WorkspaceMissing: miss,
+	}); serr != nil {
+		t.log.Warn("turn_started failed", "error", serr)
+	}
+	if miss.Action != signals.WorkspaceMissingFailed {
+		return nil
+	}
+	// Leave no empty workspace behind: the next turn here must find it missing too.
+	_ = os.Remove(filepath.Join(dir, WorkspaceMarker))
+	_ = os.Remove(dir)
+	return temporal.NewNonRetryableApplicationError(fmt.Sprintf(
+		"the session's workspace is not on this worker (%s has no %s): its earlier turns ran on another machine. "+
+			"Put the workspace roots on storage every worker shares, or start workers with -workspace.missing=empty", dir, WorkspaceMarker),
+		ErrWorkspaceMissing, nil, t.res)
+}
+
+// startBatcher starts the batcher of the turn's events (turn_events signals) and the
+// observer of its tool calls and usage.
+func (t *turnRun) startBatcher(sendCtx context.Context, metrics client.MetricsHandler) {
+	r, in := t.r, t.in
+	t.b = newBatcher(r.FlushInterval, r.FlushLongest, r.FlushBytes, func(ctx context.Context, batch int64, events []json.RawMessage) error {
 		err := r.signal(ctx, in.SessionWorkflowID, signals.SignalTurnEvents, signals.TurnEventsSignal{
-			TurnID: in.TurnID, Attempt: attempt, Batch: batch, Events: events,
+			TurnID: in.TurnID, Attempt: t.attempt, Batch: batch, Events: events,
 		})
 		if err == nil {
 			countBatch(metrics, events)
 		}
 		return err
 	})
-	b.budget = r.budget
-	go b.run(sendCtx)
-	watch := newTurnObserver()
-	finish := func(res signals.RunTurnResult, err error) (signals.RunTurnResult, error) {
-		n, serr := b.close()
-		res.Batches = n
-		res.Usage = watch.usageJSON() // a turn cut short reports what it has seen too
-		if err == nil && serr != nil {
-			err = serr // retryable: the next attempt replays the turn
-		}
-		return res, err
-	}
+	t.b.budget = r.budget
+	go t.b.run(sendCtx)
+	t.watch = newTurnObserver()
+}
 
+// finish flushes the turn's last events and completes the result with them.
+func (t *turnRun) finish(err error) (signals.RunTurnResult, error) {
+	n, serr := t.b.close()
+	t.res.Batches = n
+	t.res.Usage = t.watch.usageJSON() // a turn cut short reports what it has seen too
+	if err == nil && serr != nil {
+		err = serr // retryable: the next attempt replays the turn
+	}
+	return t.res, err
+}
+
+// ended finishes the attempt as the turn core ended it.
+func (t *turnRun) ended(end turnEnd, proc *agentProc, beat signals.TurnProgress) (signals.RunTurnResult, error) {
+	switch {
+	case end.Lost:
+		// This attempt ends without a stop reason, so the session does not take it for the
+		// turn's end; the next attempt runs the turn, with session/load.
+		res, _ := t.finish(nil)
+		return res, temporal.NewApplicationErrorWithCause("turn attempt lost", "attempt_lost", end.Err, beat)
+	case end.Err != nil:
+		return t.finish(t.r.agentErr(proc, end.Err, t.res))
+	case end.Exited:
+		return t.finish(t.fail(fmt.Errorf("%w during the turn", proc.exitErr())))
+	}
+	t.res.StopReason = end.StopReason
+	return t.finish(nil)
+}
+
+// open opens the agent session of the turn (openSession) and applies the session's choices
+// to it: the turn_started signal and the prompt to send follow from how it opened.
+func (t *turnRun) open(setupCtx, ctx context.Context, ag *hostedAgent, s turnSetup) (acp.SessionId, signals.TurnStartedSignal, []acp.ContentBlock, error) {
+	r, proc := t.r, ag.proc
 	// A retry after a lost worker loads the agent session the lost attempt had, which it
 	// recorded in its heartbeats (or, when it ran on the previous host's queue, the
 	// TurnWorkflow passed on), and learns whether the prompt had reached it.
 	var before signals.TurnProgress
 	if activity.HasHeartbeatDetails(ctx) {
 		_ = activity.GetHeartbeatDetails(ctx, &before)
-	} else if in.Resume != nil {
-		before = *in.Resume
+	} else if t.in.Resume != nil {
+		before = *t.in.Resume
 	}
-	if in.AgentSessionID == "" {
-		in.AgentSessionID = before.AgentSessionID
+	if t.in.AgentSessionID == "" {
+		t.in.AgentSessionID = before.AgentSessionID
 	}
-	setupCtx, cancelSetup := context.WithTimeout(ctx, r.InitTimeout)
-	defer cancelSetup()
-	ag, err := r.Host.acquire(setupCtx, in.SessionID, profile.Argv(), env, dir, sandbox)
-	if err != nil {
-		return finish(res, fail(fmt.Errorf("agent: %w", err)))
-	}
-	keep := true
-	defer func() { r.Host.release(ag, keep) }()
-	proc := ag.proc
 	// What the agent says while its session opens belongs to this turn (claude-agent-acp
 	// sends its commands right after session/new); only a session/load's replay of history,
 	// which the session has journaled already, is left out (openSession).
 	proc.setTap(func(raw json.RawMessage) {
-		watch.observe(raw)
+		t.watch.observe(raw)
 		if o := ag.offer.Load(); o != nil {
 			o.observe(raw)
 		}
-		b.add(raw)
+		t.b.add(raw)
 	})
-	r.Trust.Profiles.Learn(profile.Name, proc.caps, env)
-	sid, lost, err := r.openSession(setupCtx, ag, in, dir, mcpServers, r.Trust.Profiles.workerAuth(profile.Name))
+	r.Trust.Profiles.Learn(s.profile.Name, proc.caps, s.env)
+	sid, lost, err := r.openSession(setupCtx, ag, t.in, s.dir, s.mcpServers, r.Trust.Profiles.workerAuth(s.profile.Name))
 	if err != nil {
-		keep = false
-		return finish(res, r.agentErr(proc, err, res))
+		return "", signals.TurnStartedSignal{}, nil, r.agentErr(proc, err, t.res)
 	}
-	r.Trust.Profiles.Opened(profile.Name)
-	res.AgentSessionID = string(sid)
-	offered := r.applyChoices(setupCtx, ag, sid, in, log)
-	started := signals.TurnStartedSignal{TurnID: in.TurnID, Attempt: attempt, HostQueue: r.Host.Queue, AgentSessionID: res.AgentSessionID, Settings: offered}
+	r.Trust.Profiles.Opened(s.profile.Name)
+	t.res.AgentSessionID = string(sid)
+	offered := r.applyChoices(setupCtx, ag, sid, t.in, t.log)
+	started := signals.TurnStartedSignal{TurnID: t.in.TurnID, Attempt: t.attempt, HostQueue: r.Host.Queue, AgentSessionID: t.res.AgentSessionID, Settings: offered}
+	prompt := s.prompt
 	switch {
 	case lost != "":
-		// Never forget silently: journaled, and the new agent session gets the conversation.
-		cl := &signals.AgentContextLostData{Reason: lost, Attempt: attempt, Host: r.Host.Queue, LostSessionID: in.AgentSessionID, NewSessionID: string(sid)}
-		if !r.NoCarryContext {
-			seed, serr := r.transcript(setupCtx, in)
-			if serr != nil {
-				log.Warn("transcript query failed: the new agent session starts without the conversation", "error", serr)
-			} else if seed.Text != "" {
-				prompt = append([]acp.ContentBlock{acp.TextBlock(seed.Text)}, prompt...)
-				cl.Carried, cl.CarriedTruncated = len(seed.Text), seed.Truncated
-			}
-		}
-		log.Warn("agent context lost: started a new agent session", "reason", lost, "carried_bytes", cl.Carried)
-		started.ContextLost = cl
+		started.ContextLost, prompt = t.contextLost(setupCtx, lost, sid, prompt)
 	case before.PromptSent && before.AgentSessionID == string(sid):
 		// The agent session holds the prompt already (the lost attempt sent it, and the agent
 		// keeps what it was told): sending it again would show the model the prompt twice.
 		// The lost attempt's partial answer is dropped by viewers (turn.restarted, resumed).
-		log.Info("the agent session holds the prompt already: asking it to continue instead of sending it again")
+		t.log.Info("the agent session holds the prompt already: asking it to continue instead of sending it again")
 		prompt = []acp.ContentBlock{acp.TextBlock(ResumeText)}
 		started.Resumed = true
 	}
+	return sid, started, prompt, nil
+}
 
-	lt := r.Host.register(in.SessionID, in.TurnID, attempt)
-	defer r.Host.unregister(lt)
-	lt.beforePermission = b.flushNow
-	lt.watch = watch
+// contextLost journals that the agent could not load the session's agent session (never
+// forget silently), and seeds the new agent session with the conversation.
+func (t *turnRun) contextLost(ctx context.Context, lost string, sid acp.SessionId, prompt []acp.ContentBlock) (*signals.AgentContextLostData, []acp.ContentBlock) {
+	cl := &signals.AgentContextLostData{Reason: lost, Attempt: t.attempt, Host: t.r.Host.Queue, LostSessionID: t.in.AgentSessionID, NewSessionID: string(sid)}
+	if !t.r.NoCarryContext {
+		seed, serr := t.r.transcript(ctx, t.in)
+		if serr != nil {
+			t.log.Warn("transcript query failed: the new agent session starts without the conversation", "error", serr)
+		} else if seed.Text != "" {
+			prompt = append([]acp.ContentBlock{acp.TextBlock(seed.Text)}, prompt...)
+			cl.Carried, cl.CarriedTruncated = len(seed.Text), seed.Truncated
+		}
+	}
+	t.log.Warn("agent context lost: started a new agent session", "reason", lost, "carried_bytes", cl.Carried)
+	return cl, prompt
+}
+
+// register enters the turn into the host's live-turn registry, wired to its agent.
+func (t *turnRun) register(ag *hostedAgent, sid acp.SessionId, dir string) *liveTurn {
+	r, in := t.r, t.in
+	lt := r.Host.register(in.SessionID, in.TurnID, t.attempt)
+	lt.beforePermission = t.b.flushNow
+	lt.watch = t.watch
 	lt.askPermission = func(ctx context.Context, sig signals.PermissionRequestedSignal) error {
 		return r.signal(ctx, in.SessionWorkflowID, signals.SignalPermissionRequested, sig)
 	}
@@ -295,51 +400,39 @@ func (r *Runner) runTurn(ctx context.Context, in signals.RunTurnInput) (signals.
 		if o == nil {
 			return errors.New("the agent session offers nothing to set")
 		}
-		return o.apply(ctx, proc.conn, sid, c)
+		return o.apply(ctx, ag.proc.conn, sid, c)
 	}
-	ag.client.setTurn(lt)
+	return lt
+}
 
-	// turn_started tells the session where to deliver decisions. The prompt does not wait for
-	// it: the session takes events and requests of an attempt in any order. The turn's end
-	// does (bounded): a quick turn's turn_finished must not overtake it, or the session, the
-	// turn over, drops what it says (agent.context_lost, workspace.missing).
-	startedSent := make(chan struct{})
+// reportStarted sends turn_started, which tells the session where to deliver decisions.
+// The prompt does not wait for it: the session takes events and requests of an attempt in
+// any order. The turn's end does (bounded, by the wait it returns): a quick turn's
+// turn_finished must not overtake it, or the session, the turn over, drops what it says
+// (agent.context_lost, workspace.missing).
+func (t *turnRun) reportStarted(sendCtx context.Context, started signals.TurnStartedSignal) (wait func()) {
+	sent := make(chan struct{})
 	go func() {
-		defer close(startedSent)
-		if err := r.signal(sendCtx, in.SessionWorkflowID, signals.SignalTurnStarted, started); err != nil {
-			log.Warn("turn_started failed: decisions cannot reach this attempt", "error", err)
+		defer close(sent)
+		if err := t.r.signal(sendCtx, t.in.SessionWorkflowID, signals.SignalTurnStarted, started); err != nil {
+			t.log.Warn("turn_started failed: decisions cannot reach this attempt", "error", err)
 		}
 	}()
-	defer func() {
+	return func() {
 		select {
-		case <-startedSent:
+		case <-sent:
 		case <-time.After(startedWait):
-			log.Warn("turn_started still not sent at the turn's end", "waited", startedWait)
+			t.log.Warn("turn_started still not sent at the turn's end", "waited", startedWait)
 		}
-	}()
+	}
+}
 
-	type answer struct {
-		resp acp.PromptResponse
-		err  error
-	}
-	answered := make(chan answer, 1)
-	send := func(blocks []acp.ContentBlock) {
-		// The prompt's context is not the activity's: cancelling it would drop the agent's
-		// answer. Cancellation goes to the agent as session/cancel instead.
-		go func() {
-			resp, err := proc.conn.Prompt(context.WithoutCancel(ctx), acp.PromptRequest{SessionId: sid, Prompt: blocks})
-			answered <- answer{resp, err}
-		}()
-	}
-	send(prompt)
-	// Heartbeats beat on their own: nothing the loop below waits for (a steer's injection,
-	// bounded at 10 s — the heartbeat timeout itself —, a write to an agent that stopped
-	// reading its stdin) may starve them, or a healthy worker's turn is taken for lost.
-	// PromptSent is recorded with the first: the request is written before Prompt blocks.
-	beat := signals.TurnProgress{AgentSessionID: res.AgentSessionID, PromptSent: true}
+// heartbeat records beat now and then every heartbeatEvery until stop is called. Heartbeats
+// beat on their own: nothing the turn's loop waits for (a write to an agent that stopped
+// reading its stdin) may starve them, or a healthy worker's turn is taken for lost.
+func heartbeat(ctx context.Context, beat signals.TurnProgress) (stop func()) {
 	activity.RecordHeartbeat(ctx, beat)
-	stopBeating := make(chan struct{})
-	defer close(stopBeating)
+	done := make(chan struct{})
 	go func() {
 		hb := time.NewTicker(heartbeatEvery)
 		defer hb.Stop()
@@ -347,113 +440,12 @@ func (r *Runner) runTurn(ctx context.Context, in signals.RunTurnInput) (signals.
 			select {
 			case <-hb.C:
 				activity.RecordHeartbeat(ctx, beat)
-			case <-stopBeating:
+			case <-done:
 				return
 			}
 		}
 	}()
-	var (
-		cancelling   bool
-		killAt       <-chan time.Time
-		interrupting []steerRequest // steers waiting for the interrupted prompt to resolve
-	)
-	startCancel := func(why string) {
-		if cancelling {
-			return
-		}
-		cancelling = true
-		log.Info("cancelling turn: sending session/cancel", "via", why)
-		lt.requestCancel() // answers the agent's open permission requests cancelled
-		for _, s := range interrupting {
-			s.reply <- steerReply{err: errors.New("the turn was cancelled")}
-		}
-		interrupting = nil
-		if err := proc.conn.Cancel(context.WithoutCancel(ctx), acp.CancelNotification{SessionId: sid}); err != nil {
-			log.Warn("session/cancel failed", "error", err)
-		}
-		killAt = time.After(r.CancelGrace)
-	}
-	for {
-		select {
-		case a := <-answered:
-			if a.err != nil {
-				keep = proc.alive()
-				return finish(res, r.agentErr(proc, a.err, res))
-			}
-			watch.addPromptUsage(a.resp.Usage)
-			if len(interrupting) > 0 && !cancelling {
-				// Interrupt-and-continue: the same turn goes on with the steer text.
-				texts := make([]string, len(interrupting))
-				for i, s := range interrupting {
-					texts[i] = s.text
-					s.reply <- steerReply{how: signals.HowInterrupted}
-				}
-				interrupting = nil
-				send([]acp.ContentBlock{acp.TextBlock(strings.Join(texts, "\n\n"))})
-				continue
-			}
-			res.StopReason = string(a.resp.StopReason)
-			if cancelling {
-				res.StopReason = string(acp.StopReasonCancelled)
-			}
-			return finish(res, nil)
-		case req := <-lt.steers:
-			if cancelling {
-				req.reply <- steerReply{err: errors.New("the turn is cancelling")}
-				continue
-			}
-			if steeringSupported(proc.caps) && len(interrupting) == 0 {
-				how, err := r.inject(ctx, proc, sid, req.text)
-				if err == nil {
-					req.reply <- steerReply{how: how}
-					continue
-				}
-				log.Warn("_session/steering failed: interrupting instead", "error", err)
-			}
-			if len(interrupting) == 0 {
-				if err := proc.conn.Cancel(context.WithoutCancel(ctx), acp.CancelNotification{SessionId: sid}); err != nil {
-					req.reply <- steerReply{err: fmt.Errorf("session/cancel for the steer: %w", err)}
-					continue
-				}
-			}
-			interrupting = append(interrupting, req)
-		case <-lt.cancel:
-			startCancel("delivery")
-		case <-ctx.Done():
-			if cause := context.Cause(ctx); !isCancelRequest(cause) {
-				// The server no longer holds this attempt (heartbeats lost past the timeout
-				// while it restarted, a worker shutting down): the next attempt runs the
-				// turn, with session/load. This one stops its agent and ends without a stop
-				// reason, so the session does not take it for the turn's end.
-				log.Warn("turn attempt lost: the next attempt takes the turn over", "cause", cause)
-				keep = false
-				proc.stop(0)
-				res, _ = finish(res, nil)
-				return res, temporal.NewApplicationErrorWithCause("turn attempt lost", "attempt_lost", cause, beat)
-			}
-			startCancel("activity cancellation")
-		case <-killAt:
-			log.Warn("agent did not stop after session/cancel: killing it", "grace", r.CancelGrace)
-			keep = false
-			proc.stop(0)
-			res.StopReason = string(acp.StopReasonCancelled)
-			return finish(res, nil)
-		case <-proc.exited:
-			keep = false
-			if cancelling {
-				res.StopReason = string(acp.StopReasonCancelled)
-				return finish(res, nil)
-			}
-			// The answer may be in flight behind the exit; give it a moment.
-			select {
-			case a := <-answered:
-				answered <- a
-				continue
-			case <-time.After(100 * time.Millisecond):
-			}
-			return finish(res, fail(fmt.Errorf("%w during the turn", proc.exitErr())))
-		}
-	}
+	return func() { close(done) }
 }
 
 // isCancelRequest reports whether an activity context ended because the workflow asked for

@@ -39,6 +39,9 @@ type signalRecorder struct {
 	// transcript, when set, answers the transcript query (unset: the query fails).
 	transcript func(signals.TranscriptRequest) (signals.TranscriptResult, error)
 	queries    []signals.TranscriptRequest
+	// before, when set, runs before a signal is recorded (it may hold it, as a slow server
+	// would).
+	before func(name string)
 }
 
 type recordedSignal struct {
@@ -47,6 +50,12 @@ type recordedSignal struct {
 }
 
 func (c *signalRecorder) SignalWorkflow(_ context.Context, _, _, name string, arg any) error {
+	c.mu.Lock()
+	before := c.before
+	c.mu.Unlock()
+	if before != nil {
+		before(name)
+	}
 	c.mu.Lock()
 	c.sigs = append(c.sigs, recordedSignal{name, arg})
 	answer := c.onPermission

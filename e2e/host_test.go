@@ -29,18 +29,29 @@ func TestIdleAgentIsStoppedAfterItsTTL(t *testing.T) {
 		"the idle agent is stopped after its TTL")
 }
 
+// Past the cap of live agents, the least recently used idle agent is evicted, not the
+// oldest: a, b, then a again, then c evicts b, and a keeps its process.
 func TestLeastRecentlyUsedIdleAgentIsEvictedPastTheCap(t *testing.T) {
 	t.Parallel()
-	w, qc := auxWorker(t)
-	ids := []string{session(t) + "-a", session(t) + "-b", session(t) + "-c"}
-	for _, id := range ids {
+	// An idle TTL longer than the test: only the cap may stop an agent here.
+	w, qc := extraWorker(t, tc, tacpworker.Options{AgentIdleTTL: 10 * time.Minute, MaxAgents: 2, InitTimeout: 2 * time.Second})
+	a, b, c := session(t)+"-a", session(t)+"-b", session(t)+"-c"
+	turn := func(id string, n int64) int {
+		t.Helper()
 		_, err := qc.Prompt(ctxFor(t, 30*time.Second), signals.SessionConfig{SessionID: id}, signals.PromptRequest{Text: "/chunks 1"})
 		require.NoError(t, err)
-		turnEnd(t, id, 1)
+		turnEnd(t, id, n)
+		pid := w.Host.AgentPID(id)
+		require.NotZero(t, pid, "%s keeps its agent after its turn", id)
+		return pid
 	}
-	// The cap is two: the third agent evicted the first, the least recently used.
-	require.Zero(t, w.Host.AgentPID(ids[0]))
-	require.NotZero(t, w.Host.AgentPID(ids[2]))
+	pidA := turn(a, 1)
+	pidB := turn(b, 1)
+	require.Equal(t, pidA, turn(a, 2), "a's second turn reuses its agent: a is now the most recently used")
+	turn(c, 1)
+	// The cap is two: c's agent evicted b's, the least recently used, and a's lives on.
+	require.Zero(t, w.Host.AgentPID(b), "b, the least recently used, was evicted (its pid was %d)", pidB)
+	require.Equal(t, pidA, w.Host.AgentPID(a), "a, the most recently used, survived in the same process")
 }
 
 func TestMisbehavingAgentsEndTheTurnWithAClearError(t *testing.T) {
