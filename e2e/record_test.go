@@ -235,6 +235,46 @@ func TestRecordHistoriesPermissionExpiredAndFailover(t *testing.T) {
 
 // recordingTo skips unless TACP_RECORD_HISTORIES is set, and returns the folder recorded
 // histories go to and today's stamp for their names.
+// TestRecordHistoriesAsyncDelivery records steers delivered Async (the delivery answered
+// taken, the outcome by delivery_outcome): one injected through the agent's steering
+// extension, one by interrupt-and-continue followed by a cancel while a steer is out.
+func TestRecordHistoriesAsyncDelivery(t *testing.T) {
+	dir, stamp := recordingTo(t)
+
+	id := session(t)
+	cfg := signals.SessionConfig{SessionID: id, Agent: steeringAgent()}
+	prompt(t, cfg, "/sleep 2s")
+	waitRunning(t, id, 1)
+	_, err := steer(t, id, "1", "go left", "a1")
+	require.NoError(t, err)
+	delivered(t, id, 1)
+	turnEnd(t, id, 1)
+	_, err = sc.Close(ctxFor(t, 10*time.Second), id, signals.CloseRequest{})
+	require.NoError(t, err)
+	waitFor(t, id, func(ev signals.Event) bool { return ev.Kind == signals.EventSessionClosed })
+	writeHistory(t, signals.SessionWorkflowID(id), "", filepath.Join(dir, fmt.Sprintf("session-steer-outcome-injected-%s.json", stamp)))
+
+	id = session(t)
+	cfg = signals.SessionConfig{SessionID: id}
+	prompt(t, cfg, "/sleep 2s")
+	waitRunning(t, id, 1)
+	_, err = steer(t, id, "1", "go right", "b1")
+	require.NoError(t, err)
+	delivered(t, id, 1)
+	turnEnd(t, id, 1)
+	prompt(t, cfg, "/sleep 30s")
+	waitRunning(t, id, 2)
+	_, err = steer(t, id, "2", "and faster", "b2")
+	require.NoError(t, err)
+	_, err = sc.Cancel(ctxFor(t, 10*time.Second), id, signals.CancelRequest{})
+	require.NoError(t, err)
+	turnEnd(t, id, 2)
+	_, err = sc.Close(ctxFor(t, 10*time.Second), id, signals.CloseRequest{})
+	require.NoError(t, err)
+	waitFor(t, id, func(ev signals.Event) bool { return ev.Kind == signals.EventSessionClosed })
+	writeHistory(t, signals.SessionWorkflowID(id), "", filepath.Join(dir, fmt.Sprintf("session-steer-interrupted-cancel-%s.json", stamp)))
+}
+
 func recordingTo(t *testing.T) (dir, stamp string) {
 	t.Helper()
 	if os.Getenv("TACP_RECORD_HISTORIES") == "" {
