@@ -15,10 +15,6 @@ import (
 	"github.com/tacp-dev/tacp/signals"
 )
 
-// ErrTurnNotHere is the ApplicationError type of a delivery for a turn this host does not
-// run (it ended, or it runs elsewhere after a failover).
-const ErrTurnNotHere = "turn_not_here"
-
 // Deliver carries one decision into a turn running on this host.
 func (h *Host) Deliver(ctx context.Context, d signals.Delivery) (signals.DeliveryResult, error) {
 	h.init()
@@ -27,7 +23,7 @@ func (h *Host) Deliver(ctx context.Context, d signals.Delivery) (signals.Deliver
 	h.mu.Unlock()
 	if lt == nil || (d.Attempt != 0 && lt.attempt != d.Attempt) {
 		return signals.DeliveryResult{}, temporal.NewNonRetryableApplicationError(
-			fmt.Sprintf("turn %d of session %s is not running on this host", d.TurnID, d.SessionID), ErrTurnNotHere, nil)
+			fmt.Sprintf("turn %d of session %s is not running on this host", d.TurnID, d.SessionID), signals.TypeTurnNotHere, nil)
 	}
 	switch d.Kind {
 	case signals.DeliverCancel:
@@ -42,7 +38,7 @@ func (h *Host) Deliver(ctx context.Context, d signals.Delivery) (signals.Deliver
 		lt.mu.Unlock()
 		if ch == nil {
 			return signals.DeliveryResult{}, temporal.NewNonRetryableApplicationError(
-				fmt.Sprintf("permission request %s is not waiting on this host", d.RequestID), ErrTurnNotHere, nil)
+				fmt.Sprintf("permission request %s is not waiting on this host", d.RequestID), signals.TypeTurnNotHere, nil)
 		}
 		ch <- permissionResponse(d.Outcome, d.OptionID)
 		return signals.DeliveryResult{Taken: d.Async}, nil

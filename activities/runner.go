@@ -268,7 +268,7 @@ func (t *turnRun) workspaceMissing(ctx context.Context, dir string) error {
 	return temporal.NewNonRetryableApplicationError(fmt.Sprintf(
 		"the session's workspace is not on this worker (%s has no %s): its earlier turns ran on another machine. "+
 			"Put the workspace roots on storage every worker shares, or start workers with -workspace.missing=empty", dir, WorkspaceMarker),
-		ErrWorkspaceMissing, nil, t.res)
+		signals.TypeWorkspaceMissing, nil, t.res)
 }
 
 // startBatcher starts the batcher of the turn's events (turn_events signals) and the
@@ -307,7 +307,7 @@ func (t *turnRun) ended(end turnEnd, proc *agentProc, beat signals.TurnProgress)
 		// This attempt ends without a stop reason, so the session does not take it for the
 		// turn's end; the next attempt runs the turn, with session/load.
 		res, _ := t.finish(nil)
-		return res, temporal.NewApplicationErrorWithCause("turn attempt lost", "attempt_lost", end.Err, beat)
+		return res, temporal.NewApplicationErrorWithCause("turn attempt lost", signals.TypeAttemptLost, end.Err, beat)
 	case end.Err != nil:
 		return t.finish(t.r.agentErr(proc, end.Err, t.res))
 	case end.Exited:
@@ -492,10 +492,6 @@ const (
 	MissingWorkspaceFail  = "fail"
 	MissingWorkspaceEmpty = "empty"
 )
-
-// ErrWorkspaceMissing is the ApplicationError type of a turn failed because the session's
-// workspace did not follow it to the worker.
-const ErrWorkspaceMissing = "workspace_missing"
 
 // transcript asks the session for its conversation before this turn, for seeding a new
 // agent session (a query: no history, asked only when the agent's session was lost).

@@ -289,6 +289,18 @@ type RunTurnResult struct {
 // Batches.
 const TypeAgentError = "agent_error"
 
+// TypeTurnNotHere is the ApplicationError type of a delivery for a turn its host does not
+// run (it ended, or it runs elsewhere after a failover).
+const TypeTurnNotHere = "turn_not_here"
+
+// TypeWorkspaceMissing is the ApplicationError type of a turn failed because the session's
+// workspace did not follow it to the worker that took it (-workspace.missing=fail).
+const TypeWorkspaceMissing = "workspace_missing"
+
+// TypeAttemptLost is the ApplicationError type of a turn attempt its worker gave up (it is
+// shutting down, or the server stopped waiting for it): retried, on another worker.
+const TypeAttemptLost = "attempt_lost"
+
 // TurnStartedSignal tells the session that an attempt of a turn is running.
 type TurnStartedSignal struct {
 	TurnID         int64  `json:"turn_id"`
