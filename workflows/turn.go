@@ -23,51 +23,20 @@ const turnAttempts = 3
 // reportOnceChange guards TurnWorkflow's skipping of the turn_finished the runner sent.
 const reportOnceChange = "report-once"
 
-// TurnWorkflow runs one turn of a session.
+// TurnWorkflow runs one turn of a session: on the host that holds the agent first (DESIGN
+// §10), then on the session's queue, and reports the outcome unless the runner already did.
 func TurnWorkflow(ctx workflow.Context, in signals.TurnInput) error {
-	opts := func(attempts int32) workflow.ActivityOptions {
-		return workflow.ActivityOptions{
-			StartToCloseTimeout: in.StartToClose,
-			HeartbeatTimeout:    in.Heartbeat,
-			WaitForCancellation: true,
-			RetryPolicy: &temporal.RetryPolicy{
-				InitialInterval:        time.Second,
-				BackoffCoefficient:     2,
-				MaximumInterval:        10 * time.Second,
-				MaximumAttempts:        attempts,
-				NonRetryableErrorTypes: []string{signals.TypeAgentError},
-			},
-			Summary: fmt.Sprintf("turn %d: the agent works on the prompt (up to %d attempts)", in.TurnID, turnAttempts),
-		}
-	}
 	run := signals.RunTurnInput{TurnInput: in, SessionWorkflowID: signals.SessionWorkflowID(in.SessionID)}
 	var (
 		res      signals.RunTurnResult
 		err      error
 		fallback = true
 	)
-	// Affinity (DESIGN §10): first on the host queue of the worker that holds the agent,
-	// one attempt, taken within AffinityWait or not at all.
 	if in.HostQueue != "" && workflow.GetVersion(ctx, affinityChange, workflow.DefaultVersion, 1) >= 1 {
-		wait := in.AffinityWait
-		if wait <= 0 {
-			wait = DefaultAffinityWait
-		}
-		o := opts(1)
-		o.TaskQueue, o.ScheduleToStartTimeout = in.HostQueue, wait
-		o.Summary = fmt.Sprintf("turn %d on the worker that holds the agent (taken within %s, or the turn moves)", in.TurnID, wait)
-		hctx := workflow.WithActivityOptions(ctx, o)
-		err = workflow.ExecuteActivity(hctx, signals.ActivityRunTurn, run).Get(hctx, &res)
-		next := afterHostAttempt(err)
-		fallback = next.Fallback
-		if fallback {
-			workflow.GetLogger(ctx).Info("turn falls back to the session queue", "why", next.Why, "host", in.HostQueue)
-			run.AttemptBase, run.Resume = next.Base, next.Resume
-			res = signals.RunTurnResult{}
-		}
+		res, fallback, err = runOnHost(ctx, in, &run)
 	}
 	if fallback {
-		actx := workflow.WithActivityOptions(ctx, opts(max(turnAttempts-run.AttemptBase, 1)))
+		actx := workflow.WithActivityOptions(ctx, runTurnOptions(in, max(turnAttempts-run.AttemptBase, 1)))
 		err = workflow.ExecuteActivity(actx, signals.ActivityRunTurn, run).Get(actx, &res)
 		// No orphans: the turn ran elsewhere; the host the session left stops its idle agent
 		// (it holds one when it was alive but slow to take the turn).
@@ -75,8 +44,58 @@ func TurnWorkflow(ctx workflow.Context, in signals.TurnInput) error {
 			defer releaseAgent(ctx, in, res.Host)
 		}
 	}
+	// The runner reported an answered turn itself, straight away: a second turn_finished
+	// would only cost the session a signal and a workflow task.
+	if err == nil && res.Reported && workflow.GetVersion(ctx, reportOnceChange, workflow.DefaultVersion, 1) >= 1 {
+		return nil
+	}
+	// The turn's own context may be cancelled; the report must go out regardless.
+	dctx, _ := workflow.NewDisconnectedContext(ctx)
+	return workflow.SignalExternalWorkflow(dctx, signals.SessionWorkflowID(in.SessionID), "", signals.SignalTurnFinished, turnFinished(in.TurnID, res, err)).Get(dctx, nil)
+}
 
-	fin := signals.TurnFinishedSignal{TurnID: in.TurnID}
+// runTurnOptions are the RunTurn activity's options, with attempts attempts.
+func runTurnOptions(in signals.TurnInput, attempts int32) workflow.ActivityOptions {
+	return workflow.ActivityOptions{
+		StartToCloseTimeout: in.StartToClose,
+		HeartbeatTimeout:    in.Heartbeat,
+		WaitForCancellation: true,
+		RetryPolicy: &temporal.RetryPolicy{
+			InitialInterval:        time.Second,
+			BackoffCoefficient:     2,
+			MaximumInterval:        10 * time.Second,
+			MaximumAttempts:        attempts,
+			NonRetryableErrorTypes: []string{signals.TypeAgentError},
+		},
+		Summary: fmt.Sprintf("turn %d: the agent works on the prompt (up to %d attempts)", in.TurnID, turnAttempts),
+	}
+}
+
+// runOnHost runs the turn's first attempt on the host queue of the worker that holds the
+// agent (DESIGN §10): one attempt, taken within AffinityWait or not at all. fallback says
+// the turn goes on on the session's queue, numbered on from the attempt (run is updated).
+func runOnHost(ctx workflow.Context, in signals.TurnInput, run *signals.RunTurnInput) (res signals.RunTurnResult, fallback bool, err error) {
+	wait := in.AffinityWait
+	if wait <= 0 {
+		wait = DefaultAffinityWait
+	}
+	o := runTurnOptions(in, 1)
+	o.TaskQueue, o.ScheduleToStartTimeout = in.HostQueue, wait
+	o.Summary = fmt.Sprintf("turn %d on the worker that holds the agent (taken within %s, or the turn moves)", in.TurnID, wait)
+	hctx := workflow.WithActivityOptions(ctx, o)
+	err = workflow.ExecuteActivity(hctx, signals.ActivityRunTurn, *run).Get(hctx, &res)
+	next := afterHostAttempt(err)
+	if next.Fallback {
+		workflow.GetLogger(ctx).Info("turn falls back to the session queue", "why", next.Why, "host", in.HostQueue)
+		run.AttemptBase, run.Resume = next.Base, next.Resume
+		res = signals.RunTurnResult{}
+	}
+	return res, next.Fallback, err
+}
+
+// turnFinished is the turn_finished report of a turn whose RunTurn ended with res and err.
+func turnFinished(turnID int64, res signals.RunTurnResult, err error) signals.TurnFinishedSignal {
+	fin := signals.TurnFinishedSignal{TurnID: turnID}
 	var appErr *temporal.ApplicationError
 	var timeoutErr *temporal.TimeoutError
 	switch {
@@ -97,14 +116,7 @@ func TurnWorkflow(ctx workflow.Context, in signals.TurnInput) error {
 	default:
 		fin.Error = err.Error()
 	}
-	// The runner reported an answered turn itself, straight away: a second turn_finished
-	// would only cost the session a signal and a workflow task.
-	if err == nil && res.Reported && workflow.GetVersion(ctx, reportOnceChange, workflow.DefaultVersion, 1) >= 1 {
-		return nil
-	}
-	// The turn's own context may be cancelled; the report must go out regardless.
-	dctx, _ := workflow.NewDisconnectedContext(ctx)
-	return workflow.SignalExternalWorkflow(dctx, signals.SessionWorkflowID(in.SessionID), "", signals.SignalTurnFinished, fin).Get(dctx, nil)
+	return fin
 }
 
 // releaseAgent asks the host the session left to stop the session's idle agent: best effort,
