@@ -54,6 +54,12 @@ func BuildTranscript(events []signals.Event, beforeTurn int64, maxBytes int) sig
 	if maxBytes <= 0 {
 		maxBytes = signals.DefaultTranscriptBytes
 	}
+	return fitTranscript(transcriptBlocks(transcribeTurns(events, beforeTurn)), maxBytes)
+}
+
+// transcribeTurns reads the journal's events of the turns before beforeTurn (all when 0)
+// into one transcript a turn, in the order the turns first appear.
+func transcribeTurns(events []signals.Event, beforeTurn int64) []*turnTranscript {
 	var (
 		turns []*turnTranscript
 		byID  = map[int64]*turnTranscript{}
@@ -105,6 +111,11 @@ func BuildTranscript(events []signals.Event, beforeTurn int64, maxBytes int) sig
 			}
 		}
 	}
+	return turns
+}
+
+// transcriptBlocks is one titled block of text a turn that said anything.
+func transcriptBlocks(turns []*turnTranscript) []string {
 	var blocks []string
 	for _, t := range turns {
 		t.flushAgent()
@@ -117,6 +128,11 @@ func BuildTranscript(events []signals.Event, beforeTurn int64, maxBytes int) sig
 		}
 		blocks = append(blocks, title+"\n"+strings.Join(t.lines, "\n"))
 	}
+	return blocks
+}
+
+// fitTranscript joins the blocks under the header within maxBytes, the newest kept.
+func fitTranscript(blocks []string, maxBytes int) signals.TranscriptResult {
 	res := signals.TranscriptResult{Turns: len(blocks)}
 	if len(blocks) == 0 {
 		return res
