@@ -40,10 +40,7 @@ func TestRecordHistories(t *testing.T) {
 	_, err = sc.Cancel(ctxFor(t, 10*time.Second), id, signals.CancelRequest{})
 	require.NoError(t, err)
 	turnEnd(t, id, 2)
-	_, err = sc.Close(ctxFor(t, 10*time.Second), id, signals.CloseRequest{Reason: "recorded"})
-	require.NoError(t, err)
-	waitFor(t, id, func(ev signals.Event) bool { return ev.Kind == signals.EventSessionClosed })
-	writeHistory(t, signals.SessionWorkflowID(id), "", filepath.Join(dir, fmt.Sprintf("session-turns-cancel-close-%s.json", stamp)))
+	closeAndRecord(t, sc, id, signals.CloseRequest{Reason: "recorded"}, filepath.Join(dir, fmt.Sprintf("session-turns-cancel-close-%s.json", stamp)))
 	writeHistory(t, signals.TurnWorkflowID(id, 2), "", filepath.Join(dir, fmt.Sprintf("turn-cancelled-%s.json", stamp)))
 
 	// Decisions delivered into running turns: an injected steer, a permission answered, a
@@ -66,10 +63,7 @@ func TestRecordHistories(t *testing.T) {
 	_, err = sc.Cancel(ctxFor(t, 10*time.Second), id, signals.CancelRequest{})
 	require.NoError(t, err)
 	turnEnd(t, id, 3)
-	_, err = sc.Close(ctxFor(t, 10*time.Second), id, signals.CloseRequest{})
-	require.NoError(t, err)
-	waitFor(t, id, func(ev signals.Event) bool { return ev.Kind == signals.EventSessionClosed })
-	writeHistory(t, signals.SessionWorkflowID(id), "", filepath.Join(dir, fmt.Sprintf("session-steer-permission-cancel-%s.json", stamp)))
+	closeAndRecord(t, sc, id, signals.CloseRequest{}, filepath.Join(dir, fmt.Sprintf("session-steer-permission-cancel-%s.json", stamp)))
 
 	// Viewers, policy and belts: an attached controller, a permission asked under
 	// ask_always and answered allow_always, grace started and cancelled, a rule used.
@@ -91,10 +85,7 @@ func TestRecordHistories(t *testing.T) {
 	turnEnd(t, id, 2)
 	prompt(t, cfg, "/permission edit")
 	turnEnd(t, id, 3)
-	_, err = sc.Close(ctx, id, signals.CloseRequest{})
-	require.NoError(t, err)
-	waitFor(t, id, func(ev signals.Event) bool { return ev.Kind == signals.EventSessionClosed })
-	writeHistory(t, signals.SessionWorkflowID(id), "", filepath.Join(dir, fmt.Sprintf("session-viewers-policy-grace-%s.json", stamp)))
+	closeAndRecord(t, sc, id, signals.CloseRequest{}, filepath.Join(dir, fmt.Sprintf("session-viewers-policy-grace-%s.json", stamp)))
 
 	// The first run of a session that continues as new in the middle of a streaming turn.
 	id = session(t)
@@ -137,10 +128,7 @@ func TestRecordHistoriesSettings(t *testing.T) {
 	prompt(t, cfg, "/settings")
 	evs := turnEnd(t, id, 3)
 	require.Equal(t, "settings mode=acceptEdits model=sonnet", strings.Join(agentTexts(t, evs, 3), ""))
-	_, err = sc.Close(ctx, id, signals.CloseRequest{Reason: "recorded"})
-	require.NoError(t, err)
-	waitFor(t, id, func(ev signals.Event) bool { return ev.Kind == signals.EventSessionClosed })
-	writeHistory(t, signals.SessionWorkflowID(id), "", filepath.Join(dir, fmt.Sprintf("session-settings-%s.json", stamp)))
+	closeAndRecord(t, sc, id, signals.CloseRequest{Reason: "recorded"}, filepath.Join(dir, fmt.Sprintf("session-settings-%s.json", stamp)))
 	writeHistory(t, signals.TurnWorkflowID(id, 2), "", filepath.Join(dir, fmt.Sprintf("turn-settings-delivered-%s.json", stamp)))
 
 	// set_mcp_servers: by update (the servers it has), refused by policy (this worker takes
@@ -159,10 +147,7 @@ func TestRecordHistoriesSettings(t *testing.T) {
 	prompt(t, cfg, "/mcp")
 	evs = turnEnd(t, id, 2)
 	require.Equal(t, "mcp: ", strings.Join(agentTexts(t, evs, 2), ""), "the refused servers never reached the agent")
-	_, err = sc.Close(ctx, id, signals.CloseRequest{Reason: "recorded"})
-	require.NoError(t, err)
-	waitFor(t, id, func(ev signals.Event) bool { return ev.Kind == signals.EventSessionClosed })
-	writeHistory(t, signals.SessionWorkflowID(id), "", filepath.Join(dir, fmt.Sprintf("session-mcp-servers-%s.json", stamp)))
+	closeAndRecord(t, sc, id, signals.CloseRequest{Reason: "recorded"}, filepath.Join(dir, fmt.Sprintf("session-mcp-servers-%s.json", stamp)))
 }
 
 // writeHistory records a history, never over an existing file: the files recorded by
@@ -204,10 +189,7 @@ func TestRecordHistoriesPermissionExpiredAndFailover(t *testing.T) {
 	turnEnd(t, id, 1)
 	prompt(t, cfg, "/chunks 2")
 	turnEnd(t, id, 2)
-	_, err := sc.Close(ctxFor(t, 10*time.Second), id, signals.CloseRequest{Reason: "recorded"})
-	require.NoError(t, err)
-	waitFor(t, id, func(ev signals.Event) bool { return ev.Kind == signals.EventSessionClosed })
-	writeHistory(t, signals.SessionWorkflowID(id), "", filepath.Join(dir, fmt.Sprintf("session-permission-expired-%s.json", stamp)))
+	closeAndRecord(t, sc, id, signals.CloseRequest{Reason: "recorded"}, filepath.Join(dir, fmt.Sprintf("session-permission-expired-%s.json", stamp)))
 
 	// Failover: the worker process running a streaming turn is killed; the turn's activity
 	// times out on its heartbeat and its retry runs on the other worker (turn.restarted).
@@ -216,7 +198,7 @@ func TestRecordHistoriesPermissionExpiredAndFailover(t *testing.T) {
 	first := startWorkerProcess(t, queue)
 	id = session(t)
 	cfg = signals.SessionConfig{SessionID: id}
-	_, err = qc.Prompt(ctxFor(t, 30*time.Second), cfg, signals.PromptRequest{Text: "/chunks 60 every 100ms", ClientMessageID: "turn-1"})
+	_, err := qc.Prompt(ctxFor(t, 30*time.Second), cfg, signals.PromptRequest{Text: "/chunks 60 every 100ms", ClientMessageID: "turn-1"})
 	require.NoError(t, err)
 	waitFor(t, id, func(ev signals.Event) bool { return ev.Kind == signals.EventAgentUpdate })
 	startWorkerProcess(t, queue)
@@ -226,10 +208,7 @@ func TestRecordHistoriesPermissionExpiredAndFailover(t *testing.T) {
 	require.NoError(t, err)
 	evs := turnEnd(t, id, 2)
 	require.NotZero(t, countKind(evs, signals.EventTurnRestarted, 1), "turn 1 restarted")
-	_, err = qc.Close(ctxFor(t, 30*time.Second), id, signals.CloseRequest{Reason: "recorded"})
-	require.NoError(t, err)
-	waitFor(t, id, func(ev signals.Event) bool { return ev.Kind == signals.EventSessionClosed })
-	writeHistory(t, signals.SessionWorkflowID(id), "", filepath.Join(dir, fmt.Sprintf("session-failover-turn-restarted-%s.json", stamp)))
+	closeAndRecord(t, qc, id, signals.CloseRequest{Reason: "recorded"}, filepath.Join(dir, fmt.Sprintf("session-failover-turn-restarted-%s.json", stamp)))
 	writeHistory(t, signals.TurnWorkflowID(id, 1), "", filepath.Join(dir, fmt.Sprintf("turn-failover-heartbeat-timeout-%s.json", stamp)))
 }
 
@@ -249,10 +228,7 @@ func TestRecordHistoriesAsyncDelivery(t *testing.T) {
 	require.NoError(t, err)
 	delivered(t, id, 1)
 	turnEnd(t, id, 1)
-	_, err = sc.Close(ctxFor(t, 10*time.Second), id, signals.CloseRequest{})
-	require.NoError(t, err)
-	waitFor(t, id, func(ev signals.Event) bool { return ev.Kind == signals.EventSessionClosed })
-	writeHistory(t, signals.SessionWorkflowID(id), "", filepath.Join(dir, fmt.Sprintf("session-steer-outcome-injected-%s.json", stamp)))
+	closeAndRecord(t, sc, id, signals.CloseRequest{}, filepath.Join(dir, fmt.Sprintf("session-steer-outcome-injected-%s.json", stamp)))
 
 	id = session(t)
 	cfg = signals.SessionConfig{SessionID: id}
@@ -269,10 +245,17 @@ func TestRecordHistoriesAsyncDelivery(t *testing.T) {
 	_, err = sc.Cancel(ctxFor(t, 10*time.Second), id, signals.CancelRequest{})
 	require.NoError(t, err)
 	turnEnd(t, id, 2)
-	_, err = sc.Close(ctxFor(t, 10*time.Second), id, signals.CloseRequest{})
+	closeAndRecord(t, sc, id, signals.CloseRequest{}, filepath.Join(dir, fmt.Sprintf("session-steer-interrupted-cancel-%s.json", stamp)))
+}
+
+// closeAndRecord closes the session through c, waits for session.closed and writes the
+// session's history to path.
+func closeAndRecord(t *testing.T, c *signals.Client, id string, req signals.CloseRequest, path string) {
+	t.Helper()
+	_, err := c.Close(ctxFor(t, 30*time.Second), id, req)
 	require.NoError(t, err)
 	waitFor(t, id, func(ev signals.Event) bool { return ev.Kind == signals.EventSessionClosed })
-	writeHistory(t, signals.SessionWorkflowID(id), "", filepath.Join(dir, fmt.Sprintf("session-steer-interrupted-cancel-%s.json", stamp)))
+	writeHistory(t, signals.SessionWorkflowID(id), "", path)
 }
 
 func recordingTo(t *testing.T) (dir, stamp string) {

@@ -10,6 +10,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"os"
 	"strings"
 	"time"
 
@@ -17,6 +18,7 @@ import (
 
 	"github.com/tacp-dev/tacp/internal/dial"
 	"github.com/tacp-dev/tacp/internal/flagenv"
+	"github.com/tacp-dev/tacp/internal/transcript"
 	"github.com/tacp-dev/tacp/signals"
 )
 
@@ -115,4 +117,24 @@ func orDash(s string) string {
 		return "-"
 	}
 	return s
+}
+
+// textAndConnect reads a command's text (its arguments, or stdin for "-") and connects.
+func (e *env) textAndConnect(ctx context.Context, fs *flag.FlagSet) (string, error) {
+	text, err := textArg(fs.Args(), os.Stdin)
+	if err != nil {
+		return "", err
+	}
+	return text, e.connect(ctx)
+}
+
+// show prints an event as JSON (--json) or through r for a person.
+func (e *env) show(r *transcript.Renderer) func(signals.Event) {
+	return func(ev signals.Event) {
+		if e.json {
+			e.printJSON(ev)
+		} else {
+			r.Render(ev)
+		}
+	}
 }

@@ -61,13 +61,7 @@ func (e *env) replay(ctx context.Context) int {
 	r := transcript.NewRenderer(e.out, e.out)
 	err := transcript.Page(ctx, e.c, e.session, 0, func(_, first int64) {
 		fmt.Fprintf(e.out, "[older events trimmed: journal starts at %d]\n", first)
-	}, func(ev signals.Event) {
-		if e.json {
-			e.printJSON(ev)
-		} else {
-			r.Render(ev)
-		}
-	})
+	}, e.show(r))
 	if err != nil {
 		return e.fail(err)
 	}

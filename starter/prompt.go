@@ -7,7 +7,6 @@ import (
 	"encoding/json"
 	"flag"
 	"fmt"
-	"os"
 
 	"github.com/tacp-dev/tacp/internal/transcript"
 	"github.com/tacp-dev/tacp/signals"
@@ -20,11 +19,8 @@ func cmdPrompt(ctx context.Context, e *env, fs *flag.FlagSet, args []string) int
 	if !e.parse(fs, args, true) {
 		return exitError
 	}
-	text, err := textArg(fs.Args(), os.Stdin)
+	text, err := e.textAndConnect(ctx, fs)
 	if err != nil {
-		return e.fail(err)
-	}
-	if err := e.connect(ctx); err != nil {
 		return e.fail(err)
 	}
 	// Where to watch from: the journal's end before the prompt, when the session exists.
@@ -65,13 +61,7 @@ func dupNote(dup bool) string {
 // returns the exit code of its stop reason.
 func (e *env) follow(ctx context.Context, after, turnID int64) int {
 	r := transcript.NewRenderer(e.out, e.err)
-	last, err := transcript.FollowTurn(ctx, e.c, e.session, after, turnID, func(ev signals.Event) {
-		if e.json {
-			e.printJSON(ev)
-		} else {
-			r.Render(ev)
-		}
-	})
+	last, err := transcript.FollowTurn(ctx, e.c, e.session, after, turnID, e.show(r))
 	if err != nil {
 		return e.fail(err)
 	}

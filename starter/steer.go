@@ -7,7 +7,6 @@ import (
 	"context"
 	"flag"
 	"fmt"
-	"os"
 
 	"github.com/tacp-dev/tacp/signals"
 )
@@ -18,11 +17,8 @@ func cmdSteer(ctx context.Context, e *env, fs *flag.FlagSet, args []string) int 
 	if !e.parse(fs, args, true) {
 		return exitError
 	}
-	text, err := textArg(fs.Args(), os.Stdin)
+	text, err := e.textAndConnect(ctx, fs)
 	if err != nil {
-		return e.fail(err)
-	}
-	if err := e.connect(ctx); err != nil {
 		return e.fail(err)
 	}
 	var res signals.SteerResult
