@@ -168,7 +168,9 @@ func TestTrustReadsOutsideTheWorkspaceAreAsked(t *testing.T) {
 	require.Equal(t, signals.DecidedByPolicy, res[0].DecidedBy)
 
 	// Outside it (through a symlink too), the read is asked of a person: the session waits.
-	for turn, path := range map[int64]string{2: "/etc/passwd", 3: filepath.Join(tw.root, id, "link", "secret.txt")} {
+	// In order: the session numbers its turns as the prompts come.
+	for i, path := range []string{"/etc/passwd", filepath.Join(tw.root, id, "link", "secret.txt")} {
+		turn := int64(2 + i)
 		if turn == 3 {
 			require.NoError(t, os.Symlink(filepath.Join(tw.base, "outside"), filepath.Join(tw.root, id, "link")))
 		}
