@@ -351,16 +351,23 @@ func waitReady(t *testing.T, f *Follower) {
 // quietClient has a safety poll no test waits for.
 var quietClient = &Client{SafetyPoll: time.Hour}
 
+// followingRun is a follower of run "a" (its first batch in history) whose viewer has made
+// its first query, blocked on its long poll: n is the long polls it has sent.
+func followingRun(t *testing.T) (f *Follower, h *fakeHistory, n int) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	h = newFakeHistory("a", batch(1)...)
+	f = newFollower(ctx, quietClient, h, "s")
+	f.Querying()() // the viewer's first query
+	return f, h, h.waitBlocked(t, 0)
+}
+
 // The tests below wait, after each change of the history, until the follower has read all
 // of it (its iterator blocks for more), and only then look at Ready.
 
 func TestFollowerWakesOnNewHistoryAndNotForWhatItsViewerHasSeen(t *testing.T) {
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	h := newFakeHistory("a", batch(1)...)
-	f := newFollower(ctx, quietClient, h, "s")
-	f.Querying()() // the viewer's first query
-	n := h.waitBlocked(t, 0)
+	f, h, n := followingRun(t)
 	require.False(t, readyNow(f), "history written before the first query wakes nobody")
 
 	h.append(batch(5)[:2]...) // a turn_events signal
@@ -377,12 +384,7 @@ func TestFollowerWakesOnNewHistoryAndNotForWhatItsViewerHasSeen(t *testing.T) {
 }
 
 func TestFollowerSendsNoLongPollWhileAQueryIsOut(t *testing.T) {
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	h := newFakeHistory("a", batch(1)...)
-	f := newFollower(ctx, quietClient, h, "s")
-	f.Querying()()
-	n := h.waitBlocked(t, 0)
+	f, h, n := followingRun(t)
 	h.append(batch(5)[:2]...) // a signal
 	n = h.waitBlocked(t, n)
 	require.True(t, readyNow(f))
@@ -398,12 +400,7 @@ func TestFollowerSendsNoLongPollWhileAQueryIsOut(t *testing.T) {
 }
 
 func TestFollowerFollowsContinueAsNewToTheNextRun(t *testing.T) {
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	h := newFakeHistory("a", batch(1)...)
-	f := newFollower(ctx, quietClient, h, "s")
-	f.Querying()()
-	n := h.waitBlocked(t, 0)
+	f, h, n := followingRun(t)
 	for _, run := range []string{"b", "c", "d"} {
 		h.continueAsNew(run, ofType(1, enumspb.EVENT_TYPE_WORKFLOW_EXECUTION_STARTED), taskScheduled(2))
 		n = h.waitBlocked(t, n)
@@ -421,12 +418,7 @@ func TestFollowerFollowsContinueAsNewToTheNextRun(t *testing.T) {
 }
 
 func TestFollowerFollowsARunThatANamelessCloseLeadsTo(t *testing.T) {
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	h := newFakeHistory("a", batch(1)...)
-	f := newFollower(ctx, quietClient, h, "s")
-	f.Querying()()
-	n := h.waitBlocked(t, 0)
+	f, h, n := followingRun(t)
 	h.reset("b", batch(1)...)
 	n = h.waitBlocked(t, n)
 	require.True(t, readyNow(f))
@@ -438,12 +430,7 @@ func TestFollowerFollowsARunThatANamelessCloseLeadsTo(t *testing.T) {
 }
 
 func TestFollowerEndsWhenTheLastRunCloses(t *testing.T) {
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	h := newFakeHistory("a", batch(1)...)
-	f := newFollower(ctx, quietClient, h, "s")
-	f.Querying()()
-	h.waitBlocked(t, 0)
+	f, h, _ := followingRun(t)
 	h.close(ofType(5, enumspb.EVENT_TYPE_WORKFLOW_EXECUTION_COMPLETED))
 	require.Eventually(t, func() bool {
 		f.mu.Lock()
@@ -469,12 +456,7 @@ func TestFollowerOfAClosedSessionAsksForOneQueryAndEnds(t *testing.T) {
 }
 
 func TestFollowerReadsTheRunAgainAfterAFailedLongPoll(t *testing.T) {
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	h := newFakeHistory("a", batch(1)...)
-	f := newFollower(ctx, quietClient, h, "s")
-	f.Querying()()
-	n := h.waitBlocked(t, 0)
+	f, h, n := followingRun(t)
 	h.failNext(1)
 	n = h.waitBlocked(t, n) // read again from the run's start, after its back-off
 	require.False(t, readyNow(f), "events read again wake nobody")
