@@ -70,6 +70,15 @@ func newCoreRig(t testing.TB, cfg signals.SessionConfig) *coreRig {
 	return &coreRig{t: t, core: core, env: env, now: coreEpoch}
 }
 
+// steerSent starts turn 1 and steers it ("left"), the steer's delivery sent: r.sent.
+func (r *coreRig) steerSent() {
+	r.t.Helper()
+	r.startTurn("go", "m1")
+	_, err := r.core.steer(r.now, signals.SteerRequest{Text: "left", ExpectedTurnID: "1"})
+	require.NoError(r.t, err)
+	r.settle()
+}
+
 // advance moves the clock by d.
 func (r *coreRig) advance(d time.Duration) { r.now = r.now.Add(d) }
 
@@ -328,10 +337,7 @@ func TestCore_ATakenSteerWithoutOutcomeFailsBeforeTheTurnEnds(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			r := newCoreRig(t, signals.SessionConfig{SessionID: "s1"})
-			r.startTurn("go", "m1")
-			_, err := r.core.steer(r.now, signals.SteerRequest{Text: "left", ExpectedTurnID: "1"})
-			require.NoError(t, err)
-			r.settle()
+			r.steerSent()
 			r.answer(signals.DeliveryResult{Taken: true}, nil, false)
 			r.newEvents()
 			tc.end(r)
@@ -350,10 +356,7 @@ func TestCore_ATakenSteerWithoutOutcomeFailsBeforeTheTurnEnds(t *testing.T) {
 // session; a malformed one is dropped with a warning.
 func TestCore_UnknownOrStaleDeliveryOutcomesAreIgnored(t *testing.T) {
 	r := newCoreRig(t, signals.SessionConfig{SessionID: "s1"})
-	r.startTurn("go", "m1")
-	_, err := r.core.steer(r.now, signals.SteerRequest{Text: "left", ExpectedTurnID: "1"})
-	require.NoError(t, err)
-	r.settle()
+	r.steerSent()
 	d := r.answer(signals.DeliveryResult{Taken: true}, nil, false)
 	r.newEvents()
 	for _, o := range []signals.DeliveryOutcome{
@@ -377,10 +380,7 @@ func TestCore_UnknownOrStaleDeliveryOutcomesAreIgnored(t *testing.T) {
 // result.
 func TestCore_AnOutcomeThatOvertakesItsTakenResultIsJournaledOnce(t *testing.T) {
 	r := newCoreRig(t, signals.SessionConfig{SessionID: "s1"})
-	r.startTurn("go", "m1")
-	_, err := r.core.steer(r.now, signals.SteerRequest{Text: "left", ExpectedTurnID: "1"})
-	require.NoError(t, err)
-	r.settle()
+	r.steerSent()
 	r.newEvents()
 	r.signal(signals.SignalDeliveryOutcome, signals.DeliveryOutcome{DeliveryID: r.sent.DeliveryID, Kind: signals.DeliverSteer, TurnID: 1, Attempt: 1, How: signals.HowInjected})
 	r.signal(signals.SignalTurnFinished, signals.TurnFinishedSignal{TurnID: 1, Attempt: 1, StopReason: "end_turn"})
@@ -395,10 +395,7 @@ func TestCore_AnOutcomeThatOvertakesItsTakenResultIsJournaledOnce(t *testing.T) 
 // journaled before the turn's end, even when the turn_finished overtakes the result.
 func TestCore_SteerInFlightHoldsTheTurnsEnd(t *testing.T) {
 	r := newCoreRig(t, signals.SessionConfig{SessionID: "s1"})
-	r.startTurn("go", "m1")
-	_, err := r.core.steer(r.now, signals.SteerRequest{Text: "left", ExpectedTurnID: "1"})
-	require.NoError(t, err)
-	r.settle()
+	r.steerSent()
 	r.newEvents()
 	r.signal(signals.SignalTurnFinished, signals.TurnFinishedSignal{TurnID: 1, Attempt: 1, StopReason: "end_turn"})
 	require.Empty(t, r.newEvents(), "the end waits for the steer in flight")
@@ -411,10 +408,7 @@ func TestCore_SteerInFlightHoldsTheTurnsEnd(t *testing.T) {
 func TestCore_AsyncDeliveryIsVersioned(t *testing.T) {
 	r := newCoreRig(t, signals.SessionConfig{SessionID: "s1"})
 	r.env.versions[asyncDeliveryChange] = defaultVersion
-	r.startTurn("go", "m1")
-	_, err := r.core.steer(r.now, signals.SteerRequest{Text: "left", ExpectedTurnID: "1"})
-	require.NoError(t, err)
-	r.settle()
+	r.steerSent()
 	require.False(t, r.sent.Async)
 	require.Empty(t, r.sent.DeliveryID)
 	require.Contains(t, r.env.asked, asyncDeliveryChange)
@@ -525,10 +519,7 @@ func TestCore_NextRequestsTheCancelOnce(t *testing.T) {
 // the journal — and the next run goes on where this one stopped.
 func TestCore_CarriedStateContinuesTheTurn(t *testing.T) {
 	r := newCoreRig(t, signals.SessionConfig{SessionID: "s1", Policy: "ask_always"})
-	r.startTurn("go", "m1")
-	_, err := r.core.steer(r.now, signals.SteerRequest{Text: "left", ExpectedTurnID: "1"})
-	require.NoError(t, err)
-	r.settle()
+	r.steerSent()
 	steer := r.answer(signals.DeliveryResult{Taken: true}, nil, false)
 	r.signal(signals.SignalPermissionRequested, signals.PermissionRequestedSignal{TurnID: 1, Attempt: 1, RequestID: "p1",
 		ToolCall: json.RawMessage(`{"kind":"edit","title":"e"}`), Options: []signals.PermissionOption{{OptionID: "y", Kind: "allow_once"}}})
