@@ -46,6 +46,20 @@ func newHarness(t *testing.T) *harness {
 	return &harness{t: t, env: env}
 }
 
+// steerRunningTurn prompts turn 1, reports it running on host1 and steers it ("go left",
+// accepted), a step each.
+func (h *harness) steerRunningTurn() {
+	h.step(func() { h.prompt("work", "m1", func(signals.PromptResult, error) {}) })
+	h.step(func() {
+		h.env.SignalWorkflow(signals.SignalTurnStarted, signals.TurnStartedSignal{TurnID: 1, Attempt: 1, HostQueue: "host1"})
+	})
+	h.step(func() {
+		h.update(signals.UpdateSteer, signals.SteerRequest{Text: "go left", ExpectedTurnID: "1", ClientMsgID: "c1"}, func(_ any, err error) {
+			require.NoError(h.t, err)
+		})
+	})
+}
+
 // step runs fn one simulated second after the previous step.
 func (h *harness) step(fn func()) {
 	h.at += time.Second
@@ -463,15 +477,7 @@ func TestSession_SteerDeliveredBeforeTheTurnEndsWhenTurnFinishedOvertakesIt(t *t
 		h.env.SignalWorkflow(signals.SignalTurnFinished, signals.TurnFinishedSignal{TurnID: 1, Attempt: 1, StopReason: "end_turn"})
 		return signals.DeliveryResult{How: signals.HowInjected}, nil
 	}, activity.RegisterOptions{Name: signals.ActivityDeliver})
-	h.step(func() { h.prompt("work", "m1", func(signals.PromptResult, error) {}) })
-	h.step(func() {
-		h.env.SignalWorkflow(signals.SignalTurnStarted, signals.TurnStartedSignal{TurnID: 1, Attempt: 1, HostQueue: "host1"})
-	})
-	h.step(func() {
-		h.update(signals.UpdateSteer, signals.SteerRequest{Text: "go left", ExpectedTurnID: "1", ClientMsgID: "c1"}, func(_ any, err error) {
-			require.NoError(t, err)
-		})
-	})
+	h.steerRunningTurn()
 	h.step(func() {
 		evs := h.events()
 		require.Equal(t, []string{"session.started", "prompt.accepted", "turn.started", "steer.accepted", "steer.delivered", "turn.ended"}, kinds(evs))
@@ -559,15 +565,7 @@ func TestSession_AsyncSteerIsTakenAndItsOutcomeArrivesBySignal(t *testing.T) {
 		sent = append(sent, d)
 		return signals.DeliveryResult{Taken: true}, nil
 	}, activity.RegisterOptions{Name: signals.ActivityDeliver})
-	h.step(func() { h.prompt("work", "m1", func(signals.PromptResult, error) {}) })
-	h.step(func() {
-		h.env.SignalWorkflow(signals.SignalTurnStarted, signals.TurnStartedSignal{TurnID: 1, Attempt: 1, HostQueue: "host1"})
-	})
-	h.step(func() {
-		h.update(signals.UpdateSteer, signals.SteerRequest{Text: "go left", ExpectedTurnID: "1", ClientMsgID: "c1"}, func(_ any, err error) {
-			require.NoError(t, err)
-		})
-	})
+	h.steerRunningTurn()
 	h.step(func() {
 		h.update(signals.UpdateCancel, signals.CancelRequest{}, func(_ any, err error) { require.NoError(t, err) })
 	})
