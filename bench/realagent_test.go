@@ -27,6 +27,7 @@ import (
 	"time"
 
 	"github.com/tacp-dev/tacp/internal/fakemodel"
+	"github.com/tacp-dev/tacp/internal/proctree"
 	"github.com/tacp-dev/tacp/internal/tacpworker"
 	"github.com/tacp-dev/tacp/signals"
 )
@@ -51,39 +52,13 @@ type realAgentFigures struct {
 
 // treeRSS sums VmRSS over pid and its descendants, and counts them.
 func treeRSS(pid int) (int64, int) {
-	children := map[int][]int{}
-	stats, _ := filepath.Glob("/proc/[0-9]*/stat")
-	for _, f := range stats {
-		b, err := os.ReadFile(f)
-		if err != nil {
-			continue
-		}
-		// pid (comm) state ppid ...: comm may hold spaces, so read after the last ')'.
-		s := string(b)
-		i := strings.LastIndexByte(s, ')')
-		if i < 0 {
-			continue
-		}
-		fields := strings.Fields(s[i+1:])
-		if len(fields) < 2 {
-			continue
-		}
-		p, _ := strconv.Atoi(filepath.Base(filepath.Dir(f)))
-		pp, _ := strconv.Atoi(fields[1])
-		children[pp] = append(children[pp], p)
-	}
 	var total int64
-	n := 0
-	queue := []int{pid}
-	for len(queue) > 0 {
-		p := queue[0]
-		queue = queue[1:]
+	tree := append([]int{pid}, proctree.Descendants(pid)...)
+	for _, p := range tree {
 		rss, _ := procMem(strconv.Itoa(p))
 		total += rss
-		n++
-		queue = append(queue, children[p]...)
 	}
-	return total, n
+	return total, len(tree)
 }
 
 func realAgentsToRun(t *testing.T) []fakemodel.Agent {

@@ -8,7 +8,6 @@ package e2e
 
 import (
 	"fmt"
-	"os"
 	"os/exec"
 	"path/filepath"
 	"strconv"
@@ -19,22 +18,9 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/tacp-dev/tacp/internal/proctree"
 	"github.com/tacp-dev/tacp/signals"
 )
-
-// processAlive reports whether pid runs; a zombie (dead, not yet reaped by an init that
-// may never reap) does not.
-func processAlive(pid int) bool {
-	if syscall.Kill(pid, 0) != nil {
-		return false
-	}
-	b, err := readProcStat(pid)
-	if err != nil {
-		return true
-	}
-	i := strings.LastIndexByte(b, ')')
-	return i < 0 || !strings.HasPrefix(strings.TrimSpace(b[i+1:]), "Z")
-}
 
 // lifecycleWorker starts a worker process on a queue of its own whose agent has a child,
 // runs /pids in a session and returns the worker, the session's client and id, and the
@@ -59,7 +45,7 @@ func lifecycleWorker(t *testing.T) (*exec.Cmd, *signals.Client, string, int, int
 		_ = syscall.Kill(agentPID, syscall.SIGKILL)
 		_ = syscall.Kill(childPID, syscall.SIGKILL)
 	})
-	require.True(t, processAlive(agentPID) && processAlive(childPID))
+	require.True(t, proctree.Alive(agentPID) && proctree.Alive(childPID))
 	return w, qc, id, agentPID, childPID
 }
 
@@ -72,7 +58,7 @@ func TestWorkerKilledWithSIGKILLLeavesNoAgentBehind(t *testing.T) {
 	waitFor(t, id, func(ev signals.Event) bool { return ev.Kind == signals.EventAgentUpdate && ev.TurnID == 2 })
 	require.NoError(t, w.Process.Signal(syscall.SIGKILL))
 	_ = w.Wait()
-	require.Eventually(t, func() bool { return !processAlive(agentPID) && !processAlive(childPID) }, 30*time.Second, 50*time.Millisecond,
+	require.Eventually(t, func() bool { return !proctree.Alive(agentPID) && !proctree.Alive(childPID) }, 30*time.Second, 50*time.Millisecond,
 		"agent %d or its child %d outlived the worker killed with SIGKILL", agentPID, childPID)
 }
 
@@ -84,11 +70,6 @@ func TestWorkerSIGTERMMidTurnShutsDownCleanly(t *testing.T) {
 	waitFor(t, id, func(ev signals.Event) bool { return ev.Kind == signals.EventAgentUpdate && ev.TurnID == 2 })
 	require.NoError(t, w.Process.Signal(syscall.SIGTERM))
 	require.NoError(t, w.Wait(), "the worker exits 0: no panic while its turn releases the agent Close stopped")
-	require.Eventually(t, func() bool { return !processAlive(agentPID) && !processAlive(childPID) }, 30*time.Second, 50*time.Millisecond,
+	require.Eventually(t, func() bool { return !proctree.Alive(agentPID) && !proctree.Alive(childPID) }, 30*time.Second, 50*time.Millisecond,
 		"agent %d or its child %d outlived the worker's shutdown", agentPID, childPID)
-}
-
-func readProcStat(pid int) (string, error) {
-	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
-	return string(b), err
 }

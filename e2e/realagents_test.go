@@ -28,6 +28,7 @@ import (
 
 	"github.com/tacp-dev/tacp/activities"
 	"github.com/tacp-dev/tacp/internal/fakemodel"
+	"github.com/tacp-dev/tacp/internal/proctree"
 	"github.com/tacp-dev/tacp/internal/tacpworker"
 	"github.com/tacp-dev/tacp/signals"
 )
@@ -316,38 +317,6 @@ func realSteer(t *testing.T, w *realAgentWorker) {
 	require.Equal(t, signals.HowInjected, d.How, "%+v", d)
 }
 
-// descendants returns the pids of pid's descendants.
-func descendants(pid int) []int {
-	children := map[int][]int{}
-	stats, _ := filepath.Glob("/proc/[0-9]*/stat")
-	for _, f := range stats {
-		b, err := os.ReadFile(f)
-		if err != nil {
-			continue
-		}
-		s := string(b)
-		i := strings.LastIndexByte(s, ')') // comm may hold spaces
-		if i < 0 {
-			continue
-		}
-		fields := strings.Fields(s[i+1:])
-		if len(fields) < 2 {
-			continue
-		}
-		p, _ := strconv.Atoi(filepath.Base(filepath.Dir(f)))
-		pp, _ := strconv.Atoi(fields[1])
-		children[pp] = append(children[pp], p)
-	}
-	var out []int
-	queue := children[pid]
-	for len(queue) > 0 {
-		p := queue[0]
-		queue = append(queue[1:], children[p]...)
-		out = append(out, p)
-	}
-	return out
-}
-
 // alive returns the pids of pids that still run (zombies count as gone).
 func alive(pids []int) []int {
 	var out []int
@@ -384,7 +353,7 @@ func realFailover(t *testing.T, w *realAgentWorker) {
 		return chunks >= 3
 	})
 	before := waitRunning(t, id, 1)
-	agents := descendants(first.Process.Pid)
+	agents := proctree.Descendants(first.Process.Pid)
 	require.NotEmpty(t, agents, "the first worker runs the agent")
 	w.realWorkerProcess(t, queue)
 	require.NoError(t, first.Process.Signal(syscall.SIGKILL))
@@ -448,7 +417,7 @@ func realSIGTERM(t *testing.T, w *realAgentWorker) {
 		}
 		return chunks >= 3
 	})
-	agents := descendants(cmd.Process.Pid)
+	agents := proctree.Descendants(cmd.Process.Pid)
 	require.NotEmpty(t, agents)
 	t.Cleanup(func() {
 		for _, p := range alive(agents) {
