@@ -95,6 +95,21 @@ func (r *Renderer) Render(ev signals.Event) {
 		var d signals.SteerDeliveredData
 		_ = json.Unmarshal(ev.Data, &d)
 		r.line("[steer %d.%d delivered: %s]", ev.TurnID, d.Offset, d.How)
+	case signals.EventAgentSettings:
+		var d signals.AgentSettings
+		_ = json.Unmarshal(ev.Data, &d)
+		// Capabilities alone are for editors, not for a person's transcript.
+		if text := DescribeSettings(d); text != "" {
+			r.line("[agent offers %s]", text)
+		}
+	case signals.EventModeChanged:
+		var d signals.ModeChangedData
+		_ = json.Unmarshal(ev.Data, &d)
+		r.line("[mode %s%s]", d.ModeID, by(d.ViewerID))
+	case signals.EventConfigOptionChanged:
+		var d signals.ConfigOptionChangedData
+		_ = json.Unmarshal(ev.Data, &d)
+		r.line("[%s %s%s]", d.ConfigID, d.Value, by(d.ViewerID))
 	case "gap":
 		r.line("[older events trimmed]")
 	default:
@@ -151,4 +166,52 @@ func Compact(raw json.RawMessage) string {
 		return string(raw[:200]) + "…"
 	}
 	return string(raw)
+}
+
+// by names who made a change ("" when the agent did).
+func by(viewer string) string {
+	if viewer == "" {
+		return ""
+	}
+	return " (by " + viewer + ")"
+}
+
+// DescribeSettings is what an agent offers, for a person: "modes default, plan (current
+// plan); model sonnet; 3 commands". Empty when it offers nothing a person chooses.
+func DescribeSettings(s signals.AgentSettings) string {
+	var parts []string
+	if len(s.Modes) > 0 {
+		ids := make([]string, 0, len(s.Modes))
+		for _, raw := range s.Modes {
+			var m struct {
+				ID string `json:"id"`
+			}
+			if json.Unmarshal(raw, &m) == nil && m.ID != "" {
+				ids = append(ids, m.ID)
+			}
+		}
+		part := "modes " + strings.Join(ids, ", ")
+		if s.CurrentModeID != "" {
+			part += " (current " + s.CurrentModeID + ")"
+		}
+		parts = append(parts, part)
+	}
+	for _, raw := range s.ConfigOptions {
+		var o struct {
+			ID           string `json:"id"`
+			CurrentValue any    `json:"currentValue"`
+		}
+		if json.Unmarshal(raw, &o) != nil || o.ID == "" || o.ID == "mode" && len(s.Modes) > 0 {
+			continue // the mode option repeats the modes
+		}
+		parts = append(parts, fmt.Sprintf("%s %v", o.ID, o.CurrentValue))
+	}
+	switch n := len(s.AvailableCommands); n {
+	case 0:
+	case 1:
+		parts = append(parts, "1 command")
+	default:
+		parts = append(parts, fmt.Sprintf("%d commands", n))
+	}
+	return strings.Join(parts, "; ")
 }

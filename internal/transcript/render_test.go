@@ -30,3 +30,27 @@ func TestCompactCutsLongPayloads(t *testing.T) {
 	long := bytes.Repeat([]byte("x"), 300)
 	require.Equal(t, string(long[:200])+"…", Compact(long))
 }
+
+// agent.settings reads as what a person can choose; an offer of capabilities alone (an
+// editor's business) is left out rather than printed as JSON.
+func TestRendererNamesWhatTheAgentOffers(t *testing.T) {
+	var out bytes.Buffer
+	r := NewRenderer(&out, &out)
+	settings := func(s signals.AgentSettings) signals.Event {
+		raw, _ := json.Marshal(s)
+		return signals.Event{Kind: signals.EventAgentSettings, Data: raw}
+	}
+	r.Render(settings(signals.AgentSettings{PromptCapabilities: json.RawMessage(`{}`), McpCapabilities: json.RawMessage(`{}`)}))
+	r.Render(settings(signals.AgentSettings{
+		Modes:         []json.RawMessage{json.RawMessage(`{"id":"default","name":"Default"}`), json.RawMessage(`{"id":"plan","name":"Plan"}`)},
+		CurrentModeID: "default",
+		ConfigOptions: []json.RawMessage{
+			json.RawMessage(`{"id":"mode","type":"select","currentValue":"default"}`),
+			json.RawMessage(`{"id":"model","type":"select","currentValue":"sonnet"}`),
+		},
+		AvailableCommands: []json.RawMessage{json.RawMessage(`{"name":"init"}`)},
+	}))
+	changed, _ := json.Marshal(signals.ConfigOptionChangedData{ConfigID: "model", Value: "opus", ViewerID: "zed-1"})
+	r.Render(signals.Event{Kind: signals.EventConfigOptionChanged, Data: changed})
+	require.Equal(t, "[agent offers modes default, plan (current default); model sonnet; 1 command]\n[model opus (by zed-1)]\n", out.String())
+}
