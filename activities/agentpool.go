@@ -33,7 +33,9 @@ type hostedAgent struct {
 	mcpKey   []byte
 	busy     bool
 	lastUsed time.Time
-	between  *batcher
+	// closed: the session closed while a turn held the agent; release stops it.
+	closed  bool
+	between *batcher
 }
 
 // reap stops agents idle past IdleTTL.
@@ -124,10 +126,10 @@ func (h *Host) acquire(ctx context.Context, sessionID string, argv, env []string
 	if err := proc.initialize(ctx); err != nil {
 		select { // an agent that died says more by its exit than by the broken pipe
 		case <-proc.exited:
-			err = fmt.Errorf("%w before answering initialize", proc.exitErr())
+			err = proc.withPrinted(fmt.Errorf("%w before answering initialize", proc.exitErr()))
 		case <-time.After(100 * time.Millisecond):
 			if ctx.Err() != nil {
-				err = errors.New("agent did not answer initialize in time")
+				err = proc.withPrinted(errors.New("agent did not answer initialize in time"))
 			}
 		}
 		proc.stop(0)
@@ -163,7 +165,8 @@ func (h *Host) release(a *hostedAgent, keep bool) {
 	a.client.setTurn(nil)
 	h.mu.Lock()
 	a.busy, a.lastUsed = false, time.Now()
-	if !keep || !a.proc.alive() {
+	closed := a.closed
+	if !keep || closed || !a.proc.alive() {
 		if h.agents[a.sessionID] == a {
 			delete(h.agents, a.sessionID)
 		}
@@ -171,7 +174,12 @@ func (h *Host) release(a *hostedAgent, keep bool) {
 	}
 	h.mu.Unlock()
 	if !keep {
-		go a.shutdown(2 * time.Second)
+		go func() {
+			if closed {
+				a.closeSession(context.Background())
+			}
+			a.shutdown(2 * time.Second)
+		}()
 	}
 }
 
@@ -180,24 +188,56 @@ func (a *hostedAgent) shutdown(grace time.Duration) {
 	_, _ = a.between.close()
 }
 
-// ReleaseAgent stops a session's idle agent on this host: the session's turn ran on another
-// host (NewHost), so this agent would only hold memory until its idle TTL (no orphans). A
-// busy agent is left alone: its turn ends it or keeps it.
-func (h *Host) ReleaseAgent(_ context.Context, req signals.ReleaseAgentRequest) error {
+// ReleaseAgent stops a session's agent on this host. A session whose turn ran on another
+// host (NewHost) has its idle agent stopped, which would only hold memory until its idle
+// TTL (no orphans); a busy one is left alone: its turn ends it or keeps it. A closed
+// session's agent is ended whatever it is doing: its agent session closed with
+// session/close where the agent offers it (the agent's own clean-up: its subprocesses, its
+// files), then its process stopped; a busy one is stopped when its turn lets it go.
+func (h *Host) ReleaseAgent(ctx context.Context, req signals.ReleaseAgentRequest) error {
 	h.init()
-	if req.NewHost == h.Queue {
+	if !req.Closed && req.NewHost == h.Queue {
 		return nil
 	}
 	h.mu.Lock()
 	a, ok := h.agents[req.SessionID]
-	stop := ok && !a.busy
+	stop := ok && (!a.busy || req.Closed)
 	if stop {
 		delete(h.agents, req.SessionID)
+		a.closed = req.Closed
 	}
+	busy := stop && a.busy
 	h.mu.Unlock()
-	if stop {
+	switch {
+	case !stop:
+		return nil
+	case busy:
+		// Out of the pool: release stops it (it is no longer the session's agent).
+		h.Logger.Info("the session closed: its agent stops when its turn ends", "session", req.SessionID)
+		return nil
+	case req.Closed:
+		h.Logger.Info("stopping the agent of a closed session", "session", req.SessionID)
+		a.closeSession(ctx)
+		a.shutdown(2 * time.Second)
+	default:
 		h.Logger.Info("stopping the agent of a session that moved to another worker", "session", req.SessionID, "to", req.NewHost)
 		go a.shutdown(2 * time.Second)
 	}
 	return nil
 }
+
+// closeSession ends the agent's session with session/close where the agent offers it,
+// bounded by closeWait: an agent that does not answer is stopped all the same.
+func (a *hostedAgent) closeSession(ctx context.Context) {
+	if a.acpSession == "" || a.proc.caps.AgentCapabilities.SessionCapabilities.Close == nil || !a.proc.alive() {
+		return
+	}
+	ctx, cancel := context.WithTimeout(ctx, closeWait)
+	defer cancel()
+	if _, err := a.proc.conn.CloseSession(ctx, acp.CloseSessionRequest{SessionId: a.acpSession}); err != nil {
+		a.proc.log.Info("session/close failed: stopping the agent all the same", "error", err)
+	}
+}
+
+// closeWait bounds an agent's answer to session/close.
+const closeWait = 2 * time.Second

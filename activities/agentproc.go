@@ -16,6 +16,7 @@ import (
 	"log/slog"
 	"os"
 	"os/exec"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -44,6 +45,7 @@ type agentProc struct {
 	waitMu sync.Mutex
 	err    error
 	log    *slog.Logger
+	stderr *logWriter
 	// offerFS: initialize offers the client's files (the session's workspace).
 	offerFS bool
 }
@@ -57,7 +59,8 @@ func startAgent(argv, env []string, dir string, client acp.Client, log *slog.Log
 	cmd := exec.Command(argv[0], argv[1:]...)
 	cmd.Dir = dir
 	cmd.Env = env
-	cmd.Stderr = &logWriter{log: log}
+	stderr := &logWriter{log: log}
+	cmd.Stderr = stderr
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	stdin, err := cmd.StdinPipe()
 	if err != nil {
@@ -74,7 +77,7 @@ func startAgent(argv, env []string, dir string, client acp.Client, log *slog.Log
 	pgid := cmd.Process.Pid
 	reap := theReaper(log)
 	reap.watch(pgid)
-	p := &agentProc{cmd: cmd, stdin: stdin, exited: make(chan struct{}), log: log, offerFS: true}
+	p := &agentProc{cmd: cmd, stdin: stdin, exited: make(chan struct{}), log: log, offerFS: true, stderr: stderr}
 	if hc, ok := client.(*hostClient); ok && hc.sandbox == nil {
 		p.offerFS = false // a profile that keeps the agent on its own files (Profile.ClientFS)
 	}
@@ -243,6 +246,14 @@ func (p *agentProc) exitErr() error {
 	return fmt.Errorf("agent exited: %w", p.err)
 }
 
+// withPrinted adds what the agent last printed on stderr to err.
+func (p *agentProc) withPrinted(err error) error {
+	if out := p.stderr.printed(); out != "" {
+		return fmt.Errorf("%w; it printed: %s", err, out)
+	}
+	return err
+}
+
 // stop ends the process: it closes stdin (a polite agent exits), then kills its process
 // group after grace.
 func (p *agentProc) stop(grace time.Duration) {
@@ -256,11 +267,20 @@ func (p *agentProc) stop(grace time.Duration) {
 	}
 }
 
-// logWriter sends the agent's stderr to the worker's log, a line per record.
+// logWriter sends the agent's stderr to the worker's log, a line per record, and keeps its
+// last lines: an agent that dies or never answers initialize is reported with what it
+// printed (a missing key, a crash), not only with its exit status.
 type logWriter struct {
-	log *slog.Logger
-	buf []byte
+	log  *slog.Logger
+	buf  []byte
+	mu   sync.Mutex
+	tail []string // the last stderrTailLines lines, each at most stderrTailLine bytes
 }
+
+const (
+	stderrTailLines = 8
+	stderrTailLine  = 512
+)
 
 func (w *logWriter) Write(b []byte) (int, error) {
 	w.buf = append(w.buf, b...)
@@ -269,12 +289,36 @@ func (w *logWriter) Write(b []byte) (int, error) {
 		if i < 0 {
 			break
 		}
-		w.log.Debug("agent stderr", "line", string(w.buf[:i]))
+		w.line(w.buf[:i])
 		w.buf = w.buf[i+1:]
 	}
 	if len(w.buf) > 8<<10 {
-		w.log.Debug("agent stderr", "line", string(w.buf))
+		w.line(w.buf)
 		w.buf = nil
 	}
 	return len(b), nil
+}
+
+func (w *logWriter) line(b []byte) {
+	w.log.Debug("agent stderr", "line", string(b))
+	line := string(bytes.TrimSpace(b))
+	if line == "" {
+		return
+	}
+	if len(line) > stderrTailLine {
+		line = line[:stderrTailLine] + "…"
+	}
+	w.mu.Lock()
+	w.tail = append(w.tail, line)
+	if len(w.tail) > stderrTailLines {
+		w.tail = w.tail[len(w.tail)-stderrTailLines:]
+	}
+	w.mu.Unlock()
+}
+
+// printed is the agent's last lines on stderr, joined ("" when it printed nothing).
+func (w *logWriter) printed() string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return strings.Join(w.tail, " | ")
 }

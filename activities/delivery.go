@@ -46,7 +46,8 @@ func (h *Host) Deliver(ctx context.Context, d signals.Delivery) (signals.Deliver
 		if d.Choices == nil || lt.applySettings == nil {
 			return signals.DeliveryResult{Taken: d.Async}, nil
 		}
-		return signals.DeliveryResult{Taken: d.Async}, lt.applySettings(ctx, *d.Choices)
+		settings, err := lt.applySettings(ctx, *d.Choices)
+		return signals.DeliveryResult{Taken: d.Async, Settings: settings}, err
 	}
 	return signals.DeliveryResult{}, temporal.NewNonRetryableApplicationError("unknown delivery kind "+d.Kind, "invalid_request", nil)
 }

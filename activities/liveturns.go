@@ -35,7 +35,8 @@ type liveTurn struct {
 	// watch names the turn's tool calls (from their tool_call updates).
 	watch *turnObserver
 	// applySettings sets a mode or config value chosen while the turn runs in its agent.
-	applySettings func(ctx context.Context, c signals.SessionChoices) error
+	// It returns the agent's offer after the change.
+	applySettings func(ctx context.Context, c signals.SessionChoices) (*signals.AgentSettings, error)
 }
 
 // steerRequest is a steer on its way into the turn. A synchronous one is answered on reply;

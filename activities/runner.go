@@ -39,7 +39,7 @@ const (
 	// streaming on it: up to 20 turns flush every 100 ms, 50 every 250 ms.
 	DefaultMaxFlushRate = 200
 	DefaultCancelGrace  = 30 * time.Second
-	DefaultInitTimeout  = 30 * time.Second
+	DefaultInitTimeout  = time.Minute
 	heartbeatEvery      = time.Second
 )
 
@@ -144,6 +144,14 @@ func (r *Runner) runTurn(ctx context.Context, in signals.RunTurnInput) (signals.
 	attempt := in.AttemptBase + activity.GetInfo(ctx).Attempt
 	t := &turnRun{r: r, in: in, attempt: attempt, res: signals.RunTurnResult{Attempt: attempt, Host: r.Host.Queue}}
 	t.log = r.Logger.With("session", in.SessionID, "turn", in.TurnID, "attempt", attempt)
+	// The attempt beats from its first instruction: an agent's start, its session/load, the
+	// transcript carry-over and an authenticate may take longer than the heartbeat timeout
+	// on a loaded worker, and a quiet attempt is taken for a lost worker (another start, and
+	// another). Until this attempt knows better, it beats what the attempt before it knew,
+	// so that a retry after this one loads the same agent session.
+	t.before = t.progressBefore(ctx)
+	beat := startHeartbeat(ctx, t.before)
+	defer beat.stop()
 	setup, err := t.prepare(ctx)
 	if err != nil {
 		return t.res, err
@@ -161,7 +169,7 @@ func (r *Runner) runTurn(ctx context.Context, in signals.RunTurnInput) (signals.
 	}
 	keep := true
 	defer func() { r.Host.release(ag, keep) }()
-	sid, started, prompt, err := t.open(setupCtx, ctx, ag, setup)
+	sid, started, prompt, err := t.open(setupCtx, ag, setup)
 	if err != nil {
 		keep = false
 		return t.finish(err)
@@ -171,10 +179,10 @@ func (r *Runner) runTurn(ctx context.Context, in signals.RunTurnInput) (signals.
 	ag.client.setTurn(lt)
 	defer t.reportStarted(sendCtx, started)()
 
-	// PromptSent is recorded with the first heartbeat: the request is written before the
-	// prompt's answer is awaited.
-	beat := signals.TurnProgress{AgentSessionID: t.res.AgentSessionID, PromptSent: true}
-	defer heartbeat(ctx, beat)()
+	// PromptSent is recorded before the prompt is written: the request is written before
+	// the prompt's answer is awaited.
+	progress := signals.TurnProgress{AgentSessionID: t.res.AgentSessionID, PromptSent: true}
+	beat.set(progress)
 	shell := newTurnShell(r, ag, sid, lt, prompt, t.log)
 	shell.outcome = func(ctx context.Context, o signals.DeliveryOutcome) {
 		if err := r.signal(ctx, in.SessionWorkflowID, signals.SignalDeliveryOutcome, o); err != nil {
@@ -183,7 +191,7 @@ func (r *Runner) runTurn(ctx context.Context, in signals.RunTurnInput) (signals.
 	}
 	end := shell.run(ctx)
 	keep = end.Keep
-	return t.ended(end, ag.proc, beat)
+	return t.ended(end, ag.proc, progress)
 }
 
 // turnRun is one attempt of a turn while runTurn sets it up and ends it.
@@ -191,10 +199,13 @@ type turnRun struct {
 	r       *Runner
 	in      signals.RunTurnInput
 	attempt int32
-	log     *slog.Logger
-	res     signals.RunTurnResult
-	b       *batcher
-	watch   *turnObserver
+	// before is what the attempt before this one knew (its heartbeats, or the TurnWorkflow's
+	// Resume when it ran on the previous host's queue).
+	before signals.TurnProgress
+	log    *slog.Logger
+	res    signals.RunTurnResult
+	b      *batcher
+	watch  *turnObserver
 }
 
 // turnSetup is what the worker admitted a turn with.
@@ -311,7 +322,7 @@ func (t *turnRun) ended(end turnEnd, proc *agentProc, beat signals.TurnProgress)
 	case end.Err != nil:
 		return t.finish(t.r.agentErr(proc, end.Err, t.res))
 	case end.Exited:
-		return t.finish(t.fail(fmt.Errorf("%w during the turn", proc.exitErr())))
+		return t.finish(t.fail(proc.withPrinted(fmt.Errorf("%w during the turn", proc.exitErr()))))
 	}
 	t.res.StopReason = end.StopReason
 	return t.finish(nil)
@@ -319,17 +330,10 @@ func (t *turnRun) ended(end turnEnd, proc *agentProc, beat signals.TurnProgress)
 
 // open opens the agent session of the turn (openSession) and applies the session's choices
 // to it: the turn_started signal and the prompt to send follow from how it opened.
-func (t *turnRun) open(setupCtx, ctx context.Context, ag *hostedAgent, s turnSetup) (acp.SessionId, signals.TurnStartedSignal, []acp.ContentBlock, error) {
-	r, proc := t.r, ag.proc
-	// A retry after a lost worker loads the agent session the lost attempt had, which it
-	// recorded in its heartbeats (or, when it ran on the previous host's queue, the
-	// TurnWorkflow passed on), and learns whether the prompt had reached it.
-	var before signals.TurnProgress
-	if activity.HasHeartbeatDetails(ctx) {
-		_ = activity.GetHeartbeatDetails(ctx, &before)
-	} else if t.in.Resume != nil {
-		before = *t.in.Resume
-	}
+func (t *turnRun) open(setupCtx context.Context, ag *hostedAgent, s turnSetup) (acp.SessionId, signals.TurnStartedSignal, []acp.ContentBlock, error) {
+	r, proc, before := t.r, ag.proc, t.before
+	// A retry after a lost worker loads the agent session the lost attempt had and learns
+	// whether the prompt had reached it (progressBefore).
 	if t.in.AgentSessionID == "" {
 		t.in.AgentSessionID = before.AgentSessionID
 	}
@@ -340,6 +344,9 @@ func (t *turnRun) open(setupCtx, ctx context.Context, ag *hostedAgent, s turnSet
 		t.watch.observe(raw)
 		if o := ag.offer.Load(); o != nil {
 			o.observe(raw)
+			if o.answersOwnChange(raw) {
+				return
+			}
 		}
 		t.b.add(raw)
 	})
@@ -395,12 +402,13 @@ func (t *turnRun) register(ag *hostedAgent, sid acp.SessionId, dir string) *live
 	}
 	home, _ := os.UserHomeDir()
 	lt.reach = func(toolCall json.RawMessage) string { return ToolCallReach(toolCall, dir, home) }
-	lt.applySettings = func(ctx context.Context, c signals.SessionChoices) error {
+	lt.applySettings = func(ctx context.Context, c signals.SessionChoices) (*signals.AgentSettings, error) {
 		o := ag.offer.Load()
 		if o == nil {
-			return errors.New("the agent session offers nothing to set")
+			return nil, errors.New("the agent session offers nothing to set")
 		}
-		return o.apply(ctx, ag.proc.conn, sid, c)
+		err := o.apply(ctx, ag.proc.conn, sid, c)
+		return o.report(ag.proc.caps), err
 	}
 	return lt
 }
@@ -427,26 +435,57 @@ func (t *turnRun) reportStarted(sendCtx context.Context, started signals.TurnSta
 	}
 }
 
-// heartbeat records beat now and then every heartbeatEvery until stop is called. Heartbeats
-// beat on their own: nothing the turn's loop waits for (a write to an agent that stopped
-// reading its stdin) may starve them, or a healthy worker's turn is taken for lost.
-func heartbeat(ctx context.Context, beat signals.TurnProgress) (stop func()) {
+// progressBefore is what the attempt before this one knew: the last heartbeat of this
+// activity's earlier attempt, or, when that ran on the previous host's queue, what the
+// TurnWorkflow passed on.
+func (t *turnRun) progressBefore(ctx context.Context) signals.TurnProgress {
+	var before signals.TurnProgress
+	if activity.HasHeartbeatDetails(ctx) {
+		_ = activity.GetHeartbeatDetails(ctx, &before)
+	} else if t.in.Resume != nil {
+		before = *t.in.Resume
+	}
+	return before
+}
+
+// heartbeat records the attempt's progress now and then every heartbeatEvery until stop.
+// Heartbeats beat on their own: nothing the turn waits for (an agent slow to start, a write
+// to an agent that stopped reading its stdin) may starve them, or a healthy worker's turn
+// is taken for lost.
+type heartbeat struct {
+	ctx  context.Context
+	beat atomic.Pointer[signals.TurnProgress]
+	done chan struct{}
+	once sync.Once
+}
+
+// startHeartbeat records beat and keeps recording the latest progress (set) until stop.
+func startHeartbeat(ctx context.Context, beat signals.TurnProgress) *heartbeat {
+	h := &heartbeat{ctx: ctx, done: make(chan struct{})}
+	h.beat.Store(&beat)
 	activity.RecordHeartbeat(ctx, beat)
-	done := make(chan struct{})
 	go func() {
-		hb := time.NewTicker(heartbeatEvery)
-		defer hb.Stop()
+		tick := time.NewTicker(heartbeatEvery)
+		defer tick.Stop()
 		for {
 			select {
-			case <-hb.C:
-				activity.RecordHeartbeat(ctx, beat)
-			case <-done:
+			case <-tick.C:
+				activity.RecordHeartbeat(ctx, *h.beat.Load())
+			case <-h.done:
 				return
 			}
 		}
 	}()
-	return func() { close(done) }
+	return h
 }
+
+// set records p now and in every heartbeat after.
+func (h *heartbeat) set(p signals.TurnProgress) {
+	h.beat.Store(&p)
+	activity.RecordHeartbeat(h.ctx, p)
+}
+
+func (h *heartbeat) stop() { h.once.Do(func() { close(h.done) }) }
 
 // isCancelRequest reports whether an activity context ended because the workflow asked for
 // the cancellation (the cancel backstop), rather than because the attempt was lost.
@@ -564,7 +603,7 @@ func (r *Runner) agentErr(proc *agentProc, err error, res signals.RunTurnResult)
 		}
 	}
 	if !proc.alive() {
-		msg = proc.exitErr().Error() + ": " + msg
+		msg = proc.withPrinted(fmt.Errorf("%w: %s", proc.exitErr(), msg)).Error()
 	}
 	return temporal.NewNonRetryableApplicationError("agent: "+msg, signals.TypeAgentError, nil, res)
 }

@@ -14,6 +14,7 @@ import (
 	"log/slog"
 	"strconv"
 	"sync"
+	"sync/atomic"
 
 	acp "github.com/coder/acp-go-sdk"
 
@@ -31,6 +32,29 @@ type agentOffer struct {
 	models  *acp.SessionModelState
 	// fresh is set when the agent session was just opened: its offer goes to the session.
 	fresh bool
+	// applying counts tacp's own changes in flight (apply): the settings updates the agent
+	// sends meanwhile answer them (claude-agent-acp publishes config_option_update before
+	// it answers set_mode, the model in it as it was before tacp sets it next).
+	applying atomic.Int32
+}
+
+// answersOwnChange reports whether raw, a session/update, is the agent's answer to a change
+// tacp is making: it is not a change of the agent's and is not journaled as one (the
+// session learns the result from tacp's own report: turn_started's settings, the delivery's
+// outcome). What the agent changes by itself, outside tacp's requests, is journaled.
+func (o *agentOffer) answersOwnChange(raw json.RawMessage) bool {
+	if o.applying.Load() == 0 {
+		return false
+	}
+	var n struct {
+		Update struct {
+			Kind string `json:"sessionUpdate"`
+		} `json:"update"`
+	}
+	if json.Unmarshal(raw, &n) != nil {
+		return false
+	}
+	return n.Update.Kind == "config_option_update" || n.Update.Kind == "current_mode_update"
 }
 
 // offerOf reads a session/new or session/load answer.
@@ -92,6 +116,8 @@ func (o *agentOffer) current(id string) (string, bool) {
 // session/set_config_option, or the legacy session/set_model for an agent that offers
 // models and no model config option. The first error stops it.
 func (o *agentOffer) apply(ctx context.Context, conn *acp.ClientSideConnection, sid acp.SessionId, c signals.SessionChoices) error {
+	o.applying.Add(1)
+	defer o.applying.Add(-1)
 	o.mu.Lock()
 	setMode := c.ModeID != "" && (o.modes == nil || string(o.modes.CurrentModeId) != c.ModeID)
 	o.mu.Unlock()

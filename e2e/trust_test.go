@@ -154,6 +154,24 @@ func TestTrustAnEditorsCwdOutsideTheRootsIsRefused(t *testing.T) {
 	require.Contains(t, strings.Join(p.texts(false), ""), "pwd: "+filepath.Join(tw.root, "editor"))
 }
 
+// A refused MCP server is refused with its reason in the error's message, which is what an
+// editor shows (not only in error.data): the server's name and the worker flag that allows it.
+func TestTrustARefusedMCPServerSaysWhyInItsMessage(t *testing.T) {
+	t.Parallel()
+	tw := newTrustWorker(t)
+	p := startACP(t, "--task-queue", tw.queue)
+	_, err := p.conn.NewSession(ctxFor(t, 30*time.Second), acp.NewSessionRequest{
+		Cwd:        filepath.Join(tw.root, "editor"),
+		McpServers: []acp.McpServer{{Http: &acp.McpServerHttpInline{Name: "github", Type: "http", Url: "http://127.0.0.1:1/mcp", Headers: []acp.HttpHeader{}}}},
+	})
+	var reqErr *acp.RequestError
+	require.ErrorAs(t, err, &reqErr)
+	require.Equal(t, -32602, reqErr.Code)
+	require.Contains(t, reqErr.Message, `MCP server "github" refused`)
+	require.Contains(t, reqErr.Message, "-mcp")
+	require.NoFileExists(t, tw.marker)
+}
+
 func TestTrustReadsOutsideTheWorkspaceAreAsked(t *testing.T) {
 	t.Parallel()
 	tw := newTrustWorker(t)

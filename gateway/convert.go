@@ -131,7 +131,7 @@ func outcomeOf(ev signals.Event) turnOutcome {
 	case signals.EventTurnFailed:
 		var d signals.TurnFailedData
 		_ = json.Unmarshal(ev.Data, &d)
-		return turnOutcome{err: &acp.RequestError{Code: codeTurnFailed, Message: "turn failed", Data: map[string]any{"error": d.Error, "turn_id": ev.TurnID}}}
+		return turnOutcome{err: &acp.RequestError{Code: codeTurnFailed, Message: "turn failed: " + d.Error, Data: map[string]any{"error": d.Error, "turn_id": ev.TurnID}}}
 	default:
 		return turnOutcome{err: &acp.RequestError{Code: codeTurnFailed, Message: "session closed", Data: map[string]any{"turn_id": ev.TurnID}}}
 	}
@@ -148,7 +148,8 @@ const (
 )
 
 // rpcErr turns an error from signals.Client into a JSON-RPC error: rejections keep their
-// type and details in data, unknown sessions are "resource not found".
+// type and details in data, unknown sessions are "resource not found". The reason is in
+// the message too, after the code's name: editors show message, not data.
 func rpcErr(err error) error {
 	if err == nil {
 		return nil
@@ -160,23 +161,30 @@ func rpcErr(err error) error {
 		}
 		switch rej.Type {
 		case signals.RejectUnknownSession:
-			return &acp.RequestError{Code: codeNotFound, Message: "Resource not found", Data: data}
+			return rpcError(codeNotFound, "Resource not found", rej.Message, data)
 		case signals.RejectInvalidRequest:
-			return &acp.RequestError{Code: codeInvalidParams, Message: "Invalid params", Data: data}
+			return rpcError(codeInvalidParams, "Invalid params", rej.Message, data)
 		case signals.RejectForbidden:
-			return &acp.RequestError{Code: codeForbidden, Message: "Forbidden", Data: data}
+			return rpcError(codeForbidden, "Forbidden", rej.Message, data)
 		}
-		return &acp.RequestError{Code: codeRejected, Message: rej.Type + ": " + rej.Message, Data: data}
+		return rpcError(codeRejected, rej.Type, rej.Message, data)
 	}
-	return &acp.RequestError{Code: codeInternalError, Message: "Internal error", Data: map[string]any{"error": err.Error()}}
+	return rpcError(codeInternalError, "Internal error", err.Error(), map[string]any{"error": err.Error()})
+}
+
+// rpcError is a JSON-RPC error whose message is "name: reason".
+func rpcError(code int, name, reason string, data map[string]any) *acp.RequestError {
+	return &acp.RequestError{Code: code, Message: name + ": " + reason, Data: data}
 }
 
 func invalidParams(format string, args ...any) error {
-	return &acp.RequestError{Code: codeInvalidParams, Message: "Invalid params", Data: map[string]any{"error": fmt.Sprintf(format, args...)}}
+	reason := fmt.Sprintf(format, args...)
+	return rpcError(codeInvalidParams, "Invalid params", reason, map[string]any{"error": reason})
 }
 
 func forbidden(what string) error {
-	return &acp.RequestError{Code: codeForbidden, Message: "Forbidden", Data: map[string]any{"type": signals.RejectForbidden, "error": "this connection observes (--observe): it cannot " + what}}
+	reason := "this connection observes (--observe): it cannot " + what
+	return rpcError(codeForbidden, "Forbidden", reason, map[string]any{"type": signals.RejectForbidden, "error": reason})
 }
 
 func truncate(s string, n int) string {

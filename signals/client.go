@@ -266,6 +266,9 @@ type SessionInfo struct {
 	// the session's state last changed (zero for sessions whose worker predates them).
 	LastOutcome  string    `json:"last_outcome,omitempty"`
 	LastActivity time.Time `json:"last_activity,omitempty"`
+	// Ended says how a session that did not close ended ("failed: invalid session config:
+	// …", "was terminated: …"); empty for running and closed sessions.
+	Ended string `json:"ended,omitempty"`
 }
 
 // List lists sessions from visibility, newest first (at most limit; 0 means 100).
@@ -323,6 +326,8 @@ func (c *Client) ListWhere(ctx context.Context, where string, limit int) ([]Sess
 				info.State = StateClosed
 				if e.GetStatus() != enumspb.WORKFLOW_EXECUTION_STATUS_COMPLETED {
 					info.State = strings.ToLower(strings.TrimPrefix(e.GetStatus().String(), "WORKFLOW_EXECUTION_STATUS_")) // failed, terminated, …
+					// Rare rows: one history read each says why (a refused config, a failed run).
+					info.Ended = c.endReason(ctx, e.GetExecution().GetWorkflowId(), e.GetExecution().GetRunId(), e.GetStatus())
 				}
 			}
 			out = append(out, info)
@@ -402,14 +407,59 @@ func (c *Client) mapErr(ctx context.Context, sessionID string, err error) error 
 		return rej
 	}
 	var notFound *serviceerror.NotFound
-	if errors.As(err, &notFound) {
-		d, derr := c.Temporal.DescribeWorkflowExecution(ctx, SessionWorkflowID(sessionID), "")
-		if derr == nil && d.GetWorkflowExecutionInfo().GetStatus() != enumspb.WORKFLOW_EXECUTION_STATUS_RUNNING {
-			return Reject(RejectSessionClosed, "session %s is closed", sessionID)
+	var queryFailed *serviceerror.QueryFailed
+	switch {
+	case errors.As(err, &notFound):
+		if rej := c.ended(ctx, sessionID); rej != nil {
+			return rej
 		}
 		return Reject(RejectUnknownSession, "no session %s", sessionID)
+	case errors.As(err, &queryFailed):
+		// A session whose workflow failed before it registered its queries (a refused
+		// config) answers none: say why it ended, not "unknown queryType".
+		if rej := c.ended(ctx, sessionID); rej != nil && rej.Type == RejectSessionFailed {
+			return rej
+		}
 	}
 	return err
+}
+
+// ended is the rejection of a request to a session whose workflow is no longer running:
+// session_closed when it completed (closed), session_failed with the reason when it
+// failed, was terminated or timed out. nil: it runs, or there is no such session.
+func (c *Client) ended(ctx context.Context, sessionID string) *Rejection {
+	d, err := c.Temporal.DescribeWorkflowExecution(ctx, SessionWorkflowID(sessionID), "")
+	if err != nil {
+		return nil
+	}
+	info := d.GetWorkflowExecutionInfo()
+	switch info.GetStatus() {
+	case enumspb.WORKFLOW_EXECUTION_STATUS_RUNNING:
+		return nil
+	case enumspb.WORKFLOW_EXECUTION_STATUS_COMPLETED, enumspb.WORKFLOW_EXECUTION_STATUS_CONTINUED_AS_NEW:
+		return Reject(RejectSessionClosed, "session %s is closed", sessionID)
+	}
+	return Reject(RejectSessionFailed, "session %s %s", sessionID, c.endReason(ctx, info.GetExecution().GetWorkflowId(), info.GetExecution().GetRunId(), info.GetStatus()))
+}
+
+// endReason says how a workflow run that did not complete ended, from its close event:
+// "failed: invalid session config: …", "was terminated: …", "timed out".
+func (c *Client) endReason(ctx context.Context, workflowID, runID string, status enumspb.WorkflowExecutionStatus) string {
+	what := strings.ReplaceAll(strings.ToLower(strings.TrimPrefix(status.String(), "WORKFLOW_EXECUTION_STATUS_")), "_", " ")
+	it := c.Temporal.GetWorkflowHistory(ctx, workflowID, runID, false, enumspb.HISTORY_EVENT_FILTER_TYPE_CLOSE_EVENT)
+	for it.HasNext() {
+		ev, err := it.Next()
+		if err != nil {
+			break
+		}
+		if a := ev.GetWorkflowExecutionFailedEventAttributes(); a != nil {
+			return "failed: " + a.GetFailure().GetMessage()
+		}
+		if a := ev.GetWorkflowExecutionTerminatedEventAttributes(); a != nil {
+			return "was terminated: " + orDefault(a.GetReason(), "no reason given")
+		}
+	}
+	return what
 }
 
 func orDefault(s, def string) string {

@@ -81,6 +81,9 @@ type Delivery struct {
 type DeliveryResult struct {
 	How   string `json:"how,omitempty"`
 	Taken bool   `json:"taken,omitempty"`
+	// Settings is the agent's offer once a settings delivery is applied: tacp's own report
+	// of the change (the agent's answers to it are not journaled as its own changes).
+	Settings *AgentSettings `json:"settings,omitempty"`
 }
 
 // DeliveryOutcome is the payload of the delivery_outcome signal: how an Async steer went

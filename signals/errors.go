@@ -21,6 +21,10 @@ const (
 	RejectForbidden        = "forbidden"
 	// RejectUnknownSession is raised by the client, not the workflow: no such session.
 	RejectUnknownSession = "unknown_session"
+	// RejectSessionFailed is raised by the client, not the workflow: the session's workflow
+	// failed (its config was refused when it started, or its run failed) or was terminated
+	// or timed out; the message says why.
+	RejectSessionFailed = "session_failed"
 )
 
 // Rejection is a request the session refused. It changed nothing and, for an update, wrote

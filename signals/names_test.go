@@ -159,6 +159,7 @@ func TestNames_RejectionTypesMatchDesign(t *testing.T) {
 		RejectUnknownRequest:   "unknown_request",
 		RejectInvalidOption:    "invalid_option",
 		RejectForbidden:        "forbidden",
+		RejectSessionFailed:    "session_failed",
 	} {
 		require.Equal(t, want, got)
 	}

@@ -352,8 +352,11 @@ type TurnFinishedSignal struct {
 }
 
 // ReleaseAgentRequest is the argument of ReleaseAgent: the session whose idle agent the host
-// should stop, because a turn of it now runs on NewHost (no orphans).
+// should stop, because a turn of it now runs on NewHost (no orphans), or because the
+// session closed (Closed: its agent session is closed with session/close where the agent
+// offers it, and its process stopped, busy or not).
 type ReleaseAgentRequest struct {
 	SessionID string `json:"session_id"`
 	NewHost   string `json:"new_host,omitempty"`
+	Closed    bool   `json:"closed,omitempty"`
 }

@@ -39,6 +39,9 @@ func cmdList(ctx context.Context, e *env, fs *flag.FlagSet, args []string) int {
 				last = s.LastActivity.Local().Format("2006-01-02 15:04:05")
 			}
 			fmt.Fprintf(e.out, "%-32s %-10s turn %-4d last %-10s %-19s %s%s\n", s.SessionID, orDash(s.State), s.Turn, orDash(s.LastOutcome), last, orDash(s.Agent), awaitingNote(s.AwaitingApproval))
+			if s.Ended != "" {
+				fmt.Fprintf(e.out, "%-32s %s\n", "", s.Ended)
+			}
 		}
 	}
 	return exitOK

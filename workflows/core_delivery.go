@@ -265,6 +265,9 @@ func (s *sessionCore) delivered(now time.Time, d signals.Delivery, res signals.D
 	if err != nil {
 		s.env.warn("delivery failed", "kind", d.Kind, "turn", d.TurnID, "error", err)
 	}
+	if d.Kind == signals.DeliverSettings && res.Settings != nil {
+		s.settingsApplied(now, d.TurnID, res.Settings)
+	}
 	if d.Kind != signals.DeliverSteer {
 		return
 	}

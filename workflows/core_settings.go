@@ -75,6 +75,30 @@ func (s *sessionCore) offered(now time.Time, turnID int64, o *signals.AgentSetti
 	}
 }
 
+// settingsApplied takes the runner's report of the agent's offer after a settings delivery
+// was applied in the live agent. Choices made since, still to be delivered, are newer than
+// the report and stay in the view.
+func (s *sessionCore) settingsApplied(now time.Time, turnID int64, o *signals.AgentSettings) {
+	if !s.settingsOn() {
+		return
+	}
+	st := s.settings()
+	before := st.snapshot()
+	later := s.pendingSettings(turnID)
+	st.Offered(*o)
+	if later.ModeID != "" && st.CheckMode(later.ModeID) == nil {
+		st.SetMode(later.ModeID)
+	}
+	for _, c := range later.ConfigOptions {
+		if st.CheckConfig(c.ConfigID, c.Value) == nil {
+			st.SetConfig(c.ConfigID, c.Value)
+		}
+	}
+	if !bytes.Equal(before, st.snapshot()) {
+		s.journal(now, signals.EventAgentSettings, turnID, st.View())
+	}
+}
+
 // laterChoices is what was chosen and differs from what a turn's input (or a delivery)
 // carried.
 func laterChoices(chosen signals.SessionChoices, sent *signals.SessionChoices) signals.SessionChoices {

@@ -250,6 +250,7 @@ func (s *session) loop(ctx workflow.Context) error {
 		case cmdClose:
 			s.closeSession(workflow.Now(ctx))
 			s.upsertSearchAttributes(ctx)
+			s.stopAgent(ctx)
 			return workflow.Await(ctx, func() bool { return workflow.AllHandlersFinished(ctx) })
 		case cmdContinueAsNew:
 			return s.continueAsNew(ctx)
@@ -306,6 +307,31 @@ func (s *session) startTurn(ctx workflow.Context) {
 			s.turnWorkflowFailed(workflow.Now(ctx), turnID, err.Error())
 		})
 	})
+}
+
+// closeStopsAgentChange guards the ReleaseAgent a closing session sends the host that
+// holds its agent, for runs that closed without it.
+const closeStopsAgentChange = "close-stops-agent"
+
+// stopAgent ends a closed session's agent on the worker that holds it (its agent session
+// closed with session/close where the agent offers it, its process stopped), instead of
+// leaving it to the idle TTL. Best effort and bounded: a host that is gone took its agents
+// with it (the reaper).
+func (s *session) stopAgent(ctx workflow.Context) {
+	if s.AgentHost == "" || workflow.GetVersion(ctx, closeStopsAgentChange, workflow.DefaultVersion, 1) < 1 {
+		return
+	}
+	actx := workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
+		TaskQueue:              s.AgentHost,
+		ScheduleToStartTimeout: releaseTimeout,
+		StartToCloseTimeout:    releaseTimeout,
+		RetryPolicy:            &temporal.RetryPolicy{MaximumAttempts: 1},
+		Summary:                "end the closed session's agent on the worker that holds it",
+	})
+	err := workflow.ExecuteActivity(actx, signals.ActivityReleaseAgent, signals.ReleaseAgentRequest{SessionID: s.cfg.SessionID, Closed: true}).Get(actx, nil)
+	if err != nil {
+		workflow.GetLogger(ctx).Info("the closed session's agent was not stopped by its host (gone, or slow): its idle TTL will", "host", s.AgentHost, "error", err)
+	}
 }
 
 func (s *session) upsertSearchAttributes(ctx workflow.Context) {

@@ -33,6 +33,8 @@ type harness struct {
 	t   *testing.T
 	env *testsuite.TestWorkflowEnvironment
 	at  time.Duration
+	// released is what ReleaseAgent was asked, in order.
+	released []signals.ReleaseAgentRequest
 }
 
 func newHarness(t *testing.T) *harness {
@@ -43,7 +45,12 @@ func newHarness(t *testing.T) *harness {
 	env.RegisterWorkflowWithOptions(fakeTurn, workflow.RegisterOptions{Name: signals.TurnWorkflowType})
 	// The fake turns never end; the session abandons them as it does real ones.
 	env.SetDetachedChildWait(false)
-	return &harness{t: t, env: env}
+	h := &harness{t: t, env: env}
+	env.RegisterActivityWithOptions(func(_ context.Context, req signals.ReleaseAgentRequest) error {
+		h.released = append(h.released, req)
+		return nil
+	}, activity.RegisterOptions{Name: signals.ActivityReleaseAgent})
+	return h
 }
 
 // steerRunningTurn prompts turn 1, reports it running on host1 and steers it ("go left",
@@ -551,6 +558,8 @@ func TestSession_TurnFinishedNamesTheAgentsHost(t *testing.T) {
 	h.step(func() { require.Equal(t, "host-a", h.status().AgentHost) })
 	h.closeSession()
 	require.NoError(t, h.run(signals.SessionConfig{SessionID: "s1"}))
+	// Closed, the session ends its agent on the worker that holds it (not at the idle TTL).
+	require.Equal(t, []signals.ReleaseAgentRequest{{SessionID: "s1", Closed: true}}, h.released)
 }
 
 // Reference: DESIGN §6, Steer delivery, and signals/delivery.go (the async contract): the

@@ -139,6 +139,7 @@ func Main(args []string) int {
 	hold := fset.Bool("hold", false, "be that helper: ignore SIGINT, SIGTERM and SIGHUP and wait to be killed")
 	fset.BoolVar(&opts.IgnoreCancel, "ignore-cancel", false, "ignore session/cancel (a stuck agent, for tests of the client's kill backstop)")
 	fset.BoolVar(&opts.Commands, "commands", false, "send available_commands_update right after answering session/new and session/load")
+	startDelay := fset.Duration("start-delay", 0, "wait this long before reading the first request, as an agent slow to start does (a cold node, a loaded machine)")
 	fset.BoolVar(&opts.Settings, "settings", false, "offer modes (default, acceptEdits, plan) and config options (mode, model) as claude-agent-acp does, and honour set_mode and set_config_option")
 	if err := fset.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
@@ -174,6 +175,10 @@ func Main(args []string) int {
 		if err := os.MkdirAll(dir, 0o755); err == nil {
 			_ = os.WriteFile(filepath.Join(dir, fmt.Sprintf("start-%d-%d", os.Getpid(), time.Now().UnixNano())), nil, 0o644)
 		}
+	}
+	if *startDelay > 0 {
+		fmt.Fprintf(os.Stderr, "%s: starting slowly (%s)\n", DefaultName, *startDelay)
+		time.Sleep(*startDelay)
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()

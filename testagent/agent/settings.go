@@ -5,7 +5,8 @@ package agent
 // answers of session/new and session/load, starting at default and sonnet in every new
 // process (a mode is not kept across processes, as real agents do not keep it); it honours
 // session/set_mode and session/set_config_option (an unknown mode or value is invalid
-// params), advertises promptCapabilities {image, embeddedContext} and mcpCapabilities
+// params; set_mode publishes config_option_update with every option before it answers, as
+// claude-agent-acp 0.101.0 does), advertises promptCapabilities {image, embeddedContext} and mcpCapabilities
 // {http, sse}, and answers the directives
 //
 //	/settings            say "settings mode=<mode> model=<model>"
@@ -84,7 +85,15 @@ func (a *testAgent) SetSessionMode(_ context.Context, p acp.SetSessionModeReques
 	}
 	s.mu.Lock()
 	s.mode = string(p.ModeId)
+	opts := s.configOptions()
 	s.mu.Unlock()
+	// As claude-agent-acp does: the mode's change is published, before the answer, as a
+	// config_option_update listing every option with its current value — the model too,
+	// as it is now (a client that sets the model next has not yet).
+	_ = a.connection().SessionUpdate(context.Background(), acp.SessionNotification{
+		SessionId: p.SessionId,
+		Update:    acp.SessionUpdate{ConfigOptionUpdate: &acp.SessionConfigOptionUpdate{SessionUpdate: "config_option_update", ConfigOptions: opts}},
+	})
 	return acp.SetSessionModeResponse{}, nil
 }
 
