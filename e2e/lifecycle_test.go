@@ -73,3 +73,62 @@ func TestWorkerSIGTERMMidTurnShutsDownCleanly(t *testing.T) {
 	require.Eventually(t, func() bool { return !proctree.Alive(agentPID) && !proctree.Alive(childPID) }, 30*time.Second, 50*time.Millisecond,
 		"agent %d or its child %d outlived the worker's shutdown", agentPID, childPID)
 }
+
+// pidsOf runs /pids as turn n of session id and returns the agent's and its child's pids.
+func pidsOf(t *testing.T, qc *signals.Client, id string, n int64) (int, int) {
+	t.Helper()
+	_, err := qc.Prompt(ctxFor(t, 30*time.Second), signals.SessionConfig{SessionID: id}, signals.PromptRequest{Text: "/pids", ClientMessageID: fmt.Sprintf("pids-%d", n)})
+	require.NoError(t, err)
+	f := strings.Fields(strings.Join(agentTexts(t, turnEnd(t, id, n), n), ""))
+	require.Len(t, f, 3, f)
+	agentPID, err := strconv.Atoi(f[1])
+	require.NoError(t, err)
+	childPID, err := strconv.Atoi(f[2])
+	require.NoError(t, err)
+	return agentPID, childPID
+}
+
+// A closed session's agent (and what it started) is stopped on the worker that holds it,
+// not left to the idle TTL: on the worker that ran its turns, and on the one that took the
+// session over when that worker was killed.
+func TestAClosedSessionsAgentIsStoppedWhereverItRuns(t *testing.T) {
+	t.Parallel()
+	gone := func(t *testing.T, pids ...int) {
+		t.Helper()
+		require.Eventually(t, func() bool {
+			for _, p := range pids {
+				if proctree.Alive(p) {
+					return false
+				}
+			}
+			return true
+		}, 10*time.Second, 50*time.Millisecond, "the closed session's agent %v still runs", pids)
+	}
+	t.Run("OnItsWorker", func(t *testing.T) {
+		t.Parallel()
+		_, qc, id, agentPID, childPID := lifecycleWorker(t)
+		_, err := qc.Close(ctxFor(t, 30*time.Second), id, signals.CloseRequest{Reason: "done"})
+		require.NoError(t, err)
+		waitFor(t, id, func(ev signals.Event) bool { return ev.Kind == signals.EventSessionClosed })
+		gone(t, agentPID, childPID)
+	})
+	t.Run("AfterAFailover", func(t *testing.T) {
+		t.Parallel()
+		first, qc, id, agentPID, childPID := lifecycleWorker(t)
+		startWorkerProcess(t, qc.TaskQueue, "TACP_E2E_AGENT="+fmt.Sprintf("%s -spawn-child -transcripts %s", testagent, filepath.Join(dataDir, "transcripts")))
+		require.NoError(t, first.Process.Signal(syscall.SIGKILL))
+		_ = first.Wait()
+		gone(t, agentPID, childPID) // the killed worker's reaper
+		// The next turn runs on the other worker, which now holds the session's agent.
+		agentPID, childPID = pidsOf(t, qc, id, 2)
+		require.True(t, proctree.Alive(agentPID) && proctree.Alive(childPID))
+		t.Cleanup(func() {
+			_ = syscall.Kill(agentPID, syscall.SIGKILL)
+			_ = syscall.Kill(childPID, syscall.SIGKILL)
+		})
+		_, err := qc.Close(ctxFor(t, 30*time.Second), id, signals.CloseRequest{Reason: "done"})
+		require.NoError(t, err)
+		waitFor(t, id, func(ev signals.Event) bool { return ev.Kind == signals.EventSessionClosed })
+		gone(t, agentPID, childPID)
+	})
+}

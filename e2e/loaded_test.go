@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	acp "github.com/coder/acp-go-sdk"
 	"github.com/stretchr/testify/require"
 
 	"github.com/tacp-dev/tacp/activities"
@@ -82,4 +83,28 @@ func TestAnAgentThatNeverStartsFailsOnceWithWhatItPrinted(t *testing.T) {
 			}
 		})
 	}
+}
+
+// A fresh worker learns its agents when it starts: the first editor's initialize, before
+// any turn ran anywhere, advertises what the profile's agent supports (images, MCP servers).
+func TestAFreshWorkersFirstInitializeAdvertisesItsAgent(t *testing.T) {
+	t.Parallel()
+	queue := "tacp-probe-" + signals.NewID()[:8]
+	w, _ := extraWorker(t, tc, tacpworker.Options{
+		TaskQueue:   queue,
+		Profiles:    []activities.Profile{{Name: activities.DefaultProfile, Command: testAgentCmd("-settings")}},
+		MCP:         activities.MCPPolicy{Mode: activities.MCPHTTP},
+		ProbeAgents: true,
+	})
+	select {
+	case <-w.Probed():
+	case <-ctxFor(t, 2*time.Minute).Done():
+		t.Fatal("the worker never finished learning its agents")
+	}
+	a := startACP(t, "--task-queue", queue)
+	first, err := a.conn.Initialize(ctxFor(t, 30*time.Second), acp.InitializeRequest{ProtocolVersion: acp.ProtocolVersionNumber})
+	require.NoError(t, err)
+	require.Equal(t, acp.PromptCapabilities{Image: true, EmbeddedContext: true}, first.AgentCapabilities.PromptCapabilities)
+	require.Equal(t, acp.McpCapabilities{Http: true, Sse: true}, first.AgentCapabilities.McpCapabilities)
+	require.Zero(t, w.Host.AgentPID(""), "the probe's agent is stopped")
 }

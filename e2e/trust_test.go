@@ -87,6 +87,19 @@ func TestTrustAnUnknownProfileIsRefusedWithTheNames(t *testing.T) {
 	require.Contains(t, rej.Message, `unknown agent profile "claude": this worker offers default, exits, garbage, hangs, missing, settings, steering`)
 	tw.refusedBeforeAnything(t, id)
 	requireSessionFailed(t, id)
+	// status, list and the ACP face say why it failed, not Temporal's "unknown queryType".
+	out, errOut, code := starter(t, "status", "--session", id)
+	require.NotEqual(t, 0, code, out)
+	require.Contains(t, errOut, `session_failed: session `+id+` failed: unknown agent profile "claude"`)
+	require.NotContains(t, errOut, "queryType")
+	out, errOut, code = starter(t, "list")
+	require.Equal(t, 0, code, errOut)
+	require.Contains(t, out, `failed: unknown agent profile "claude"`)
+	p := startACP(t, "--task-queue", tw.queue)
+	_, err = p.conn.LoadSession(ctxFor(t, 30*time.Second), acp.LoadSessionRequest{SessionId: acp.SessionId(id), Cwd: filepath.Join(tw.root, "editor"), McpServers: []acp.McpServer{}})
+	var reqErr *acp.RequestError
+	require.ErrorAs(t, err, &reqErr)
+	require.Contains(t, reqErr.Message, `unknown agent profile "claude"`)
 
 	// The session failed before anything ran: the same id starts with a profile it offers.
 	_, err = tw.qc.Prompt(ctxFor(t, 30*time.Second), signals.SessionConfig{SessionID: id, Agent: profileSteering}, signals.PromptRequest{Text: "/pwd"})
@@ -95,7 +108,7 @@ func TestTrustAnUnknownProfileIsRefusedWithTheNames(t *testing.T) {
 	require.Contains(t, strings.Join(agentTexts(t, evs, 1), ""), "pwd: "+filepath.Join(tw.root, id), "the session's own folder in the root")
 
 	// The CLI lists what the workers offer, and status names the profile.
-	out, errOut, code := starter(t, "profiles", "--task-queue", tw.queue)
+	out, errOut, code = starter(t, "profiles", "--task-queue", tw.queue)
 	require.Equal(t, 0, code, errOut)
 	require.Contains(t, out, "default")
 	require.Contains(t, out, "steering")

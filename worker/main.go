@@ -63,6 +63,7 @@ func run() error {
 		idleTTL   = fs.Duration("agent.idle-ttl", activities.DefaultIdleTTL, "stop an agent process idle this long between turns")
 		maxAgents = fs.Int("agent.max", activities.DefaultMaxAgents, "live agent processes on this worker; past it the least recently used idle one is stopped")
 		grace     = fs.Duration("agent.cancel-grace", activities.DefaultCancelGrace, "kill an agent that has not stopped this long after session/cancel")
+		probe     = fs.Bool("agent.probe", true, "start each profile's agent once when the worker starts (initialize, then stop), so the first editor is told what it supports")
 		startMax  = fs.Duration("agent.start-timeout", activities.DefaultInitTimeout, "fail a turn whose agent has not started and opened its session (initialize, session/new or load, authenticate) this long after its start; the turn heartbeats meanwhile")
 		pollers   = fs.Int("pollers", tacpworker.DefaultWorkflowPollers, "workflow task pollers on the session queue (viewers' queries are workflow tasks too)")
 		flush     = fs.Duration("events.flush", activities.DefaultFlushInterval, "how often a turn's agent events are flushed to its session at first (latency seen by viewers)")
@@ -156,7 +157,7 @@ func run() error {
 		TaskQueue: *queue, Agent: *agentCmd, Profiles: profiles, DefaultProfile: *profDef,
 		WorkspaceRoots: rootDirs, MCP: activities.MCPPolicy{Mode: *mcpMode, Commands: splitList(*mcpCmds)},
 		DataDir: *data, Logger: logger,
-		AgentIdleTTL: *idleTTL, MaxAgents: *maxAgents, CancelGrace: *grace, InitTimeout: *startMax,
+		AgentIdleTTL: *idleTTL, MaxAgents: *maxAgents, CancelGrace: *grace, InitTimeout: *startMax, ProbeAgents: *probe,
 		FlushInterval: *flush, FlushLongest: *flushLong, FlushMaxRate: *flushRate, WorkflowPollers: *pollers,
 		NoCarryContext: !*carry, CarryContextBytes: *carryMax, MissingWorkspace: *missingWS,
 	})

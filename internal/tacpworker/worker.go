@@ -4,6 +4,7 @@
 package tacpworker
 
 import (
+	"context"
 	"crypto/rand"
 	"fmt"
 	"log/slog"
@@ -63,6 +64,10 @@ type Options struct {
 	// tasks too, so the SDK's default of 2 starves streaming sessions of their signals'
 	// tasks once dozens of viewers poll.
 	WorkflowPollers int
+	// ProbeAgents starts each profile's agent once when the worker starts (initialize, then
+	// stop; in the background, one at a time), so that clients are told what each agent
+	// supports before any turn ran (activities/probe.go).
+	ProbeAgents bool
 }
 
 // DefaultWorkflowPollers is the default of Options.WorkflowPollers.
@@ -75,10 +80,18 @@ type Worker struct {
 	Trust    *activities.Trust
 	sessions worker.Worker
 	host     worker.Worker
+	probed   chan struct{}
+	stop     context.CancelFunc
 }
+
+// Probed is closed once the worker has learned each profile's agent (Options.ProbeAgents),
+// or at once without probes.
+func (w *Worker) Probed() <-chan struct{} { return w.probed }
 
 // Stop stops polling and every agent process.
 func (w *Worker) Stop() {
+	w.stop()
+	<-w.probed
 	w.sessions.Stop()
 	w.host.Stop()
 	w.Host.Close()
@@ -168,5 +181,13 @@ func Start(c client.Client, opts Options) (*Worker, error) {
 		host.Close()
 		return nil, fmt.Errorf("start worker on %s: %w", opts.TaskQueue, err)
 	}
-	return &Worker{Host: host, Trust: trust, sessions: w, host: hw}, nil
+	ctx, stop := context.WithCancel(context.Background())
+	out := &Worker{Host: host, Trust: trust, sessions: w, host: hw, probed: make(chan struct{}), stop: stop}
+	go func() {
+		defer close(out.probed)
+		if opts.ProbeAgents {
+			runner.ProbeProfiles(ctx, opts.DataDir)
+		}
+	}()
+	return out, nil
 }

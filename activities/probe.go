@@ -1,0 +1,82 @@
+package activities
+
+// A fresh worker learns its agents before any turn: each profile's agent is started once in
+// the background (initialize, then stopped), so that the first editor on a fresh cluster is
+// told what the agent supports — images, MCP servers, how it authenticates — and does not
+// create its sessions without them (agentinfo.go keeps what was learned; a turn's own
+// initialize refreshes it).
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"time"
+)
+
+// probeGrace bounds an agent's exit after its probe's initialize.
+const probeGrace = 2 * time.Second
+
+// ProbeProfiles starts each profile's agent in turn in an empty folder under dir, asks it to
+// initialize within the runner's start bound, records its answer, and stops it. One at a
+// time, so that a worker's start does not start every agent at once. It returns the
+// profiles whose agent did not answer, with why; a turn of such a profile fails with the
+// same reason, so the worker logs it and goes on.
+func (r *Runner) ProbeProfiles(ctx context.Context, dir string) map[string]error {
+	r.defaults()
+	failed := map[string]error{}
+	for _, name := range r.Trust.Profiles.Names() {
+		if ctx.Err() != nil {
+			break
+		}
+		if err := r.probe(ctx, name, dir); err != nil {
+			failed[name] = err
+			r.Logger.Warn("agent profile did not answer initialize when the worker started: its turns will fail until it does", "profile", name, "error", err)
+			continue
+		}
+		r.Logger.Info("learned the agent of a profile", "profile", name)
+	}
+	return failed
+}
+
+func (r *Runner) probe(ctx context.Context, name, dir string) error {
+	pr, err := r.Trust.Profiles.Resolve(name)
+	if err != nil {
+		return err
+	}
+	env, err := pr.AgentEnv(os.Environ())
+	if err != nil {
+		return err
+	}
+	work := filepath.Join(dir, "probe-"+name)
+	if err := os.MkdirAll(work, 0o700); err != nil {
+		return err
+	}
+	defer os.RemoveAll(work)
+	hc := &hostClient{log: r.Logger.With("profile", name)}
+	if pr.OffersClientFS() {
+		// Offered the same files a turn would offer, the agent answers as it will then.
+		if hc.sandbox, err = NewSandbox(work); err != nil {
+			return err
+		}
+	}
+	proc, err := startAgent(pr.Argv(), env, work, hc, hc.log)
+	if err != nil {
+		return err
+	}
+	defer proc.stop(probeGrace)
+	ictx, cancel := context.WithTimeout(ctx, r.InitTimeout)
+	defer cancel()
+	if err := proc.initialize(ictx); err != nil {
+		if !proc.alive() {
+			return proc.withPrinted(fmt.Errorf("%w before answering initialize", proc.exitErr()))
+		}
+		if ictx.Err() != nil {
+			return proc.withPrinted(errors.New("agent did not answer initialize in time"))
+		}
+		return proc.withPrinted(err)
+	}
+	r.Trust.Profiles.Learn(name, proc.caps, env)
+	return nil
+}
