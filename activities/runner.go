@@ -448,29 +448,44 @@ func (t *turnRun) progressBefore(ctx context.Context) signals.TurnProgress {
 	return before
 }
 
-// heartbeat records the attempt's progress now and then every heartbeatEvery until stop.
-// Heartbeats beat on their own: nothing the turn waits for (an agent slow to start, a write
-// to an agent that stopped reading its stdin) may starve them, or a healthy worker's turn
-// is taken for lost.
+// heartbeat records the attempt's progress until stop. Heartbeats beat on their own:
+// nothing the turn waits for (an agent slow to start, a write to an agent that stopped
+// reading its stdin) may starve them, or a healthy worker's turn is taken for lost.
+//
+// While the agent starts and opens its session it beats every third of the heartbeat
+// timeout, and not at once: the SDK sends at most one heartbeat a throttle interval and
+// holds back the rest, so a setup that beat a moment ago would hold back the progress that
+// matters most — that the prompt was sent — just when a worker killed then would lose it.
+// A quick setup (most turns) beats first with that progress, as before the agent's start
+// was covered. From set on, it beats every heartbeatEvery.
 type heartbeat struct {
-	ctx  context.Context
-	beat atomic.Pointer[signals.TurnProgress]
-	done chan struct{}
-	once sync.Once
+	ctx      context.Context
+	beat     atomic.Pointer[signals.TurnProgress]
+	progress chan struct{}
+	done     chan struct{}
+	once     sync.Once
+	set1     sync.Once
 }
 
-// startHeartbeat records beat and keeps recording the latest progress (set) until stop.
+// startHeartbeat keeps recording beat, and then the latest progress (set), until stop.
 func startHeartbeat(ctx context.Context, beat signals.TurnProgress) *heartbeat {
-	h := &heartbeat{ctx: ctx, done: make(chan struct{})}
+	h := &heartbeat{ctx: ctx, progress: make(chan struct{}), done: make(chan struct{})}
 	h.beat.Store(&beat)
-	activity.RecordHeartbeat(ctx, beat)
+	setupEvery := 3 * time.Second
+	if hb := activity.GetInfo(ctx).HeartbeatTimeout; hb > 0 {
+		setupEvery = max(hb/3, heartbeatEvery)
+	}
 	go func() {
-		tick := time.NewTicker(heartbeatEvery)
+		tick := time.NewTicker(setupEvery)
 		defer tick.Stop()
+		progress := h.progress
 		for {
 			select {
 			case <-tick.C:
 				activity.RecordHeartbeat(ctx, *h.beat.Load())
+			case <-progress:
+				progress = nil
+				tick.Reset(heartbeatEvery)
 			case <-h.done:
 				return
 			}
@@ -483,6 +498,7 @@ func startHeartbeat(ctx context.Context, beat signals.TurnProgress) *heartbeat {
 func (h *heartbeat) set(p signals.TurnProgress) {
 	h.beat.Store(&p)
 	activity.RecordHeartbeat(h.ctx, p)
+	h.set1.Do(func() { close(h.progress) })
 }
 
 func (h *heartbeat) stop() { h.once.Do(func() { close(h.done) }) }

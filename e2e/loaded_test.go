@@ -5,6 +5,7 @@ package e2e
 // starts fails once, with what it printed.
 
 import (
+	"log/slog"
 	"os"
 	"testing"
 	"time"
@@ -33,6 +34,7 @@ func TestASlowStartingAgentRunsItsTurnOnce(t *testing.T) {
 			Env:     map[string]string{agent.StartsDirEnv: starts},
 		}},
 		InitTimeout: 2 * time.Minute,
+		Logger:      slog.New(slog.NewTextHandler(&testLog{t: t, prefix: "worker: "}, &slog.HandlerOptions{Level: slog.LevelInfo})),
 	})
 	id := session(t)
 	_, err := qc.Prompt(ctxFor(t, 30*time.Second), signals.SessionConfig{SessionID: id}, signals.PromptRequest{Text: "/chunks 2"})
