@@ -266,6 +266,11 @@ type SessionInfo struct {
 	// the session's state last changed (zero for sessions whose worker predates them).
 	LastOutcome  string    `json:"last_outcome,omitempty"`
 	LastActivity time.Time `json:"last_activity,omitempty"`
+	// Version is the Worker Deployment version ("<deployment>:<build id>") the session's
+	// current run is on, Behavior its versioning behavior (Pinned for tacp's sessions);
+	// both empty on an unversioned cluster.
+	Version  string `json:"version,omitempty"`
+	Behavior string `json:"behavior,omitempty"`
 }
 
 // List lists sessions from visibility, newest first (at most limit; 0 means 100).
@@ -319,6 +324,16 @@ func (c *Client) ListWhere(ctx context.Context, where string, limit int) ([]Sess
 			info.Agent = decodeString(fields[SearchAttrAgent])
 			info.Turn = decodeInt(fields[SearchAttrTurn])
 			info.AwaitingApproval = decodeBool(fields[SearchAttrAwaitingApproval])
+			info.Version = decodeString(fields[SearchAttrDeploymentVersion])
+			info.Behavior = decodeString(fields[SearchAttrVersioningBehavior])
+			if vi := e.GetVersioningInfo(); vi != nil {
+				if v := vi.GetDeploymentVersion(); v != nil && info.Version == "" {
+					info.Version = DeploymentVersion(v.GetDeploymentName(), v.GetBuildId())
+				}
+				if info.Behavior == "" && vi.GetBehavior() != enumspb.VERSIONING_BEHAVIOR_UNSPECIFIED {
+					info.Behavior = behaviorName(vi.GetBehavior())
+				}
+			}
 			if !info.Running {
 				info.State = StateClosed
 				if e.GetStatus() != enumspb.WORKFLOW_EXECUTION_STATUS_COMPLETED {
@@ -449,4 +464,15 @@ func decodeInt(p *commonpb.Payload) int64 {
 		_ = converter.GetDefaultDataConverter().FromPayload(p, &n)
 	}
 	return n
+}
+
+// behaviorName is a versioning behavior as the server's search attribute spells it.
+func behaviorName(b enumspb.VersioningBehavior) string {
+	switch b {
+	case enumspb.VERSIONING_BEHAVIOR_PINNED:
+		return VersioningBehaviorPinned
+	case enumspb.VERSIONING_BEHAVIOR_AUTO_UPGRADE:
+		return VersioningBehaviorAutoUpgrade
+	}
+	return ""
 }
