@@ -337,6 +337,7 @@ func TestWorkerVersioningMovesSessionsAtIdleAndBack(t *testing.T) {
 			continue
 		}
 		st := v.statusOf(s.id)
+		require.Len(t, st.PendingPermissions, 1, "%s still waits for its approval on A", s.id)
 		_, err := v.c.PermissionRespond(ctxFor(t, 10*time.Second), s.id, signals.PermissionRespondRequest{RequestID: st.PendingPermissions[0].RequestID, OptionID: "allow"})
 		require.NoError(t, err)
 	}

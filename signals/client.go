@@ -284,6 +284,15 @@ func (c *Client) ListAwaitingApproval(ctx context.Context, limit int) ([]Session
 	return c.ListWhere(ctx, SearchAttrAwaitingApproval+" = true AND ExecutionStatus = 'Running'", limit)
 }
 
+// ListOnVersion lists the running sessions whose current run is on a Worker Deployment
+// version ("<deployment>:<build id>").
+func (c *Client) ListOnVersion(ctx context.Context, version string, limit int) ([]SessionInfo, error) {
+	if strings.ContainsAny(version, "'\\") {
+		return nil, Reject(RejectInvalidRequest, "version %q has a quote", version)
+	}
+	return c.ListWhere(ctx, fmt.Sprintf("%s = '%s' AND ExecutionStatus = 'Running'", SearchAttrDeploymentVersion, version), limit)
+}
+
 // ListWhere lists sessions matching a visibility query (ANDed with the session workflow
 // type; empty: all sessions), newest first.
 func (c *Client) ListWhere(ctx context.Context, where string, limit int) ([]SessionInfo, error) {
