@@ -269,6 +269,11 @@ type SessionInfo struct {
 	// Ended says how a session that did not close ended ("failed: invalid session config:
 	// …", "was terminated: …"); empty for running and closed sessions.
 	Ended string `json:"ended,omitempty"`
+	// Version is the Worker Deployment version ("<deployment>:<build id>") the session's
+	// current run is on, Behavior its versioning behavior (Pinned for tacp's sessions);
+	// both empty on an unversioned cluster.
+	Version  string `json:"version,omitempty"`
+	Behavior string `json:"behavior,omitempty"`
 }
 
 // List lists sessions from visibility, newest first (at most limit; 0 means 100).
@@ -280,6 +285,15 @@ func (c *Client) List(ctx context.Context, limit int) ([]SessionInfo, error) {
 // permission request (the TacpAwaitingApproval search attribute).
 func (c *Client) ListAwaitingApproval(ctx context.Context, limit int) ([]SessionInfo, error) {
 	return c.ListWhere(ctx, SearchAttrAwaitingApproval+" = true AND ExecutionStatus = 'Running'", limit)
+}
+
+// ListOnVersion lists the running sessions whose current run is on a Worker Deployment
+// version ("<deployment>:<build id>").
+func (c *Client) ListOnVersion(ctx context.Context, version string, limit int) ([]SessionInfo, error) {
+	if strings.ContainsAny(version, "'\\") {
+		return nil, Reject(RejectInvalidRequest, "version %q has a quote", version)
+	}
+	return c.ListWhere(ctx, fmt.Sprintf("%s = '%s' AND ExecutionStatus = 'Running'", SearchAttrDeploymentVersion, version), limit)
 }
 
 // ListWhere lists sessions matching a visibility query (ANDed with the session workflow
@@ -322,6 +336,16 @@ func (c *Client) ListWhere(ctx context.Context, where string, limit int) ([]Sess
 			info.Agent = decodeString(fields[SearchAttrAgent])
 			info.Turn = decodeInt(fields[SearchAttrTurn])
 			info.AwaitingApproval = decodeBool(fields[SearchAttrAwaitingApproval])
+			info.Version = decodeString(fields[SearchAttrDeploymentVersion])
+			info.Behavior = decodeString(fields[SearchAttrVersioningBehavior])
+			if vi := e.GetVersioningInfo(); vi != nil {
+				if v := vi.GetDeploymentVersion(); v != nil && info.Version == "" {
+					info.Version = DeploymentVersion(v.GetDeploymentName(), v.GetBuildId())
+				}
+				if info.Behavior == "" && vi.GetBehavior() != enumspb.VERSIONING_BEHAVIOR_UNSPECIFIED {
+					info.Behavior = behaviorName(vi.GetBehavior())
+				}
+			}
 			if !info.Running {
 				info.State = StateClosed
 				if e.GetStatus() != enumspb.WORKFLOW_EXECUTION_STATUS_COMPLETED {
@@ -499,4 +523,15 @@ func decodeInt(p *commonpb.Payload) int64 {
 		_ = converter.GetDefaultDataConverter().FromPayload(p, &n)
 	}
 	return n
+}
+
+// behaviorName is a versioning behavior as the server's search attribute spells it.
+func behaviorName(b enumspb.VersioningBehavior) string {
+	switch b {
+	case enumspb.VERSIONING_BEHAVIOR_PINNED:
+		return VersioningBehaviorPinned
+	case enumspb.VERSIONING_BEHAVIOR_AUTO_UPGRADE:
+		return VersioningBehaviorAutoUpgrade
+	}
+	return ""
 }

@@ -187,6 +187,9 @@ type Status struct {
 	ContextLost   *ContextLostView `json:"context_lost,omitempty"`
 	HistoryLength int              `json:"history_length"`
 	Run           int              `json:"run"`
+	// BuildID is the build of the worker that answered (a pinned run's is the build it is
+	// pinned to); empty on an unversioned worker.
+	BuildID string `json:"build_id,omitempty"`
 }
 
 // ContextLostView is status's account of the last agent.context_lost.

@@ -13,7 +13,12 @@ import (
 
 func cmdList(ctx context.Context, e *env, fs *flag.FlagSet, args []string) int {
 	awaiting := fs.Bool("awaiting-approval", false, "only sessions where a permission request waits for a person")
+	version := fs.String("version", "", "only running sessions on this Worker Deployment version (DEPLOYMENT:BUILD_ID, as listed)")
 	if !e.parse(fs, args, false) {
+		return exitError
+	}
+	if *awaiting && *version != "" {
+		fmt.Fprintln(e.err, "starter: --awaiting-approval and --version do not combine")
 		return exitError
 	}
 	if err := e.connect(ctx); err != nil {
@@ -21,9 +26,12 @@ func cmdList(ctx context.Context, e *env, fs *flag.FlagSet, args []string) int {
 	}
 	var list []signals.SessionInfo
 	var err error
-	if *awaiting { // a visibility query: TacpAwaitingApproval = true
+	switch {
+	case *awaiting: // a visibility query: TacpAwaitingApproval = true
 		list, err = e.c.ListAwaitingApproval(ctx, 0)
-	} else {
+	case *version != "":
+		list, err = e.c.ListOnVersion(ctx, *version, 0)
+	default:
 		list, err = e.c.List(ctx, 0)
 	}
 	if err != nil {
@@ -38,7 +46,7 @@ func cmdList(ctx context.Context, e *env, fs *flag.FlagSet, args []string) int {
 			if !s.LastActivity.IsZero() {
 				last = s.LastActivity.Local().Format("2006-01-02 15:04:05")
 			}
-			fmt.Fprintf(e.out, "%-32s %-10s turn %-4d last %-10s %-19s %s%s\n", s.SessionID, orDash(s.State), s.Turn, orDash(s.LastOutcome), last, orDash(s.Agent), awaitingNote(s.AwaitingApproval))
+			fmt.Fprintf(e.out, "%-32s %-10s turn %-4d last %-10s %-19s %-12s %s%s\n", s.SessionID, orDash(s.State), s.Turn, orDash(s.LastOutcome), last, orDash(s.Agent), orDash(s.Version), awaitingNote(s.AwaitingApproval))
 			if s.Ended != "" {
 				fmt.Fprintf(e.out, "%-32s %s\n", "", s.Ended)
 			}

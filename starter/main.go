@@ -27,6 +27,7 @@ const (
 	exitCancelled = 3 // the turn ended cancelled
 	exitFailed    = 4 // the turn failed
 	exitStopped   = 5 // the turn ended with another stop reason (max_tokens, refusal, ...)
+	// exitDraining (6, deployment.go): pinned runs are left on the version
 )
 
 type command struct {
@@ -48,6 +49,7 @@ var commands = []command{
 	{"tail", "[--after SEQ] [--follow]", "print journal events after SEQ", cmdTail},
 	{"replay", "", "print the session's transcript from the journal", cmdReplay},
 	{"list", "[--awaiting-approval]", "list sessions (from visibility)", cmdList},
+	{"deployment", "[current BUILD_ID | drained BUILD_ID [--wait D]]", "show the workers' Worker Deployment (current version, pinned runs left on each), make a build current, or say whether an old build may be stopped", cmdDeployment},
 	{"profiles", "", "list the agent profiles the workers offer (what --agent may name)", cmdProfiles},
 	{"close", "[--reason TEXT]", "close the session (cancels its turn, drops its queue)", cmdClose},
 	{"demo", "", "moved: the demo is 'go run ./demo' (this binary does not carry the Temporal server)", cmdDemo},

@@ -26,6 +26,9 @@ func cmdStatus(ctx context.Context, e *env, fs *flag.FlagSet, args []string) int
 	}
 	fmt.Fprintf(e.out, "session   %s\nstate     %s\nturn      %d\ntoken     %s\nqueue     %d\njournal   %d..%d\nrun       %d (history %d events)\nagent     %s\n",
 		st.SessionID, st.State, st.TurnID, orDash(st.SteerToken), len(st.Queue), st.Journal.FirstSeq, st.Journal.LastSeq, st.Run, st.HistoryLength, orDash(st.Agent))
+	if st.BuildID != "" {
+		fmt.Fprintf(e.out, "build     %s (pinned: the run stays on it; it moves at its next idle safe point when another build becomes current)\n", st.BuildID)
+	}
 	for _, p := range st.PendingPermissions {
 		opts := make([]string, len(p.Options))
 		for i, o := range p.Options {

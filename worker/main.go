@@ -72,6 +72,9 @@ func run() error {
 		carry     = fs.Bool("agent.carry-context", true, "seed a new agent session with the session's transcript when the agent's own session could not be loaded on this worker (agent.context_lost)")
 		carryMax  = fs.Int("agent.carry-context-bytes", signals.DefaultTranscriptBytes, "bound of that transcript, newest kept")
 		missingWS = fs.String("workspace.missing", activities.MissingWorkspaceFail, "when a session's workspace is not on this worker (its earlier turns ran on another machine): fail (the turn fails, workspace.missing is journaled) or empty (go on in an empty workspace)")
+		depName   = fs.String("deployment.name", signals.DefaultDeploymentName, "the Worker Deployment this worker joins: sessions and turns are pinned to its version and move to a new current version at their next idle moment (empty: unversioned, see README)")
+		depBuild  = fs.String("deployment.build-id", tacpworker.DefaultBuildID(), "this build's id in the deployment (default: the binary's VCS revision)")
+		depCur    = fs.Bool("deployment.current", false, "make this worker's version the deployment's current one once it polls (always with -dev, and when the deployment has none yet)")
 		metrics   = fs.String("metrics.listen", "", "serve Prometheus metrics at http://ADDR/metrics, e.g. 127.0.0.1:9464 (empty: off)")
 	)
 	var profiles profileFlags
@@ -160,14 +163,46 @@ func run() error {
 		AgentIdleTTL: *idleTTL, MaxAgents: *maxAgents, CancelGrace: *grace, InitTimeout: *startMax, ProbeAgents: *probe,
 		FlushInterval: *flush, FlushLongest: *flushLong, FlushMaxRate: *flushRate, WorkflowPollers: *pollers,
 		NoCarryContext: !*carry, CarryContextBytes: *carryMax, MissingWorkspace: *missingWS,
+		Deployment: tacpworker.Deployment{Name: *depName, BuildID: *depBuild},
 	})
 	if err != nil {
 		return err
 	}
 	defer w.Stop()
+	if *depName == "" {
+		logger.Warn("unversioned worker: sessions are not pinned, so a build that changes a session's shape breaks the sessions running when it is deployed (README, \"An unversioned cluster\")")
+	} else if err := promote(ctx, c, *queue, w, *dev || *depCur, logger); err != nil {
+		return err
+	}
 	logger.Info("worker polling", "task_queue", *queue, "host_queue", w.Host.Queue,
 		"agent_profiles", w.Trust.Profiles.Names(), "default_profile", w.Trust.Profiles.Default(), "workspace_roots", w.Trust.Roots.Dirs())
 	<-ctx.Done()
+	return nil
+}
+
+// promote makes w's version its deployment's current one when asked to, or when the
+// deployment has no current version yet (its first build: otherwise nothing would run).
+func promote(ctx context.Context, c client.Client, queue string, w *tacpworker.Worker, always bool, logger *slog.Logger) error {
+	cur, err := tacpworker.CurrentVersion(ctx, c, queue)
+	if err != nil {
+		return err
+	}
+	mine := signals.DeploymentVersion(w.Version.DeploymentName, w.Version.BuildID)
+	switch {
+	case cur == mine:
+		logger.Info("worker version is current", "version", mine)
+		return nil
+	case !always && cur != "":
+		logger.Info("worker version is not current: sessions stay on the current one until an operator makes this one current (starter deployment current BUILD_ID)", "version", mine, "current", cur)
+		return nil
+	}
+	sctx, cancel := context.WithTimeout(ctx, time.Minute)
+	defer cancel()
+	prev, err := signals.NewClient(c, queue).SetCurrentVersion(sctx, w.Version.DeploymentName, w.Version.BuildID)
+	if err != nil {
+		return err
+	}
+	logger.Info("worker version made current: sessions on other versions move to it at their next idle moment", "version", mine, "previous", prev)
 	return nil
 }
 

@@ -36,8 +36,13 @@ const admissionChange = "admission"
 // NewSessionWorkflow returns SessionWorkflow bound to a worker's admission (nil admits
 // everything: the runner still refuses what its worker does not allow).
 func NewSessionWorkflow(adm Admission) func(workflow.Context, sessionInput) error {
+	return NewSessionWorkflowFor(adm, Build{})
+}
+
+// NewSessionWorkflowFor is NewSessionWorkflow of one build (versioning.go).
+func NewSessionWorkflowFor(adm Admission, build Build) func(workflow.Context, sessionInput) error {
 	return func(ctx workflow.Context, in sessionInput) error {
-		return sessionWorkflow(ctx, in, adm)
+		return sessionWorkflow(ctx, in, adm, build)
 	}
 }
 

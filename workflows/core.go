@@ -47,9 +47,10 @@ type sessionEnv interface {
 // continue-as-new and the run's own bookkeeping.
 type sessionCore struct {
 	sessionState
-	cfg Config
-	adm Admission
-	env sessionEnv
+	cfg   Config
+	adm   Admission
+	env   sessionEnv
+	build Build
 
 	// per-run counters and bookkeeping (not carried)
 	updates, signalsSeen int
@@ -155,6 +156,10 @@ type sessionState struct {
 	Withdrawn []withdrawnRequest `json:"withdrawn,omitempty"`
 	// Settings is the agent's offer and the clients' choices (settings.go).
 	Settings *Settings `json:"settings,omitempty"`
+	// UpgradeWanted: a run saw its deployment's target version change and continued as new
+	// pinned (busy, or for its history's size); the next run moves at its first idle safe
+	// point without being told again (versioning.go).
+	UpgradeWanted bool `json:"upgrade_wanted,omitempty"`
 }
 
 // OutcomeFailed is the TacpLastOutcome of a session whose last turn failed.
@@ -590,11 +595,26 @@ func agentName(cmd string) string {
 	return path.Base(fields[0])
 }
 
-// runInfo is what the shell reads of the run for the core: the server's suggestion and the
-// history's length.
+// runInfo is what the shell reads of the run for the core: the server's suggestion, the
+// history's length, and whether the target version of the run's Worker Deployment changed
+// (a pinned run's; always false on an unversioned worker).
 type runInfo struct {
 	suggested     bool
 	historyLength int
+	targetChanged bool
+}
+
+// idleSafePoint: nothing of the session is in flight (no turn, no queued prompt, no
+// delivery, no command awaiting its result), so a new run on another build can take over
+// without replaying anything of this one.
+func (s *sessionCore) idleSafePoint() bool {
+	return s.Turn == nil && len(s.Queue.Items) == 0 && len(s.Deliveries) == 0 && !s.Closing && s.pending == 0
+}
+
+// upgradeDue: the session moves to its deployment's new target version now, continuing as
+// new with AutoUpgrade (versioning.go).
+func (s *sessionCore) upgradeDue(info runInfo) bool {
+	return !s.build.NoUpgradeForTest && (info.targetChanged || s.UpgradeWanted) && s.idleSafePoint()
 }
 
 func (s *sessionCore) canContinueAsNew(info runInfo) bool {
@@ -602,7 +622,8 @@ func (s *sessionCore) canContinueAsNew(info runInfo) bool {
 		return false // a command in flight must resolve in this run
 	}
 	idle := s.Turn == nil && len(s.Queue.Items) == 0 && !s.Closing
-	return info.suggested ||
+	return s.upgradeDue(info) ||
+		info.suggested ||
 		info.historyLength >= s.cfg.MaxRunEvents ||
 		// At idle a much shorter run is enough: sessions shed old history (and the
 		// old-version branches it needs) soon after a deploy.

@@ -34,6 +34,7 @@ var signalOrder = []string{
 	signals.UpdateClose,
 	signals.UpdateSetMode,
 	signals.UpdateSetConfigOption,
+	signals.SignalWake, // counted, nothing else: its workflow task is the point (versioning.go)
 }
 
 // signal takes one signal of signalOrder.

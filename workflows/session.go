@@ -38,7 +38,7 @@ type session struct {
 // registers NewSessionWorkflow with its Admission). See the package documentation and
 // DESIGN.md.
 func SessionWorkflow(ctx workflow.Context, in sessionInput) error {
-	return sessionWorkflow(ctx, in, nil)
+	return sessionWorkflow(ctx, in, nil, Build{})
 }
 
 // sessionInput is SessionWorkflow's argument: a client's signals.SessionConfig, and, in a
@@ -51,7 +51,7 @@ type sessionInput struct {
 	Carried json.RawMessage `json:"carried,omitempty"`
 }
 
-func sessionWorkflow(ctx workflow.Context, in sessionInput, adm Admission) error {
+func sessionWorkflow(ctx workflow.Context, in sessionInput, adm Admission, build Build) error {
 	cfg, err := ResolveConfig(in.SessionConfig)
 	if err == nil && len(in.Carried) == 0 {
 		if msg := admitAtStart(ctx, adm, in.SessionConfig); msg != "" {
@@ -74,6 +74,7 @@ func sessionWorkflow(ctx workflow.Context, in sessionInput, adm Admission) error
 	if err != nil {
 		return temporal.NewNonRetryableApplicationError("decode carried state: "+err.Error(), "carried_state", nil)
 	}
+	core.build = build
 	s := &session{sessionCore: core}
 	if err := s.register(ctx); err != nil {
 		return err
@@ -157,6 +158,7 @@ func (s *session) attachUpdate(ctx workflow.Context, req signals.AttachRequest) 
 func (s *session) statusQuery(ctx workflow.Context) signals.Status {
 	st := s.status()
 	st.HistoryLength = workflow.GetInfo(ctx).GetCurrentHistoryLength()
+	st.BuildID = workflow.GetInfo(ctx).GetCurrentBuildID()
 	return st
 }
 
@@ -226,7 +228,11 @@ func (s *session) drainSignals(ctx workflow.Context) {
 // runInfo reads what the core needs of the run's history.
 func (s *session) runInfo(ctx workflow.Context) runInfo {
 	info := workflow.GetInfo(ctx)
-	return runInfo{suggested: info.GetContinueAsNewSuggested(), historyLength: info.GetCurrentHistoryLength()}
+	return runInfo{
+		suggested:     info.GetContinueAsNewSuggested(),
+		historyLength: info.GetCurrentHistoryLength(),
+		targetChanged: info.GetTargetWorkerDeploymentVersionChanged(),
+	}
 }
 
 // loop feeds the core and carries out what its next says. It wakes for a signal, the alarm,
@@ -281,6 +287,9 @@ func (s *session) track(ctx workflow.Context, f workflow.Future, done func(error
 // startTurn starts the next queued prompt's TurnWorkflow and feeds the core what becomes of
 // it: in this run the child's end is visible too.
 func (s *session) startTurn(ctx workflow.Context) {
+	if s.build.TurnMarkerForTest {
+		_ = workflow.SideEffect(ctx, func(workflow.Context) any { return true }).Get(nil)
+	}
 	in := s.beginTurn(workflow.Now(ctx))
 	turnID := in.TurnID
 	cctx := workflow.WithChildOptions(ctx, workflow.ChildWorkflowOptions{
@@ -386,12 +395,26 @@ func (s *session) continueAsNew(ctx workflow.Context) error {
 		return err
 	}
 	s.drainSignals(ctx)
+	// Moving to the new target version is decided last, on the state the next run takes:
+	// a signal drained above may have made the session busy again, and then it stays pinned.
+	info := s.runInfo(ctx)
+	upgrade := s.upgradeDue(info)
+	s.UpgradeWanted = !upgrade && (s.UpgradeWanted || info.targetChanged)
+	if upgrade {
+		// The new run starts on the target version; it may find the agent's host gone with
+		// the old build, so its first turn goes to the session queue (affinity resumes there).
+		s.AgentHost = ""
+	}
 	carried, err := json.Marshal(s.sessionState)
 	if err != nil {
 		return fmt.Errorf("encode carried state: %w", err)
 	}
 	next := sessionInput{SessionConfig: s.cfg.SessionConfig, Carried: carried}
-	return workflow.NewContinueAsNewError(ctx, SessionWorkflow, next)
+	opts := workflow.ContinueAsNewErrorOptions{}
+	if upgrade {
+		opts.InitialVersioningBehavior = workflow.ContinueAsNewVersioningBehaviorAutoUpgrade
+	}
+	return workflow.NewContinueAsNewErrorWithOptions(ctx, opts, SessionWorkflow, next)
 }
 
 // IsContinueAsNew reports whether err is the continue-as-new a run ends with.

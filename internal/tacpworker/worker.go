@@ -68,6 +68,11 @@ type Options struct {
 	// stop; in the background, one at a time), so that clients are told what each agent
 	// supports before any turn ran (activities/probe.go).
 	ProbeAgents bool
+	// Deployment is the Worker Deployment version this worker joins (zero: unversioned).
+	Deployment Deployment
+	// Build is what this build fixes of its session workflows (tests: a build with another
+	// command order, a build that never upgrades).
+	Build workflows.Build
 }
 
 // DefaultWorkflowPollers is the default of Options.WorkflowPollers.
@@ -76,12 +81,15 @@ const DefaultWorkflowPollers = 16
 // Worker is a running tacp worker: the session task queue's worker and this process's own
 // host queue, on which decisions are delivered into the turns it runs.
 type Worker struct {
-	Host     *activities.Host
-	Trust    *activities.Trust
+	Host  *activities.Host
+	Trust *activities.Trust
+	// Version is the deployment version the worker polls as (zero: unversioned).
+	Version  worker.WorkerDeploymentVersion
 	sessions worker.Worker
 	host     worker.Worker
 	probed   chan struct{}
 	stop     context.CancelFunc
+	stopWake context.CancelFunc
 }
 
 // Probed is closed once the worker has learned each profile's agent (Options.ProbeAgents),
@@ -90,6 +98,7 @@ func (w *Worker) Probed() <-chan struct{} { return w.probed }
 
 // Stop stops polling and every agent process.
 func (w *Worker) Stop() {
+	w.stopWake()
 	w.stop()
 	<-w.probed
 	w.sessions.Stop()
@@ -125,16 +134,30 @@ func Start(c client.Client, opts Options) (*Worker, error) {
 	if opts.WorkflowPollers <= 0 {
 		opts.WorkflowPollers = DefaultWorkflowPollers
 	}
-	w := worker.New(c, opts.TaskQueue, worker.Options{
+	wopts := worker.Options{
 		// Cancellation reaches an activity with its heartbeats: keep them frequent so that
 		// cancel reaches the agent within about a second.
 		MaxHeartbeatThrottleInterval:     time.Second,
 		DefaultHeartbeatThrottleInterval: time.Second,
 		MaxConcurrentWorkflowTaskPollers: opts.WorkflowPollers,
 		MaxConcurrentActivityTaskPollers: 4,
-	})
-	w.RegisterWorkflowWithOptions(workflows.NewSessionWorkflow(trust), workflow.RegisterOptions{Name: signals.SessionWorkflowType})
-	w.RegisterWorkflowWithOptions(workflows.TurnWorkflow, workflow.RegisterOptions{Name: signals.TurnWorkflowType})
+	}
+	var version worker.WorkerDeploymentVersion
+	pinned := workflow.VersioningBehaviorUnspecified
+	if opts.Deployment.Name != "" {
+		version = opts.Deployment.Version()
+		pinned = workflow.VersioningBehaviorPinned
+		// Sessions and turns pinned (a run is only replayed by the build that recorded it);
+		// ProfilesWorkflow, one task long, takes the default.
+		wopts.DeploymentOptions = worker.DeploymentOptions{
+			UseVersioning:             true,
+			Version:                   version,
+			DefaultVersioningBehavior: workflow.VersioningBehaviorAutoUpgrade,
+		}
+	}
+	w := worker.New(c, opts.TaskQueue, wopts)
+	w.RegisterWorkflowWithOptions(workflows.NewSessionWorkflowFor(trust, opts.Build), workflow.RegisterOptions{Name: signals.SessionWorkflowType, VersioningBehavior: pinned})
+	w.RegisterWorkflowWithOptions(workflows.TurnWorkflow, workflow.RegisterOptions{Name: signals.TurnWorkflowType, VersioningBehavior: pinned})
 	w.RegisterWorkflowWithOptions(workflows.NewProfilesWorkflow(trust), workflow.RegisterOptions{Name: signals.ProfilesWorkflowType})
 	host := &activities.Host{
 		Queue:         HostQueue(),
@@ -165,6 +188,7 @@ func Start(c client.Client, opts Options) (*Worker, error) {
 	w.RegisterActivityWithOptions(runner.RunTurn, activity.RegisterOptions{Name: signals.ActivityRunTurn})
 	// The host queue takes deliveries and, by affinity (DESIGN §10), the turns of the sessions
 	// whose agents live here: RunTurn's heartbeats carry cancellation, as on the session queue.
+	// It is unversioned: one process polls it, so whatever reaches it runs on this build.
 	hw := worker.New(c, host.Queue, worker.Options{
 		MaxHeartbeatThrottleInterval:     time.Second,
 		DefaultHeartbeatThrottleInterval: time.Second,
@@ -181,8 +205,17 @@ func Start(c client.Client, opts Options) (*Worker, error) {
 		host.Close()
 		return nil, fmt.Errorf("start worker on %s: %w", opts.TaskQueue, err)
 	}
+	wctx, stopWake := context.WithCancel(context.Background())
+	if opts.Deployment.Name != "" && opts.Deployment.WakeInterval >= 0 {
+		every := opts.Deployment.WakeInterval
+		if every == 0 {
+			every = DefaultWakeInterval
+		}
+		wk := &waker{c: c, queue: opts.TaskQueue, version: version, every: every, logger: opts.Logger}
+		go wk.run(wctx)
+	}
 	ctx, stop := context.WithCancel(context.Background())
-	out := &Worker{Host: host, Trust: trust, sessions: w, host: hw, probed: make(chan struct{}), stop: stop}
+	out := &Worker{Host: host, Trust: trust, Version: version, sessions: w, host: hw, stopWake: stopWake, probed: make(chan struct{}), stop: stop}
 	go func() {
 		defer close(out.probed)
 		if opts.ProbeAgents {
