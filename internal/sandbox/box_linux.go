@@ -20,9 +20,23 @@ import (
 	"golang.org/x/sys/unix"
 )
 
+// pretendABI, when not negative, stands in for the kernel's Landlock ABI (PretendABI).
+var pretendABI = -1
+
+// PretendABI makes Supported judge the kernel as if its Landlock ABI were abi, until the
+// returned func is called: for tests of the refusal a worker on an older kernel gives.
+func PretendABI(abi int) (restore func()) {
+	pretendABI = abi
+	return func() { pretendABI = -1 }
+}
+
 // Supported reports why this kernel cannot sandbox an agent (nil: it can).
 func Supported() error {
-	if abi := ABI(); abi < MinABI {
+	abi := ABI()
+	if pretendABI >= 0 {
+		abi = pretendABI
+	}
+	if abi < MinABI {
 		return fmt.Errorf("the kernel's Landlock is ABI %d, and a sandbox needs ABI %d or later (Linux 6.12, with landlock in the lsm= boot parameter; a container may hide it)", abi, MinABI)
 	}
 	if _, err := unix.PrctlRetInt(unix.PR_GET_SECCOMP, 0, 0, 0, 0); err != nil {
@@ -102,6 +116,18 @@ func (b *Box) Command(s Settings, session, workspace string, argv, env []string)
 	}
 	for _, k := range []string{"TMPDIR", "TMP", "TEMP"} {
 		env = setEnv(env, k, req.Tmp)
+	}
+	// git dies when it cannot read ~/.gitconfig (outside the sandbox: it may hold tokens);
+	// the session's agent gets a global git config of its own, empty at first.
+	if envValue(env, "GIT_CONFIG_GLOBAL") == "" {
+		gc := filepath.Join(base, "gitconfig")
+		f, err := os.OpenFile(gc, os.O_CREATE|os.O_WRONLY, 0o600)
+		if err != nil {
+			return nil, nil, fmt.Errorf("sandbox git config: %w", err)
+		}
+		f.Close()
+		req.State["GIT_CONFIG_GLOBAL"] = gc
+		env = setEnv(env, "GIT_CONFIG_GLOBAL", gc)
 	}
 	network, _ := ParseNetwork(s.Network)
 	var px *Proxy
@@ -280,4 +306,44 @@ func copyFile(from, to string) error {
 func setEnv(env []string, k, v string) []string {
 	env = slices.DeleteFunc(env, func(kv string) bool { return strings.HasPrefix(kv, k+"=") })
 	return append(env, k+"="+v)
+}
+
+// ListeningPorts returns the TCP ports this process listens on (/proc/self/net/tcp and tcp6,
+// matched to its own sockets): a worker's own ports, which its agents must not reach.
+func ListeningPorts() []uint16 {
+	inodes := map[string]bool{}
+	fds, _ := os.ReadDir("/proc/self/fd")
+	for _, fd := range fds {
+		if l, err := os.Readlink("/proc/self/fd/" + fd.Name()); err == nil {
+			if ino, ok := strings.CutPrefix(l, "socket:["); ok {
+				inodes[strings.TrimSuffix(ino, "]")] = true
+			}
+		}
+	}
+	var ports []uint16
+	for _, f := range []string{"/proc/self/net/tcp", "/proc/self/net/tcp6"} {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			continue
+		}
+		for _, line := range strings.Split(string(b), "\n")[1:] {
+			ports = appendListening(ports, strings.Fields(line), inodes)
+		}
+	}
+	slices.Sort(ports)
+	return ports
+}
+
+// appendListening adds the port of one /proc/net/tcp line when it is a listening socket of
+// inodes (fields: sl local rem st tx:rx tr:when retrnsmt uid timeout inode).
+func appendListening(ports []uint16, f []string, inodes map[string]bool) []uint16 {
+	if len(f) < 10 || f[3] != "0A" || !inodes[f[9]] {
+		return ports
+	}
+	i := strings.LastIndexByte(f[1], ':')
+	var port uint16
+	if _, err := fmt.Sscanf(f[1][i+1:], "%X", &port); err != nil {
+		return ports
+	}
+	return appendNew(ports, port)
 }

@@ -194,3 +194,11 @@ func TestSandboxNetwork(t *testing.T) {
 		require.ErrorContains(t, err, "refused")
 	})
 }
+
+func TestListeningPortsAreThisProcesssOwn(t *testing.T) {
+	l := listen(t)
+	port := PortOf(l.Addr().String())
+	require.Contains(t, ListeningPorts(), port)
+	require.NoError(t, l.Close())
+	require.NotContains(t, ListeningPorts(), port)
+}

@@ -40,3 +40,9 @@ func (b *Box) Close() {}
 
 // ForkAttr changes nothing.
 func ForkAttr(*syscall.SysProcAttr, []string) {}
+
+// ListeningPorts is none here.
+func ListeningPorts() []uint16 { return nil }
+
+// PretendABI changes nothing here: no ABI makes a sandbox.
+func PretendABI(int) func() { return func() {} }

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"path/filepath"
 	"time"
 
 	"go.temporal.io/sdk/activity"
@@ -16,6 +17,7 @@ import (
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/tacp-dev/tacp/activities"
+	"github.com/tacp-dev/tacp/internal/sandbox"
 	"github.com/tacp-dev/tacp/signals"
 	"github.com/tacp-dev/tacp/workflows"
 )
@@ -58,6 +60,13 @@ type Options struct {
 	// AgentIdleTTL and MaxAgents bound the agent processes kept alive between turns.
 	AgentIdleTTL time.Duration
 	MaxAgents    int
+	// Sandbox is whether the profiles that do not say run their agents in the kernel
+	// sandbox of their session: "on" or "off" ("": off; the worker binary's -agent.sandbox
+	// is on). A sandboxed profile on a kernel that cannot sandbox fails Start.
+	Sandbox string
+	// SandboxDenyPorts are the TCP ports no sandboxed agent may connect to, whatever its
+	// profile says: the Temporal frontend's and the worker's own.
+	SandboxDenyPorts []uint16
 	// WorkflowPollers is how many workflow task pollers the session queue's worker runs
 	// (0: DefaultWorkflowPollers). Viewers' events and status queries arrive as workflow
 	// tasks too, so the SDK's default of 2 starves streaming sessions of their signals'
@@ -71,8 +80,10 @@ const DefaultWorkflowPollers = 16
 // Worker is a running tacp worker: the session task queue's worker and this process's own
 // host queue, on which decisions are delivered into the turns it runs.
 type Worker struct {
-	Host     *activities.Host
-	Trust    *activities.Trust
+	Host  *activities.Host
+	Trust *activities.Trust
+	// Sandbox confines the agents of sandboxed profiles (nil: none is).
+	Sandbox  *sandbox.Box
 	sessions worker.Worker
 	host     worker.Worker
 }
@@ -82,6 +93,30 @@ func (w *Worker) Stop() {
 	w.sessions.Stop()
 	w.host.Stop()
 	w.Host.Close()
+	if w.Sandbox != nil {
+		w.Sandbox.Close()
+	}
+}
+
+// newSandbox returns the worker's sandbox when a profile runs sandboxed, or refuses to start
+// when the kernel cannot sandbox: fail closed, never silently unsandboxed.
+func newSandbox(opts Options, trust *activities.Trust) (*sandbox.Box, error) {
+	var sandboxed []string
+	for _, n := range trust.Profiles.Names() {
+		if p, _ := trust.Profiles.Resolve(n); p.Sandboxed() {
+			sandboxed = append(sandboxed, n)
+		}
+	}
+	if len(sandboxed) == 0 {
+		return nil, nil
+	}
+	protected := append([]string{opts.DataDir}, trust.Roots.Dirs()...)
+	box, err := sandbox.NewBox(filepath.Join(opts.DataDir, "sandbox"), protected, opts.SandboxDenyPorts)
+	if err != nil {
+		return nil, fmt.Errorf("agent profile %q runs sandboxed, and this machine cannot sandbox it: %w. "+
+			"Run it unsandboxed on purpose with \"sandbox\": \"off\" in its profile, or -agent.sandbox=off for every profile", sandboxed[0], err)
+	}
+	return box, nil
 }
 
 // HostQueue names this process's own task queue: unique per process, so a delivery whose
@@ -106,6 +141,10 @@ func Start(c client.Client, opts Options) (*Worker, error) {
 		opts.Logger = slog.New(slog.DiscardHandler)
 	}
 	trust, err := NewTrust(opts)
+	if err != nil {
+		return nil, err
+	}
+	box, err := newSandbox(opts, trust)
 	if err != nil {
 		return nil, err
 	}
@@ -148,6 +187,7 @@ func Start(c client.Client, opts Options) (*Worker, error) {
 		NoCarryContext:    opts.NoCarryContext,
 		CarryContextBytes: opts.CarryContextBytes,
 		MissingWorkspace:  opts.MissingWorkspace,
+		Sandbox:           box,
 	}
 	w.RegisterActivityWithOptions(runner.RunTurn, activity.RegisterOptions{Name: signals.ActivityRunTurn})
 	// The host queue takes deliveries and, by affinity (DESIGN §10), the turns of the sessions
@@ -168,5 +208,5 @@ func Start(c client.Client, opts Options) (*Worker, error) {
 		host.Close()
 		return nil, fmt.Errorf("start worker on %s: %w", opts.TaskQueue, err)
 	}
-	return &Worker{Host: host, Trust: trust, sessions: w, host: hw}, nil
+	return &Worker{Host: host, Trust: trust, Sandbox: box, sessions: w, host: hw}, nil
 }
