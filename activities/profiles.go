@@ -313,10 +313,18 @@ var wellKnown = map[string]Profile{
 	// @google/gemini-cli in ACP mode. Offered a client's fs it cannot create a file through
 	// it (0.61.0 does not take the client's not-found error as a missing file), so it keeps
 	// its own file tools.
-	"gemini": {Name: "gemini", Command: "gemini --experimental-acp", Description: "Gemini CLI", ClientFS: new(bool)},
+	// In the sandbox each session's Gemini CLI has a GEMINI_CLI_HOME of its own (it keeps
+	// .gemini there in place of ~/.gemini), empty at first.
+	"gemini": {Name: "gemini", Command: "gemini --experimental-acp", Description: "Gemini CLI", ClientFS: new(bool),
+		Settings: sandbox.Settings{State: map[string]string{"GEMINI_CLI_HOME": ""}}},
 	// opencode-ai's `opencode acp`. No autoupdate, no plugins installed at start.
+	// In the sandbox each session's OpenCode keeps its data (conversations), state, cache
+	// and configuration in folders of its own (it writes them all at start), the latter
+	// seeded with the files of ~/.config/opencode.
 	"opencode": {Name: "opencode", Command: "opencode acp", Description: "OpenCode",
-		Env: map[string]string{"OPENCODE_DISABLE_AUTOUPDATE": "1", "OPENCODE_DISABLE_DEFAULT_PLUGINS": "1"}},
+		Env: map[string]string{"OPENCODE_DISABLE_AUTOUPDATE": "1", "OPENCODE_DISABLE_DEFAULT_PLUGINS": "1"},
+		Settings: sandbox.Settings{State: map[string]string{
+			"XDG_CONFIG_HOME": "~/.config/./opencode", "XDG_DATA_HOME": "", "XDG_STATE_HOME": "", "XDG_CACHE_HOME": ""}}},
 }
 
 // WellKnownProfile returns the built-in profile of a well-known agent: claude, codex,
@@ -330,5 +338,6 @@ func WellKnownProfile(name string) (Profile, bool) {
 	if p.Env == nil {
 		p.Env = map[string]string{}
 	}
+	p.State, p.ReadOnly = maps.Clone(p.State), slices.Clone(p.ReadOnly)
 	return p, true
 }

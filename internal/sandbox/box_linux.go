@@ -258,7 +258,8 @@ func ForkAttr(attr *syscall.SysProcAttr, env []string) {
 }
 
 // seedState creates dir, when missing, with a copy of the files (not the folders: those
-// hold other sessions' conversations) directly in seed (missing: nothing to copy).
+// hold other sessions' conversations) directly in seed (missing: nothing to copy). A seed
+// BASE/./SUB (rsync's mark) copies the files of BASE/SUB into dir/SUB.
 func seedState(dir, seed string) error {
 	if _, err := os.Stat(dir); err == nil {
 		return nil
@@ -267,6 +268,13 @@ func seedState(dir, seed string) error {
 	_ = os.RemoveAll(tmp)
 	if err := os.MkdirAll(tmp, 0o700); err != nil {
 		return err
+	}
+	into := tmp
+	if base, sub, ok := strings.Cut(seed, "/./"); ok && filepath.IsLocal(sub) {
+		seed, into = filepath.Join(base, sub), filepath.Join(tmp, sub)
+		if err := os.MkdirAll(into, 0o700); err != nil {
+			return err
+		}
 	}
 	if seed != "" {
 		ents, err := os.ReadDir(seed)
@@ -277,7 +285,7 @@ func seedState(dir, seed string) error {
 			if !e.Type().IsRegular() {
 				continue
 			}
-			if err := copyFile(filepath.Join(seed, e.Name()), filepath.Join(tmp, e.Name())); err != nil {
+			if err := copyFile(filepath.Join(seed, e.Name()), filepath.Join(into, e.Name())); err != nil {
 				return err
 			}
 		}

@@ -62,7 +62,8 @@ type Settings struct {
 	// Allow lists the host:port an allowlist reaches.
 	Allow []string `json:"allow,omitempty"`
 	// ReadOnly and ReadWrite are more paths the agent may read, or also write (absolute, or
-	// under "~/": the agent's HOME). Each must exist.
+	// under "~/": the agent's HOME). A missing ReadOnly path is skipped (nothing to read); a
+	// missing ReadWrite path is an error.
 	ReadOnly  []string `json:"read_only,omitempty"`
 	ReadWrite []string `json:"read_write,omitempty"`
 	// Protect are workspace paths kept read-only (nil: DefaultProtect; tacp's workspace
@@ -70,8 +71,9 @@ type Settings struct {
 	Protect []string `json:"protect,omitempty"`
 	// State are the agent's state folders kept per session: an environment variable the
 	// agent reads its folder from, and the folder whose files seed a session's own copy
-	// ("~/.claude"; empty: the variable's value in the agent's environment). Each session's
-	// agent gets a folder of its own in the variable, its conversations included.
+	// ("~/.claude"; empty: the variable's value in the agent's environment; "~/.config/./opencode":
+	// the files of ~/.config/opencode into the folder's opencode/). Each session's agent gets
+	// a folder of its own in the variable, its conversations included.
 	State map[string]string `json:"state,omitempty"`
 }
 
@@ -194,6 +196,9 @@ func Plan(s Settings, r Request, protected []string, mounts []Mount) (Policy, er
 	}
 	for _, f := range s.ReadOnly {
 		real, err := resolve(expandHome(f, home))
+		if errors.Is(err, os.ErrNotExist) {
+			continue
+		}
 		if err != nil {
 			return Policy{}, fmt.Errorf("read_only %q: %w", f, err)
 		}

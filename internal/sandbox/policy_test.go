@@ -77,9 +77,14 @@ func TestPlanExtraPaths(t *testing.T) {
 		require.Contains(t, p.ReadOnly, filepath.Join(r.home, ".ssh"))
 		require.NotContains(t, p.ReadOnly, link)
 	})
-	t.Run("AMissingPathIsAnError", func(t *testing.T) {
+	t.Run("AMissingReadWritePathIsAnError", func(t *testing.T) {
 		_, err := r.plan(Settings{ReadWrite: []string{"~/nothing"}})
 		require.ErrorContains(t, err, "read_write")
+	})
+	t.Run("AMissingReadOnlyPathIsSkipped", func(t *testing.T) {
+		p, err := r.plan(Settings{ReadOnly: []string{"~/nothing"}})
+		require.NoError(t, err)
+		require.NotContains(t, p.ReadOnly, filepath.Join(r.home, "nothing"))
 	})
 }
 
