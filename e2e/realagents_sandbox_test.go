@@ -75,7 +75,9 @@ func startRealSandboxWorker(t *testing.T, a fakemodel.Agent, network string) *re
 	return &realSandboxWorker{agent: a, profile: profile, fm: fm, qc: qc, data: data}
 }
 
-func (w *realSandboxWorker) workspace(id string) string { return filepath.Join(w.data, "workspaces", id) }
+func (w *realSandboxWorker) workspace(id string) string {
+	return filepath.Join(w.data, "workspaces", id)
+}
 
 // bash has the agent's shell run command in session id under allow_all and returns the tool
 // result the model was sent ("tool result: …"); the turn ended end_turn.
