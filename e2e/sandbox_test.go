@@ -151,6 +151,13 @@ func TestSandboxTestAgent(t *testing.T) {
 		require.NotNil(t, infos[0].Sandbox)
 		require.Equal(t, sandbox.NetworkAll, infos[0].Sandbox.Network)
 		require.Equal(t, []string{agent.TranscriptsEnv}, infos[0].Sandbox.State)
+		const line = "on · network all · protected .tacp-workspace, .git/hooks · state per session " + agent.TranscriptsEnv
+		out, errOut, code := starter(t, "profiles", "--task-queue", sw.qc.TaskQueue)
+		require.Equal(t, 0, code, errOut)
+		require.Contains(t, out, "sandbox: "+line, "starter profiles")
+		out, errOut, code = starter(t, "status", "--task-queue", sw.qc.TaskQueue, "--session", a)
+		require.Equal(t, 0, code, errOut)
+		require.Contains(t, out, "sandbox   "+line+" (profile default)", "starter status")
 	})
 }
 

@@ -6,6 +6,7 @@ package signals
 import (
 	"encoding/json"
 	"fmt"
+	"strings"
 	"time"
 )
 
@@ -119,6 +120,26 @@ type ProfileInfo struct {
 	// Sandbox is the kernel sandbox the profile's agent runs in; nil: none (the profile
 	// runs unsandboxed, or the worker predates sandboxes).
 	Sandbox *SandboxInfo `json:"sandbox,omitempty"`
+}
+
+// Describe says in one line what the sandbox lets the agent do: "off" for none.
+func (s *SandboxInfo) Describe() string {
+	if s == nil {
+		return "off"
+	}
+	line := "on · network " + s.Network
+	if len(s.Allow) > 0 {
+		line += " (" + strings.Join(s.Allow, ", ") + ")"
+	}
+	for _, part := range []struct {
+		name  string
+		items []string
+	}{{"read-only", s.ReadOnly}, {"read-write", s.ReadWrite}, {"protected", s.Protect}, {"state per session", s.State}} {
+		if len(part.items) > 0 {
+			line += " · " + part.name + " " + strings.Join(part.items, ", ")
+		}
+	}
+	return line
 }
 
 // SandboxInfo is what a profile's kernel sandbox lets its agent do, besides its session's
