@@ -23,6 +23,8 @@ import (
 	"time"
 
 	acp "github.com/coder/acp-go-sdk"
+
+	"github.com/tacp-dev/tacp/internal/sandbox"
 )
 
 // maxLineBytes bounds one JSON-RPC line from the agent: the ACP SDK's own limit, so a line
@@ -62,6 +64,7 @@ func startAgent(argv, env []string, dir string, client acp.Client, log *slog.Log
 	stderr := &logWriter{log: log}
 	cmd.Stderr = stderr
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	sandbox.ForkAttr(cmd.SysProcAttr, env) // the namespaces a sandboxed start needs (internal/sandbox)
 	stdin, err := cmd.StdinPipe()
 	if err != nil {
 		return nil, err

@@ -1,7 +1,7 @@
 package activities
 
 // A fresh worker learns its agents before any turn: each profile's agent is started once in
-// the background (initialize, then stopped), so that the first editor on a fresh cluster is
+// the background (initialize, then stopped; in its kernel sandbox when the profile has one), so that the first editor on a fresh cluster is
 // told what the agent supports — images, MCP servers, how it authenticates — and does not
 // create its sessions without them (agentinfo.go keeps what was learned; a turn's own
 // initialize refreshes it).
@@ -61,7 +61,17 @@ func (r *Runner) probe(ctx context.Context, name, dir string) error {
 			return err
 		}
 	}
-	proc, err := startAgent(pr.Argv(), env, work, hc, hc.log)
+	argv := pr.Argv()
+	if pr.Sandboxed() {
+		// Confined as its turns' agents are: a probe is an agent start like any other.
+		if r.Sandbox == nil {
+			return fmt.Errorf("agent profile %q runs sandboxed, but this worker has no sandbox", name)
+		}
+		if argv, env, err = r.Sandbox.Command(pr.Settings, "probe-"+name, work, argv, env); err != nil {
+			return fmt.Errorf("agent sandbox: %w", err)
+		}
+	}
+	proc, err := startAgent(argv, env, work, hc, hc.log)
 	if err != nil {
 		return err
 	}

@@ -14,6 +14,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/tacp-dev/tacp/internal/sandbox"
 	"github.com/tacp-dev/tacp/signals"
 )
 
@@ -40,6 +41,38 @@ type Profile struct {
 	// fs/* (default true: the workspace's files through tacp's sandbox). Gemini CLI 0.61
 	// cannot create a file through a client's fs.
 	ClientFS *bool `json:"client_fs,omitempty"`
+	// Sandbox is SandboxOn or SandboxOff: whether the agent process runs in the kernel
+	// sandbox of its session (internal/sandbox). Empty: the worker's default (-agent.sandbox,
+	// on in the worker binary).
+	Sandbox string `json:"sandbox,omitempty"`
+	// Settings are the sandbox's settings: network, allow, read_only, read_write, protect
+	// and state (sandbox.Settings).
+	sandbox.Settings
+}
+
+// The values of Profile.Sandbox.
+const (
+	SandboxOn  = "on"
+	SandboxOff = "off"
+)
+
+// Sandboxed reports whether the profile's agent runs in the kernel sandbox.
+func (pr Profile) Sandboxed() bool { return pr.Sandbox == SandboxOn }
+
+// SandboxInfo is what clients see of the profile's sandbox (nil: none).
+func (pr Profile) SandboxInfo() *signals.SandboxInfo {
+	if !pr.Sandboxed() {
+		return nil
+	}
+	network, _ := sandbox.ParseNetwork(pr.Network)
+	protect := pr.Protect
+	if protect == nil {
+		protect = sandbox.DefaultProtect
+	}
+	return &signals.SandboxInfo{
+		Network: network, Allow: pr.Allow, ReadOnly: pr.ReadOnly, ReadWrite: pr.ReadWrite,
+		Protect: append([]string{WorkspaceMarker}, protect...), State: sortedKeys(pr.State),
+	}
 }
 
 // OffersClientFS reports whether initialize offers the agent the client's files.
@@ -81,6 +114,12 @@ func NewProfiles(ps []Profile, deflt string) (*Profiles, error) {
 			if !validEnvName(k) {
 				return nil, fmt.Errorf("agent profile %q: invalid environment variable name %q", pr.Name, k)
 			}
+		}
+		if pr.Sandbox != "" && pr.Sandbox != SandboxOn && pr.Sandbox != SandboxOff {
+			return nil, fmt.Errorf("agent profile %q: sandbox %q: want %q or %q", pr.Name, pr.Sandbox, SandboxOn, SandboxOff)
+		}
+		if err := pr.Settings.Check(); err != nil {
+			return nil, fmt.Errorf("agent profile %q: sandbox: %w", pr.Name, err)
 		}
 		p.byName[pr.Name] = pr
 		p.ordered = append(p.ordered, pr.Name)
@@ -138,7 +177,7 @@ func (p *Profiles) Infos() []signals.ProfileInfo { return p.infos(MCPPolicy{Mode
 func (p *Profiles) infos(mcp MCPPolicy) []signals.ProfileInfo {
 	out := make([]signals.ProfileInfo, 0, len(p.ordered))
 	for _, n := range p.ordered {
-		info := signals.ProfileInfo{Name: n, Description: p.byName[n].Description, Default: n == p.deflt}
+		info := signals.ProfileInfo{Name: n, Description: p.byName[n].Description, Default: n == p.deflt, Sandbox: p.byName[n].SandboxInfo()}
 		info.PromptCapabilities, info.McpCapabilities, info.AuthMethods = p.known(n, mcp)
 		out = append(out, info)
 	}
@@ -259,19 +298,33 @@ var wellKnown = map[string]Profile{
 	// @agentclientprotocol/claude-agent-acp. Claude Code refuses to start as root unless
 	// IS_SANDBOX is exactly "1"; with it set for every user, root or not, the profile works
 	// the same. Telemetry and update checks are off: a worker's agent has no use for them.
+	// In the sandbox each session's Claude Code has a CLAUDE_CONFIG_DIR of its own (its
+	// conversations, its .claude.json), seeded with the files of ~/.claude (settings.json).
 	"claude": {Name: "claude", Command: "claude-agent-acp", Description: "Claude Code (claude-agent-acp)",
-		Env: map[string]string{"IS_SANDBOX": "1", "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1", "DISABLE_AUTOUPDATER": "1"}},
+		Env:      map[string]string{"IS_SANDBOX": "1", "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1", "DISABLE_AUTOUPDATER": "1"},
+		Settings: sandbox.Settings{State: map[string]string{"CLAUDE_CONFIG_DIR": "~/.claude"}}},
 	// @agentclientprotocol/codex-acp. It starts in "Auto review" (it approves its own
 	// writes); read-only makes it ask tacp before every write and every command.
+	// In the sandbox each session's Codex has a CODEX_HOME of its own, seeded with the
+	// files of ~/.codex (config.toml, auth.json).
 	"codex": {Name: "codex", Command: "codex-acp", Description: "Codex (codex-acp)",
-		Env: map[string]string{"INITIAL_AGENT_MODE": "read-only"}},
+		Env:      map[string]string{"INITIAL_AGENT_MODE": "read-only"},
+		Settings: sandbox.Settings{State: map[string]string{"CODEX_HOME": "~/.codex"}}},
 	// @google/gemini-cli in ACP mode. Offered a client's fs it cannot create a file through
 	// it (0.61.0 does not take the client's not-found error as a missing file), so it keeps
 	// its own file tools.
-	"gemini": {Name: "gemini", Command: "gemini --experimental-acp", Description: "Gemini CLI", ClientFS: new(bool)},
+	// In the sandbox each session's Gemini CLI has a GEMINI_CLI_HOME of its own (it keeps
+	// .gemini there in place of ~/.gemini), empty at first.
+	"gemini": {Name: "gemini", Command: "gemini --experimental-acp", Description: "Gemini CLI", ClientFS: new(bool),
+		Settings: sandbox.Settings{State: map[string]string{"GEMINI_CLI_HOME": ""}}},
 	// opencode-ai's `opencode acp`. No autoupdate, no plugins installed at start.
+	// In the sandbox each session's OpenCode keeps its data (conversations), state, cache
+	// and configuration in folders of its own (it writes them all at start), the latter
+	// seeded with the files of ~/.config/opencode.
 	"opencode": {Name: "opencode", Command: "opencode acp", Description: "OpenCode",
-		Env: map[string]string{"OPENCODE_DISABLE_AUTOUPDATE": "1", "OPENCODE_DISABLE_DEFAULT_PLUGINS": "1"}},
+		Env: map[string]string{"OPENCODE_DISABLE_AUTOUPDATE": "1", "OPENCODE_DISABLE_DEFAULT_PLUGINS": "1"},
+		Settings: sandbox.Settings{State: map[string]string{
+			"XDG_CONFIG_HOME": "~/.config/./opencode", "XDG_DATA_HOME": "", "XDG_STATE_HOME": "", "XDG_CACHE_HOME": ""}}},
 }
 
 // WellKnownProfile returns the built-in profile of a well-known agent: claude, codex,
@@ -285,5 +338,6 @@ func WellKnownProfile(name string) (Profile, bool) {
 	if p.Env == nil {
 		p.Env = map[string]string{}
 	}
+	p.State, p.ReadOnly = maps.Clone(p.State), slices.Clone(p.ReadOnly)
 	return p, true
 }

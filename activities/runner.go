@@ -26,6 +26,7 @@ import (
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/temporal"
 
+	"github.com/tacp-dev/tacp/internal/sandbox"
 	"github.com/tacp-dev/tacp/signals"
 )
 
@@ -75,10 +76,15 @@ type Runner struct {
 	// MissingWorkspace is what a turn does when the session's workspace did not follow it
 	// to this worker: MissingWorkspaceFail (the default) or MissingWorkspaceEmpty.
 	MissingWorkspace string
-	Logger           *slog.Logger
+	// Sandbox confines the agents of sandboxed profiles (Profile.Sandboxed) to their
+	// session (internal/sandbox); nil: this worker runs no sandboxed profile.
+	Sandbox *sandbox.Box
+	Logger  *slog.Logger
 
 	budget *flushBudget
 	once   sync.Once
+	// egressCounted is how many of the sandbox's egress refusals are counted already.
+	egressCounted atomic.Int64
 }
 
 // defaults fills in the zero fields once: activities run concurrently on one Runner.
@@ -163,7 +169,7 @@ func (r *Runner) runTurn(ctx context.Context, in signals.RunTurnInput) (signals.
 
 	setupCtx, cancelSetup := context.WithTimeout(ctx, r.InitTimeout)
 	defer cancelSetup()
-	ag, err := r.Host.acquire(setupCtx, in.SessionID, setup.profile.Argv(), setup.env, setup.dir, setup.sandbox)
+	ag, err := r.Host.acquire(setupCtx, in.SessionID, setup.argv, setup.env, setup.dir, setup.sandbox)
 	if err != nil {
 		return t.finish(t.fail(fmt.Errorf("agent: %w", err)))
 	}
@@ -210,8 +216,11 @@ type turnRun struct {
 
 // turnSetup is what the worker admitted a turn with.
 type turnSetup struct {
-	profile    Profile
-	dir        string
+	profile Profile
+	dir     string
+	// argv and env start the agent: the profile's command, or the kernel sandbox's step
+	// that confines it and then execs it (confine).
+	argv       []string
 	env        []string
 	mcpServers []acp.McpServer
 	sandbox    *Sandbox // nil: the profile keeps the agent on its own files
@@ -238,9 +247,12 @@ func (t *turnRun) prepare(ctx context.Context) (turnSetup, error) {
 			return turnSetup{}, err
 		}
 	}
-	s := turnSetup{profile: profile, dir: dir}
+	s := turnSetup{profile: profile, dir: dir, argv: profile.Argv()}
 	if s.env, err = profile.AgentEnv(os.Environ()); err != nil {
 		return turnSetup{}, t.fail(err)
+	}
+	if err := t.confine(ctx, &s); err != nil {
+		return turnSetup{}, err
 	}
 	if s.mcpServers, err = r.Trust.MCPServers(in.McpServers); err != nil {
 		return turnSetup{}, temporal.NewNonRetryableApplicationError(err.Error(), signals.RejectInvalidRequest, nil, t.res)
@@ -254,6 +266,42 @@ func (t *turnRun) prepare(ctx context.Context) (turnSetup, error) {
 		return turnSetup{}, t.fail(err)
 	}
 	return s, nil
+}
+
+// MetricSandboxRefusals counts what the kernel sandbox refused that tacp can see: an agent
+// start whose sandbox the path rules refused (kind "start"), and connections the egress
+// proxy of an allowlist refused (kind "egress", counted at the next turn's start on the
+// worker). What Landlock itself refuses is the agent's EACCES, counted by nobody (the
+// kernel's audit log has it where audit is on).
+const MetricSandboxRefusals = "tacp_sandbox_refusals"
+
+// confine wraps a sandboxed profile's agent start into the sandbox's step (argv and env):
+// the agent then runs confined to its session from its first instruction on.
+func (t *turnRun) confine(ctx context.Context, s *turnSetup) error {
+	if !s.profile.Sandboxed() {
+		return nil
+	}
+	box := t.r.Sandbox
+	if box == nil {
+		return t.fail(fmt.Errorf("agent profile %q runs sandboxed, but this worker has no sandbox", s.profile.Name))
+	}
+	for n := box.Refusals(); ; {
+		prev := t.r.egressCounted.Load()
+		if n <= prev {
+			break
+		}
+		if t.r.egressCounted.CompareAndSwap(prev, n) {
+			activity.GetMetricsHandler(ctx).WithTags(map[string]string{"kind": "egress"}).Counter(MetricSandboxRefusals).Inc(n - prev)
+			break
+		}
+	}
+	argv, env, err := box.Command(s.profile.Settings, t.in.SessionID, s.dir, s.argv, s.env)
+	if err != nil {
+		activity.GetMetricsHandler(ctx).WithTags(map[string]string{"kind": "start"}).Counter(MetricSandboxRefusals).Inc(1)
+		return t.fail(fmt.Errorf("agent sandbox: %w", err))
+	}
+	s.argv, s.env = argv, env
+	return nil
 }
 
 // workspaceMissing tells the session that its workspace did not follow it to this worker,

@@ -19,6 +19,7 @@ import (
 
 	"github.com/tacp-dev/tacp/activities"
 	"github.com/tacp-dev/tacp/internal/dial"
+	"github.com/tacp-dev/tacp/internal/sandbox"
 	"github.com/tacp-dev/tacp/internal/tacpworker"
 	"github.com/tacp-dev/tacp/signals"
 )
@@ -50,6 +51,17 @@ func runWorkerProcess() int {
 	if roots := os.Getenv("TACP_E2E_ROOTS"); roots != "" {
 		opts.WorkspaceRoots = filepath.SplitList(roots)
 	}
+	// A whole profile (JSON) in place of TACP_E2E_AGENT, and the sandbox (sandbox_test.go).
+	if js := os.Getenv("TACP_E2E_PROFILE"); js != "" {
+		var p activities.Profile
+		if err := json.Unmarshal([]byte(js), &p); err != nil {
+			fmt.Fprintln(os.Stderr, "worker process: TACP_E2E_PROFILE:", err)
+			return 1
+		}
+		opts.Agent, opts.Profiles = "", []activities.Profile{p}
+	}
+	opts.Sandbox = os.Getenv("TACP_E2E_SANDBOX")
+	opts.SandboxDenyPorts = []uint16{sandbox.PortOf(os.Getenv("TEMPORAL_ADDRESS"))}
 	w, err := tacpworker.Start(c, opts)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "worker process:", err)

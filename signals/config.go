@@ -6,6 +6,7 @@ package signals
 import (
 	"encoding/json"
 	"fmt"
+	"strings"
 	"time"
 )
 
@@ -116,4 +117,42 @@ type ProfileInfo struct {
 	// them by itself: empty once the agent opened a session on the worker, or when the
 	// agent's environment holds the key of one of its env-var methods.
 	AuthMethods []json.RawMessage `json:"auth_methods,omitempty"`
+	// Sandbox is the kernel sandbox the profile's agent runs in; nil: none (the profile
+	// runs unsandboxed, or the worker predates sandboxes).
+	Sandbox *SandboxInfo `json:"sandbox,omitempty"`
+}
+
+// Describe says in one line what the sandbox lets the agent do: "off" for none.
+func (s *SandboxInfo) Describe() string {
+	if s == nil {
+		return "off"
+	}
+	line := "on · network " + s.Network
+	if len(s.Allow) > 0 {
+		line += " (" + strings.Join(s.Allow, ", ") + ")"
+	}
+	for _, part := range []struct {
+		name  string
+		items []string
+	}{{"read-only", s.ReadOnly}, {"read-write", s.ReadWrite}, {"protected", s.Protect}, {"state per session", s.State}} {
+		if len(part.items) > 0 {
+			line += " · " + part.name + " " + strings.Join(part.items, ", ")
+		}
+	}
+	return line
+}
+
+// SandboxInfo is what a profile's kernel sandbox lets its agent do, besides its session's
+// workspace, temp folder and the system read-only.
+type SandboxInfo struct {
+	// Network is "all" (any port but the Temporal frontend's and the worker's), "none" or
+	// "allowlist" (the hosts of Allow, through the worker's egress proxy).
+	Network string   `json:"network"`
+	Allow   []string `json:"allow,omitempty"`
+	// ReadOnly and ReadWrite are the profile's extra paths; Protect the workspace paths kept
+	// read-only; State the variables naming the agent state folders kept per session.
+	ReadOnly  []string `json:"read_only,omitempty"`
+	ReadWrite []string `json:"read_write,omitempty"`
+	Protect   []string `json:"protect,omitempty"`
+	State     []string `json:"state,omitempty"`
 }

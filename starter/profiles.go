@@ -31,7 +31,7 @@ func cmdProfiles(ctx context.Context, e *env, fs *flag.FlagSet, args []string) i
 		if p.Default {
 			mark = " (default)"
 		}
-		fmt.Fprintf(e.out, "%-20s %s%s\n", p.Name, p.Description, mark)
+		fmt.Fprintf(e.out, "%-20s %s%s\n%-20s sandbox: %s\n", p.Name, p.Description, mark, "", p.Sandbox.Describe())
 	}
 	return exitOK
 }

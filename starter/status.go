@@ -49,6 +49,12 @@ func cmdStatus(ctx context.Context, e *env, fs *flag.FlagSet, args []string) int
 			names[i] = p.Name
 		}
 		fmt.Fprintf(e.out, "profiles  %s\n", strings.Join(names, ", "))
+		for _, p := range st.Profiles {
+			if p.Name == st.Agent || (st.Agent == "" || st.Agent == "default") && p.Default {
+				fmt.Fprintf(e.out, "sandbox   %s (profile %s)\n", p.Sandbox.Describe(), p.Name)
+				break
+			}
+		}
 	}
 	return exitOK
 }

@@ -23,6 +23,7 @@ import (
 	"github.com/tacp-dev/tacp/internal/dial"
 	"github.com/tacp-dev/tacp/internal/flagenv"
 	"github.com/tacp-dev/tacp/internal/logging"
+	"github.com/tacp-dev/tacp/internal/sandbox"
 	"github.com/tacp-dev/tacp/internal/selfagent"
 	"github.com/tacp-dev/tacp/internal/tacpworker"
 	"github.com/tacp-dev/tacp/internal/telemetry"
@@ -76,6 +77,7 @@ func run() error {
 		depBuild  = fs.String("deployment.build-id", tacpworker.DefaultBuildID(), "this build's id in the deployment (default: the binary's VCS revision)")
 		depCur    = fs.Bool("deployment.current", false, "make this worker's version the deployment's current one once it polls (always with -dev, and when the deployment has none yet)")
 		metrics   = fs.String("metrics.listen", "", "serve Prometheus metrics at http://ADDR/metrics, e.g. 127.0.0.1:9464 (empty: off)")
+		sandboxed = fs.String("agent.sandbox", activities.SandboxOn, "run the agents of profiles that do not say otherwise in the kernel sandbox of their session: on or off (on: a kernel without Landlock ABI 6 refuses to start the worker)")
 	)
 	var profiles profileFlags
 	fs.Var(&profiles, "agent.profile", "an agent profile NAME=COMMAND this worker may run; repeat it for more (TACP_AGENT_PROFILE: several separated by ';')")
@@ -156,7 +158,15 @@ func run() error {
 	}
 	defer c.Close()
 
+	// No agent reaches the Temporal frontend, nor a port this process listens on (the
+	// embedded server's, its UI's, the metrics').
+	frontend := dial.Address(*address)
+	if *dev {
+		frontend = fmt.Sprintf("127.0.0.1:%d", *devPort)
+	}
+	deny := append(sandbox.ListeningPorts(), sandbox.PortOf(frontend))
 	w, err := tacpworker.Start(c, tacpworker.Options{
+		Sandbox: *sandboxed, SandboxDenyPorts: deny,
 		TaskQueue: *queue, Agent: *agentCmd, Profiles: profiles, DefaultProfile: *profDef,
 		WorkspaceRoots: rootDirs, MCP: activities.MCPPolicy{Mode: *mcpMode, Commands: splitList(*mcpCmds)},
 		DataDir: *data, Logger: logger,

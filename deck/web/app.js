@@ -212,6 +212,18 @@
       ['ask_for_risky', 'ask_always', 'allow_all'].map((l) => h('option', { value: l, text: l })));
     const rules = h('ul', { class: 'rules', id: 'rules' });
     const profiles = h('div', { class: 'muted', id: 'profiles' });
+    // sandboxLine says what the kernel sandbox of the session's agent profile lets it do
+    // (signals.SandboxInfo.Describe).
+    const sandboxLine = (st) => {
+      const p = st.profiles.find((x) => x.name === st.agent) || st.profiles.find((x) => x.default);
+      const sb = p && p.sandbox;
+      if (!sb) return 'off';
+      let line = `on · network ${sb.network}`;
+      if (sb.allow && sb.allow.length) line += ` (${sb.allow.join(', ')})`;
+      if (sb.protect && sb.protect.length) line += ` · protected ${sb.protect.join(', ')}`;
+      if (sb.state && sb.state.length) line += ` · state per session ${sb.state.join(', ')}`;
+      return line;
+    };
     const settings = h('details', { class: 'card settings' },
       h('summary', { text: 'Permissions: policy and remembered rules' }),
       h('label', { for: 'policy', text: 'Policy' }), policy, rules, profiles);
@@ -461,7 +473,7 @@
 
       policy.value = st.policy || 'ask_for_risky';
       profiles.textContent = (st.profiles && st.profiles.length)
-        ? `Agent profile: ${st.agent || 'default'} (the worker offers ${st.profiles.map((p) => p.name).join(', ')})` : '';
+        ? `Agent profile: ${st.agent || 'default'} (the worker offers ${st.profiles.map((p) => p.name).join(', ')}) · sandbox: ${sandboxLine(st)}` : '';
       rules.replaceChildren(...(st.rules || []).map((r) => h('li', {},
         h('span', { text: r }),
         operator ? h('button', { class: 'btn', type: 'button', data: { rule: r }, text: 'Forget', onclick: () => forget(r) }) : null)));

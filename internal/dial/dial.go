@@ -63,6 +63,19 @@ func ClientWith(ctx context.Context, o Options) (client.Client, error) {
 	return c, nil
 }
 
+// Address is the frontend host:port Client dials: address, else envconfig's, else the SDK's
+// default (the worker's sandbox keeps its agents off that port).
+func Address(address string) string {
+	if address != "" {
+		return address
+	}
+	opts, err := envconfig.LoadDefaultClientOptions()
+	if err != nil {
+		return client.DefaultHostPort
+	}
+	return orDefault(opts.HostPort, client.DefaultHostPort)
+}
+
 func orDefault(s, def string) string {
 	if strings.TrimSpace(s) == "" {
 		return def

@@ -14,13 +14,18 @@ import (
 const arg = "testagent"
 
 // Command is the agent command line that runs this very binary as the test agent (with the
-// steering extension), its transcripts under transcripts.
+// steering extension), its transcripts under transcripts ("": where $TESTAGENT_TRANSCRIPTS
+// says, as a sandboxed profile gives each session a folder of its own).
 func Command(transcripts string) string {
 	exe, err := os.Executable()
 	if err != nil {
 		exe = os.Args[0]
 	}
-	return strconv.Quote(exe) + " " + arg + " -steering -transcripts " + strconv.Quote(transcripts)
+	cmd := strconv.Quote(exe) + " " + arg + " -steering"
+	if transcripts != "" {
+		cmd += " -transcripts " + strconv.Quote(transcripts)
+	}
+	return cmd
 }
 
 // MaybeRun runs the test agent and exits when the process was started as one (argv[1] ==

@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"path/filepath"
 	"time"
 
 	"go.temporal.io/sdk/activity"
@@ -17,6 +18,7 @@ import (
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/tacp-dev/tacp/activities"
+	"github.com/tacp-dev/tacp/internal/sandbox"
 	"github.com/tacp-dev/tacp/signals"
 	"github.com/tacp-dev/tacp/workflows"
 )
@@ -59,6 +61,13 @@ type Options struct {
 	// AgentIdleTTL and MaxAgents bound the agent processes kept alive between turns.
 	AgentIdleTTL time.Duration
 	MaxAgents    int
+	// Sandbox is whether the profiles that do not say run their agents in the kernel
+	// sandbox of their session: "on" or "off" ("": off; the worker binary's -agent.sandbox
+	// is on). A sandboxed profile on a kernel that cannot sandbox fails Start.
+	Sandbox string
+	// SandboxDenyPorts are the TCP ports no sandboxed agent may connect to, whatever its
+	// profile says: the Temporal frontend's and the worker's own.
+	SandboxDenyPorts []uint16
 	// WorkflowPollers is how many workflow task pollers the session queue's worker runs
 	// (0: DefaultWorkflowPollers). Viewers' events and status queries arrive as workflow
 	// tasks too, so the SDK's default of 2 starves streaming sessions of their signals'
@@ -84,7 +93,9 @@ type Worker struct {
 	Host  *activities.Host
 	Trust *activities.Trust
 	// Version is the deployment version the worker polls as (zero: unversioned).
-	Version  worker.WorkerDeploymentVersion
+	Version worker.WorkerDeploymentVersion
+	// Sandbox confines the agents of sandboxed profiles (nil: none is).
+	Sandbox  *sandbox.Box
 	sessions worker.Worker
 	host     worker.Worker
 	probed   chan struct{}
@@ -104,6 +115,30 @@ func (w *Worker) Stop() {
 	w.sessions.Stop()
 	w.host.Stop()
 	w.Host.Close()
+	if w.Sandbox != nil {
+		w.Sandbox.Close()
+	}
+}
+
+// newSandbox returns the worker's sandbox when a profile runs sandboxed, or refuses to start
+// when the kernel cannot sandbox: fail closed, never silently unsandboxed.
+func newSandbox(opts Options, trust *activities.Trust) (*sandbox.Box, error) {
+	var sandboxed []string
+	for _, n := range trust.Profiles.Names() {
+		if p, _ := trust.Profiles.Resolve(n); p.Sandboxed() {
+			sandboxed = append(sandboxed, n)
+		}
+	}
+	if len(sandboxed) == 0 {
+		return nil, nil
+	}
+	protected := append([]string{opts.DataDir}, trust.Roots.Dirs()...)
+	box, err := sandbox.NewBox(filepath.Join(opts.DataDir, "sandbox"), protected, opts.SandboxDenyPorts)
+	if err != nil {
+		return nil, fmt.Errorf("agent profile %q runs sandboxed, and this machine cannot sandbox it: %w. "+
+			"Run it unsandboxed on purpose with \"sandbox\": \"off\" in its profile, or -agent.sandbox=off for every profile", sandboxed[0], err)
+	}
+	return box, nil
 }
 
 // HostQueue names this process's own task queue: unique per process, so a delivery whose
@@ -128,6 +163,10 @@ func Start(c client.Client, opts Options) (*Worker, error) {
 		opts.Logger = slog.New(slog.DiscardHandler)
 	}
 	trust, err := NewTrust(opts)
+	if err != nil {
+		return nil, err
+	}
+	box, err := newSandbox(opts, trust)
 	if err != nil {
 		return nil, err
 	}
@@ -184,6 +223,7 @@ func Start(c client.Client, opts Options) (*Worker, error) {
 		NoCarryContext:    opts.NoCarryContext,
 		CarryContextBytes: opts.CarryContextBytes,
 		MissingWorkspace:  opts.MissingWorkspace,
+		Sandbox:           box,
 	}
 	w.RegisterActivityWithOptions(runner.RunTurn, activity.RegisterOptions{Name: signals.ActivityRunTurn})
 	// The host queue takes deliveries and, by affinity (DESIGN §10), the turns of the sessions
@@ -215,7 +255,7 @@ func Start(c client.Client, opts Options) (*Worker, error) {
 		go wk.run(wctx)
 	}
 	ctx, stop := context.WithCancel(context.Background())
-	out := &Worker{Host: host, Trust: trust, Version: version, sessions: w, host: hw, stopWake: stopWake, probed: make(chan struct{}), stop: stop}
+	out := &Worker{Host: host, Trust: trust, Version: version, Sandbox: box, sessions: w, host: hw, stopWake: stopWake, probed: make(chan struct{}), stop: stop}
 	go func() {
 		defer close(out.probed)
 		if opts.ProbeAgents {

@@ -36,6 +36,9 @@
 //	                     fs/read_text_file" when initialize did not offer it
 //	/write PATH          write the body to PATH with fs/write_text_file and say
 //	                     "wrote PATH" (or why not, as /read)
+//	/sh COMMAND          run COMMAND (the rest of the line) with /bin/sh -c in the
+//	                     session's cwd, as a coding agent's own shell tool does, and say
+//	                     "sh: exit N: <output>" (stdout and stderr, one line)
 //
 // Any other first line starting with "/" is answered with invalid params. Turns
 // end with stopReason end_turn, or cancelled once session/cancel arrived. Turns
@@ -124,8 +127,18 @@ type Options struct {
 // StartsDirEnv names a directory where the agent leaves one file per process start.
 const StartsDirEnv = "TESTAGENT_STARTS_DIR"
 
-// DefaultTranscriptDir is where transcripts go unless configured otherwise.
-func DefaultTranscriptDir() string { return filepath.Join(os.TempDir(), "tacp-testagent") }
+// TranscriptsEnv names the transcripts directory when -transcripts is not given: a worker's
+// sandbox (internal/sandbox) gives each session's agent a directory of its own in it.
+const TranscriptsEnv = "TESTAGENT_TRANSCRIPTS"
+
+// DefaultTranscriptDir is where transcripts go unless configured otherwise: $TESTAGENT_TRANSCRIPTS,
+// else tacp-testagent in the temp directory.
+func DefaultTranscriptDir() string {
+	if dir := os.Getenv(TranscriptsEnv); dir != "" {
+		return dir
+	}
+	return filepath.Join(os.TempDir(), "tacp-testagent")
+}
 
 // Main runs the agent on stdin/stdout with command-line args (without the
 // program name) and returns the process exit code. Diagnostics go to stderr.
@@ -611,6 +624,11 @@ func (a *testAgent) run(ctx context.Context, s *session, text string) (acp.Promp
 		err = a.say(s, fmt.Sprintf("received %d bytes:\n%s", len(got), got))
 	case "/pids":
 		err = a.say(s, fmt.Sprintf("pids %d %d", os.Getpid(), a.opts.ChildPID))
+	case "/sh":
+		if len(args) == 0 {
+			return acp.PromptResponse{}, usageErr("/sh COMMAND")
+		}
+		err = a.say(s, shell(ctx, strings.TrimSpace(strings.TrimPrefix(strings.TrimSpace(first), dir))))
 	case "/read":
 		if len(args) != 1 {
 			return acp.PromptResponse{}, usageErr("/read PATH")
@@ -632,6 +650,18 @@ func (a *testAgent) run(ctx context.Context, s *session, text string) (acp.Promp
 		resp.StopReason = acp.StopReasonCancelled
 	}
 	return resp, nil
+}
+
+// shell runs command as /sh does and describes how it went on one line.
+func shell(ctx context.Context, command string) string {
+	out, err := exec.CommandContext(ctx, "/bin/sh", "-c", command).CombinedOutput()
+	code := 0
+	if ee, ok := err.(*exec.ExitError); ok {
+		code = ee.ExitCode()
+	} else if err != nil {
+		return "sh: " + err.Error()
+	}
+	return fmt.Sprintf("sh: exit %d: %s", code, strings.Join(strings.Fields(string(out)), " "))
 }
 
 // toolKinds are the kinds /permission accepts.
