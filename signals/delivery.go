@@ -63,6 +63,9 @@ type Delivery struct {
 	RequestID string `json:"request_id,omitempty"`
 	Outcome   string `json:"outcome,omitempty"`
 	OptionID  string `json:"option_id,omitempty"`
+	// elicitation (RequestID too): the answer's action and content
+	Action  string          `json:"action,omitempty"`
+	Content json.RawMessage `json:"content,omitempty"`
 	// settings: the mode and config values to set in the live agent
 	Choices *SessionChoices `json:"choices,omitempty"`
 	// Async asks the host to answer as soon as the live turn has taken the delivery

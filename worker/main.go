@@ -70,6 +70,8 @@ func run() error {
 		carry     = fs.Bool("agent.carry-context", true, "seed a new agent session with the session's transcript when the agent's own session could not be loaded on this worker (agent.context_lost)")
 		carryMax  = fs.Int("agent.carry-context-bytes", signals.DefaultTranscriptBytes, "bound of that transcript, newest kept")
 		missingWS = fs.String("workspace.missing", activities.MissingWorkspaceFail, "when a session's workspace is not on this worker (its earlier turns ran on another machine): fail (the turn fails, workspace.missing is journaled) or empty (go on in an empty workspace)")
+		limitWait = fs.Duration("limits.max-wait", 0, "the longest a turn the model provider limited (a rate limit, an overloaded provider) waits on a durable timer before it runs again as the turn's next attempt (0: off, the turn fails)")
+		limitBack = fs.Duration("limits.backoff", activities.DefaultLimitBackoff, "a limited turn's first wait when the agent gives no reset time, doubled for each further wait (at most 15m)")
 		metrics   = fs.String("metrics.listen", "", "serve Prometheus metrics at http://ADDR/metrics, e.g. 127.0.0.1:9464 (empty: off)")
 	)
 	var profiles profileFlags
@@ -158,6 +160,7 @@ func run() error {
 		AgentIdleTTL: *idleTTL, MaxAgents: *maxAgents, CancelGrace: *grace,
 		FlushInterval: *flush, FlushLongest: *flushLong, FlushMaxRate: *flushRate, WorkflowPollers: *pollers,
 		NoCarryContext: !*carry, CarryContextBytes: *carryMax, MissingWorkspace: *missingWS,
+		LimitMaxWait: *limitWait, LimitBackoff: *limitBack,
 	})
 	if err != nil {
 		return err

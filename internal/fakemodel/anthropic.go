@@ -133,6 +133,9 @@ func (s *Server) anthropic(w http.ResponseWriter, r *http.Request) {
 		schema = req.OutputConfig.Format.Schema
 	}
 	idx := s.record(rec)
+	if result == nil && s.limit(w, idx, lastUser) {
+		return
+	}
 	p := s.decide(lastUser, result, tools, schema)
 	s.sendAnthropic(w, r, idx, req.Model, req.Stream, p)
 }

@@ -1,0 +1,94 @@
+package e2e
+
+// Questions to a person (DESIGN §11, issue 27): Claude Code's AskUserQuestion, scripted as
+// the fake model's tool call, reaches tacp as ACP elicitation/create (claude-agent-acp offers
+// the tool only because tacp advertises form elicitation), is journaled and shown as a
+// request waiting for a person, refuses an answer that does not fit its form (and stays
+// open), takes the first valid answer with who gave it, and the answer reaches the model's
+// next request. A question nobody answers fails closed at its deadline (cancel).
+
+import (
+	"encoding/json"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/tacp-dev/tacp/internal/fakemodel"
+	"github.com/tacp-dev/tacp/signals"
+)
+
+// elicited waits for turn's elicitation.requested and returns it.
+func elicited(t *testing.T, id string, turn int64) signals.ElicitationRequestedData {
+	t.Helper()
+	evs := waitFor(t, id, func(ev signals.Event) bool {
+		return ev.TurnID == turn && (ev.Kind == signals.EventElicitationRequested || signals.IsTerminal(ev.Kind))
+	})
+	last := evs[len(evs)-1]
+	require.Equal(t, signals.EventElicitationRequested, last.Kind, "turn %d asked nothing: %s", turn, journalDump(evs))
+	var d signals.ElicitationRequestedData
+	require.NoError(t, json.Unmarshal(last.Data, &d))
+	return d
+}
+
+func TestRealAgentClaudeAsksAPersonAndTheAnswerReachesTheModel(t *testing.T) {
+	w := startRealAgentWorker(t, fakemodel.Claude)
+	t.Run("AnsweredOnceWithWhoAnswered", func(t *testing.T) {
+		id := session(t)
+		turn := w.prompt(t, signals.SessionConfig{SessionID: id}, "tool: ask Which approach? | left | right")
+		q := elicited(t, id, turn)
+		require.Equal(t, signals.ElicitationForm, q.Mode)
+		require.Equal(t, "Which approach?", q.Message)
+		require.Contains(t, signals.ElicitationChoices(q.Schema, "question_0"), "right")
+
+		st, err := w.sc.Status(ctxFor(t, 10*time.Second), id)
+		require.NoError(t, err)
+		require.Equal(t, signals.StateSuspended, st.State)
+		require.Len(t, st.PendingElicitations, 1)
+		require.Equal(t, q.RequestID, st.PendingElicitations[0].RequestID)
+		require.Contains(t, currentDetails(t, id), "waiting for an answer to *Which approach?* (`"+q.RequestID+"`")
+
+		_, err = w.sc.ElicitationRespond(ctxFor(t, 10*time.Second), id, signals.ElicitationRespondRequest{
+			RequestID: q.RequestID, Action: signals.ActionAccept, Content: json.RawMessage(`{"question_0":"middle"}`),
+		})
+		require.ErrorContains(t, err, "question_0 must be one of left, right", "a bad answer gets a clear error")
+		st, err = w.sc.Status(ctxFor(t, 10*time.Second), id)
+		require.NoError(t, err)
+		require.Len(t, st.PendingElicitations, 1, "and the question stays open")
+
+		res, err := w.sc.ElicitationRespond(ctxFor(t, 10*time.Second), id, signals.ElicitationRespondRequest{
+			RequestID: q.RequestID, Action: signals.ActionAccept, Content: json.RawMessage(`{"question_0":"right"}`), AnsweredBy: "alice",
+		})
+		require.NoError(t, err)
+		require.Equal(t, "alice", res.Resolution.AnsweredBy)
+		again, err := w.sc.ElicitationRespond(ctxFor(t, 10*time.Second), id, signals.ElicitationRespondRequest{
+			RequestID: q.RequestID, Action: signals.ActionDecline, AnsweredBy: "bob",
+		})
+		require.NoError(t, err)
+		require.Equal(t, signals.ActionAccept, again.Resolution.Action, "the first valid answer wins")
+		require.Equal(t, "alice", again.Resolution.AnsweredBy)
+
+		evs := endedWith(t, id, turn, "end_turn")
+		require.Equal(t, 1, countKindIn(evs, signals.EventElicitationResolved, turn))
+		last := w.fm.MainRequests()[len(w.fm.MainRequests())-1]
+		require.True(t, last.Contains("tool", "right"), "the answer reached the model: %+v", last.Messages)
+		require.Contains(t, strings.Join(agentTexts(t, evs, turn), ""), "right")
+	})
+	t.Run("DeadlineFailsClosedWithCancel", func(t *testing.T) {
+		id := session(t)
+		turn := w.prompt(t, signals.SessionConfig{SessionID: id, PermissionTimeout: "3s"}, "tool: ask Ship it? | yes | no")
+		q := elicited(t, id, turn)
+		evs := turnEnd(t, id, turn)
+		var res signals.ElicitationResolution
+		for _, ev := range evs {
+			if ev.Kind == signals.EventElicitationResolved {
+				require.NoError(t, json.Unmarshal(ev.Data, &res))
+			}
+		}
+		require.Equal(t, q.RequestID, res.RequestID)
+		require.Equal(t, signals.ActionCancel, res.Action)
+		require.Equal(t, signals.DecidedByDeadline, res.DecidedBy)
+		checkInvariants(t, allEvents(t, id))
+	})
+}
