@@ -9,12 +9,15 @@ package e2e
 
 import (
 	"encoding/json"
+	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/tacp-dev/tacp/deck"
 	"github.com/tacp-dev/tacp/internal/fakemodel"
 	"github.com/tacp-dev/tacp/signals"
 )
@@ -74,6 +77,25 @@ func TestRealAgentClaudeAsksAPersonAndTheAnswerReachesTheModel(t *testing.T) {
 		last := w.fm.MainRequests()[len(w.fm.MainRequests())-1]
 		require.True(t, last.Contains("tool", "right"), "the answer reached the model: %+v", last.Messages)
 		require.Contains(t, strings.Join(agentTexts(t, evs, turn), ""), "right")
+	})
+	t.Run("AnsweredOnTheDeckByANamedToken", func(t *testing.T) {
+		secret := "s-" + signals.NewID()
+		h, err := deck.New(deck.Options{Client: w.sc, ControllerTokens: []string{"carol=" + secret}, PollInterval: 50 * time.Millisecond})
+		require.NoError(t, err)
+		d := &testDeck{Server: httptest.NewServer(h), operator: secret}
+		t.Cleanup(func() { d.CloseClientConnections(); d.Close() })
+		id := session(t)
+		turn := w.prompt(t, signals.SessionConfig{SessionID: id}, "tool: ask Which colour? | red | blue")
+		q := elicited(t, id, turn)
+		bad := d.call(t, "POST", sessPath(id, "/questions/", q.RequestID), secret, map[string]any{"action": "accept", "content": map[string]any{"question_0": 7}})
+		require.NotEqual(t, http.StatusOK, bad.Code)
+		require.Contains(t, string(bad.Body), "question_0 must be a string")
+		var res signals.ElicitationRespondResult
+		d.call(t, "POST", sessPath(id, "/questions/", q.RequestID), secret, map[string]any{"action": "accept", "content": map[string]any{"question_0": "blue"}}).decode(t, &res)
+		require.Equal(t, "deck:carol", res.Resolution.AnsweredBy)
+		evs := endedWith(t, id, turn, "end_turn")
+		require.Contains(t, strings.Join(agentTexts(t, evs, turn), ""), "blue")
+		require.Contains(t, journalDump(evs), `"answered_by":"deck:carol"`)
 	})
 	t.Run("DeadlineFailsClosedWithCancel", func(t *testing.T) {
 		id := session(t)

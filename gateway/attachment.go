@@ -392,7 +392,7 @@ func (a *attachment) relay(d signals.PermissionRequestedData) {
 		if err != nil || ctx.Err() != nil {
 			return // withdrawn, or the client is gone
 		}
-		ans := signals.PermissionRespondRequest{RequestID: d.RequestID, ClientMsgID: signals.NewID(), ViewerID: a.c.viewer}
+		ans := signals.PermissionRespondRequest{RequestID: d.RequestID, ClientMsgID: signals.NewID(), ViewerID: a.c.viewer, AnsweredBy: a.c.answeredBy()}
 		switch {
 		case resp.Outcome.Selected != nil:
 			ans.Outcome, ans.OptionID = "selected", string(resp.Outcome.Selected.OptionId)

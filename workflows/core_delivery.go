@@ -343,7 +343,7 @@ func (s *sessionCore) checkRespond(req signals.PermissionRespondRequest) (signal
 	if i < 0 {
 		return signals.PermissionResolution{}, false, signals.Reject(signals.RejectUnknownRequest, "no permission request %q is open", req.RequestID)
 	}
-	res := signals.PermissionResolution{RequestID: req.RequestID, DecidedBy: signals.DecidedByUser}
+	res := signals.PermissionResolution{RequestID: req.RequestID, DecidedBy: signals.DecidedByUser, AnsweredBy: req.AnsweredBy}
 	switch req.Outcome {
 	case signals.OutcomeCancelled:
 		res.Outcome = signals.OutcomeCancelled
