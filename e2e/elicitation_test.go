@@ -12,6 +12,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -19,6 +20,7 @@ import (
 
 	"github.com/tacp-dev/tacp/deck"
 	"github.com/tacp-dev/tacp/internal/fakemodel"
+	"github.com/tacp-dev/tacp/internal/proctree"
 	"github.com/tacp-dev/tacp/signals"
 )
 
@@ -113,4 +115,60 @@ func TestRealAgentClaudeAsksAPersonAndTheAnswerReachesTheModel(t *testing.T) {
 		require.Equal(t, signals.DecidedByDeadline, res.DecidedBy)
 		checkInvariants(t, allEvents(t, id))
 	})
+}
+
+// A question open when its worker is killed: the attempt's question is withdrawn (decided_by
+// restart), the next attempt on another worker asks again, and the one answer ends it.
+func TestRealAgentClaudeQuestionSurvivesAWorkerKill(t *testing.T) {
+	w := startRealAgentWorker(t, fakemodel.Claude)
+	queue := "tacp-question-kill-" + signals.NewID()[:8]
+	qc := signals.NewClient(tc, queue)
+	first := w.realWorkerProcess(t, queue)
+	id := session(t)
+	_, err := qc.Prompt(ctxFor(t, time.Minute), signals.SessionConfig{SessionID: id}, signals.PromptRequest{Text: "tool: ask Keep going? | yes | no", ClientMessageID: "turn-1"})
+	require.NoError(t, err)
+	q1 := elicited(t, id, 1)
+	agents := proctree.Descendants(first.Process.Pid)
+	w.realWorkerProcess(t, queue)
+	require.NoError(t, first.Process.Signal(syscall.SIGKILL))
+	_ = first.Wait()
+	t.Cleanup(func() {
+		for _, p := range alive(agents) {
+			_ = syscall.Kill(p, syscall.SIGKILL)
+		}
+	})
+
+	var q2 signals.ElicitationRequestedData
+	waitFor(t, id, func(ev signals.Event) bool {
+		if ev.Kind == signals.EventElicitationRequested {
+			_ = json.Unmarshal(ev.Data, &q2)
+		}
+		return q2.RequestID != "" && q2.RequestID != q1.RequestID
+	})
+	require.Equal(t, "Keep going?", q2.Message, "asked again by the next attempt")
+	_, err = qc.ElicitationRespond(ctxFor(t, time.Minute), id, signals.ElicitationRespondRequest{
+		RequestID: q2.RequestID, Action: signals.ActionAccept, Content: json.RawMessage(`{"question_0":"yes"}`), AnsweredBy: "alice",
+	})
+	require.NoError(t, err)
+	evs := turnEndAcrossFailover(t, id, 1)
+	kind, data := terminalData(t, evs)
+	require.Equal(t, signals.EventTurnEnded, kind, "%v", data)
+	byUser, byRestart := 0, 0
+	for _, ev := range evs {
+		if ev.Kind != signals.EventElicitationResolved {
+			continue
+		}
+		var r signals.ElicitationResolution
+		require.NoError(t, json.Unmarshal(ev.Data, &r))
+		switch r.DecidedBy {
+		case signals.DecidedByUser:
+			byUser++
+		case signals.DecidedByRestart:
+			byRestart++
+			require.Equal(t, q1.RequestID, r.RequestID)
+		}
+	}
+	require.Equal(t, 1, byUser, "answered once: %s", journalDump(evs))
+	require.Equal(t, 1, byRestart, "the lost attempt's question was withdrawn")
+	checkInvariants(t, allEvents(t, id))
 }

@@ -44,3 +44,27 @@ func pickAsk(d Directive, tools []tool) *toolCall {
 	}
 	return nil
 }
+
+// resumeMarker begins tacp's prompt to an agent whose turn it resumes after a lost worker
+// (activities.ResumeText).
+const resumeMarker = "[tacp: the worker running this turn was lost"
+
+// askAgain is what a model does when told to continue a turn whose question was never
+// answered: it asks again. When the last user message is tacp's resume prompt and the
+// latest earlier user message with a directive asked a question, that message decides.
+func askAgain(lastUser string, userTexts []string) (string, bool) {
+	if !strings.Contains(lastUser, resumeMarker) {
+		return "", false
+	}
+	for i := len(userTexts) - 1; i >= 0; i-- {
+		if strings.Contains(userTexts[i], resumeMarker) {
+			continue
+		}
+		d := ParseDirective(userTexts[i])
+		if d.Kind == "echo" {
+			continue
+		}
+		return userTexts[i], d.Kind == "tool" && d.Tool == "ask"
+	}
+	return "", false
+}
