@@ -209,6 +209,10 @@ func (p *agentProc) replayUntilAnswer(fn func(json.RawMessage)) (end func()) {
 var clientCapabilities = acp.ClientCapabilities{
 	Fs:       acp.FileSystemCapabilities{ReadTextFile: true, WriteTextFile: true},
 	Terminal: false,
+	// The AIR extension's typed failures: how an agent says a turn was limited (limits.go).
+	Meta: airCapabilities(),
+	// Questions to a person, relayed to every channel (elicitation.go).
+	Elicitation: elicitationCapabilities,
 }
 
 // initialize runs the ACP handshake.

@@ -42,6 +42,12 @@ func (h *Host) Deliver(ctx context.Context, d signals.Delivery) (signals.Deliver
 		}
 		ch <- permissionResponse(d.Outcome, d.OptionID)
 		return signals.DeliveryResult{Taken: d.Async}, nil
+	case signals.DeliverElicitation:
+		if !lt.deliverElicitation(d) {
+			return signals.DeliveryResult{}, temporal.NewNonRetryableApplicationError(
+				fmt.Sprintf("question %s is not waiting on this host", d.RequestID), signals.TypeTurnNotHere, nil)
+		}
+		return signals.DeliveryResult{Taken: d.Async}, nil
 	case signals.DeliverSettings:
 		if d.Choices == nil || lt.applySettings == nil {
 			return signals.DeliveryResult{Taken: d.Async}, nil

@@ -29,6 +29,9 @@ type liveTurn struct {
 	// after the tool call it is about.
 	beforePermission func()
 	askPermission    func(ctx context.Context, sig signals.PermissionRequestedSignal) error
+	// elicits are the agent's open questions; askElicitation reports one (elicitation.go).
+	elicits        map[string]chan elicitationAnswer
+	askElicitation func(ctx context.Context, sig signals.ElicitationRequestedSignal) error
 	// reach measures where a permission request's tool call reaches (ToolCallReach in the
 	// turn's workspace); nil: outside, so the request is asked.
 	reach func(toolCall json.RawMessage) string

@@ -14,6 +14,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"sync"
+	"sync/atomic"
 
 	acp "github.com/coder/acp-go-sdk"
 
@@ -30,6 +31,8 @@ type turnObserver struct {
 	tools map[string]string // toolCallId → the agent's tool name
 	order []string          // toolCallIds, oldest first
 	usage turnUsage
+	// failure is the typed failure of the last session/prompt answer (limits.go).
+	failure atomic.Pointer[agentFailure]
 }
 
 func newTurnObserver() *turnObserver {

@@ -79,7 +79,12 @@ type Runner struct {
 	// Sandbox confines the agents of sandboxed profiles (Profile.Sandboxed) to their
 	// session (internal/sandbox); nil: this worker runs no sandboxed profile.
 	Sandbox *sandbox.Box
-	Logger  *slog.Logger
+	// LimitMaxWait is the longest a limited turn waits for its limit to reset before it
+	// runs again (0: off, the turn fails as before); LimitBackoff the first wait when the
+	// agent gives no reset time (0: DefaultLimitBackoff), doubled per wait (limits.go).
+	LimitMaxWait time.Duration
+	LimitBackoff time.Duration
+	Logger       *slog.Logger
 
 	budget *flushBudget
 	once   sync.Once
@@ -372,6 +377,9 @@ func (t *turnRun) ended(end turnEnd, proc *agentProc, beat signals.TurnProgress)
 	case end.Exited:
 		return t.finish(t.fail(proc.withPrinted(fmt.Errorf("%w during the turn", proc.exitErr()))))
 	}
+	if res, err, done := t.limited(end); done {
+		return res, err
+	}
 	t.res.StopReason = end.StopReason
 	return t.finish(nil)
 }
@@ -447,6 +455,9 @@ func (t *turnRun) register(ag *hostedAgent, sid acp.SessionId, dir string) *live
 	lt.watch = t.watch
 	lt.askPermission = func(ctx context.Context, sig signals.PermissionRequestedSignal) error {
 		return r.signal(ctx, in.SessionWorkflowID, signals.SignalPermissionRequested, sig)
+	}
+	lt.askElicitation = func(ctx context.Context, sig signals.ElicitationRequestedSignal) error {
+		return r.signal(ctx, in.SessionWorkflowID, signals.SignalElicitationRequested, sig)
 	}
 	home, _ := os.UserHomeDir()
 	lt.reach = func(toolCall json.RawMessage) string { return ToolCallReach(toolCall, dir, home) }

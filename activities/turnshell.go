@@ -157,6 +157,7 @@ func (s *turnShell) sendPrompt(ctx context.Context, blocks []acp.ContentBlock) {
 		resp, err := s.proc.conn.Prompt(context.WithoutCancel(ctx), acp.PromptRequest{SessionId: s.sid, Prompt: blocks})
 		if err == nil {
 			s.watch.addPromptUsage(resp.Usage)
+			s.watch.notePromptMeta(resp.Meta)
 		}
 		s.answered <- turnAnswer{StopReason: string(resp.StopReason), Err: err}
 	}()

@@ -285,6 +285,7 @@ func (s *Server) permissionRespond(w http.ResponseWriter, r *http.Request, _ str
 	act(s, w, r, "deck permission answer", func(ctx context.Context, id string, req respondRequest) (signals.PermissionRespondResult, error) {
 		return s.c.PermissionRespond(ctx, id, signals.PermissionRespondRequest{
 			RequestID: r.PathValue("request"), OptionID: req.OptionID, Outcome: req.Outcome, ClientMsgID: req.ClientMsgID,
+			AnsweredBy: s.who(r),
 		})
 	}, func(res signals.PermissionRespondResult) []any {
 		return []any{"request", res.RequestID, "outcome", res.Resolution.Outcome, "option", res.Resolution.OptionID, "decided_by", res.Resolution.DecidedBy}

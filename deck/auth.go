@@ -24,6 +24,9 @@ const cookieMaxAge = 7 * 24 * 60 * 60
 type token struct {
 	sum  [sha256.Size]byte
 	role string
+	// name is the person the token stands for (--token alice=SECRET; tokenName): an answer
+	// given with it records "deck:alice". "" for an unnamed token.
+	name string
 }
 
 // tokens are compared by their SHA-256 in constant time, so neither a token's length nor
@@ -35,6 +38,7 @@ func newTokens(controllers, observers []string) (tokens, error) {
 	seen := map[string]bool{}
 	add := func(list []string, role string) error {
 		for _, t := range list {
+			name, t := tokenName(t)
 			if t == "" {
 				continue
 			}
@@ -42,7 +46,7 @@ func newTokens(controllers, observers []string) (tokens, error) {
 				return errors.New("deck: the same token is given twice (an observer token must differ from every controller token)")
 			}
 			seen[t] = true
-			out = append(out, token{sum: sha256.Sum256([]byte(t)), role: role})
+			out = append(out, token{sum: sha256.Sum256([]byte(t)), role: role, name: name})
 		}
 		return nil
 	}

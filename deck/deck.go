@@ -165,6 +165,8 @@ func New(o Options) (*Server, error) {
 	m.HandleFunc("POST /api/sessions/{id}/steer", s.write(s.steer))
 	m.HandleFunc("POST /api/sessions/{id}/cancel", s.write(s.cancel))
 	m.HandleFunc("POST /api/sessions/{id}/permissions/{request}", s.write(s.permissionRespond))
+	m.HandleFunc("POST /api/sessions/{id}/questions/{request}", s.write(s.elicitationRespond))
+	m.HandleFunc("POST /api/sessions/{id}/retry", s.write(s.retryNow))
 	m.HandleFunc("POST /api/sessions/{id}/policy", s.write(s.setPolicy))
 	m.HandleFunc("POST /api/sessions/{id}/forget", s.write(s.forget))
 	m.HandleFunc("GET /acp", s.acp)

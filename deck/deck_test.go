@@ -117,3 +117,21 @@ func TestNewServesThePageAndGuardsTheAPI(t *testing.T) {
 	s.ServeHTTP(w, r)
 	require.Equal(t, http.StatusForbidden, w.Code, "no login from another origin")
 }
+
+// A token may name its person (--token alice=SECRET); a base64 token's padding is no name.
+func TestTokenNames(t *testing.T) {
+	for _, tt := range []struct{ in, name, secret string }{
+		{"alice=s3cret", "alice", "s3cret"},
+		{"abcd==", "", "abcd=="},
+		{"plain", "", "plain"},
+		{"not a name=x", "", "not a name=x"},
+	} {
+		name, secret := tokenName(tt.in)
+		require.Equal(t, tt.name, name, tt.in)
+		require.Equal(t, tt.secret, secret, tt.in)
+	}
+	ts, err := newTokens([]string{"alice=s3cret"}, nil)
+	require.NoError(t, err)
+	require.Equal(t, "controller", ts.role("s3cret"), "the secret is the token")
+	require.Empty(t, ts.role("alice=s3cret"))
+}

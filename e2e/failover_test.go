@@ -48,6 +48,8 @@ func runWorkerProcess() int {
 		// Workspace roots on storage the workers share (as a multi-machine deployment must).
 		WorkspaceRoots: splitNonEmpty(os.Getenv("TACP_E2E_WORKSPACES")),
 	}
+	opts.LimitMaxWait, _ = time.ParseDuration(os.Getenv("TACP_E2E_LIMIT_WAIT"))
+	opts.LimitBackoff, _ = time.ParseDuration(os.Getenv("TACP_E2E_LIMIT_BACKOFF"))
 	if roots := os.Getenv("TACP_E2E_ROOTS"); roots != "" {
 		opts.WorkspaceRoots = filepath.SplitList(roots)
 	}

@@ -32,7 +32,9 @@ type attachment struct {
 	texts     map[string]string                          // client_message_id → prompt text
 	openPerms map[string]signals.PermissionRequestedData // requested and not yet resolved
 	toolCalls map[string]string                          // request_id → toolCallId
-	shown     settingsSent                               // the agent's offer as the client last saw it
+	// openElicits are the questions asked and not yet resolved (elicitation.go).
+	openElicits map[string]signals.ElicitationRequestedData
+	shown       settingsSent // the agent's offer as the client last saw it
 
 	mu        sync.Mutex
 	live      bool // past the catch-up: permission requests are relayed as they come
@@ -111,6 +113,9 @@ func (a *attachment) goLive() {
 	a.mu.Unlock()
 	for _, d := range a.openPerms {
 		a.relay(d)
+	}
+	for _, d := range a.openElicits {
+		a.relayElicitation(d)
 	}
 	// The agent's modes, options and slash commands as they are now, at once: a client that
 	// attached without a replay would otherwise see the commands only when the agent next
@@ -258,6 +263,8 @@ func (a *attachment) handle(ev signals.Event, write bool) {
 			a.write(permissionResolved(a.id, ev.Seq, a.toolCalls[r.RequestID], r))
 		}
 		delete(a.toolCalls, r.RequestID)
+	case signals.EventElicitationRequested, signals.EventElicitationResolved:
+		a.elicitationEvent(ev)
 	case signals.EventAgentContextLost, signals.EventWorkspaceMissing:
 		if text, ok := noticeText(ev); ok && write {
 			a.write(notice(a.id, ev.Seq, ev.Kind, text, ev.Data))
@@ -385,7 +392,7 @@ func (a *attachment) relay(d signals.PermissionRequestedData) {
 		if err != nil || ctx.Err() != nil {
 			return // withdrawn, or the client is gone
 		}
-		ans := signals.PermissionRespondRequest{RequestID: d.RequestID, ClientMsgID: signals.NewID(), ViewerID: a.c.viewer}
+		ans := signals.PermissionRespondRequest{RequestID: d.RequestID, ClientMsgID: signals.NewID(), ViewerID: a.c.viewer, AnsweredBy: a.c.answeredBy()}
 		switch {
 		case resp.Outcome.Selected != nil:
 			ans.Outcome, ans.OptionID = "selected", string(resp.Outcome.Selected.OptionId)

@@ -30,6 +30,8 @@ type conn struct {
 	// offer is what initialize advertised of the agent (capabilities.go): prompts may
 	// carry the content blocks it names.
 	offer agentOffer
+	// peer is what the client said of itself in initialize (elicitation.go).
+	peer peer
 }
 
 func newConn(ctx context.Context, g *Gateway, w *lineWriter, observe bool) *conn {
@@ -53,11 +55,12 @@ func (c *conn) callCtx(ctx context.Context) (context.Context, context.CancelFunc
 
 // --- acp.Agent ---
 
-func (c *conn) Initialize(ctx context.Context, _ acp.InitializeRequest) (acp.InitializeResponse, error) {
+func (c *conn) Initialize(ctx context.Context, req acp.InitializeRequest) (acp.InitializeResponse, error) {
 	steering := map[string]any{"steering": map[string]any{"supported": true}}
 	offer := c.learnOffer(ctx)
 	c.mu.Lock()
 	c.offer = offer
+	c.peer = peerOf(req) // what it can be asked, and who answers (elicitation.go)
 	c.mu.Unlock()
 	auth := offer.auth
 	if auth == nil {

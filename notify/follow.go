@@ -233,6 +233,8 @@ func (f *Follower) read(ctx context.Context, id string, s *followed) error {
 				if json.Unmarshal(ev.Data, &r) == nil {
 					delete(asked, r.RequestID) // decided by policy or a rule, or answered already
 				}
+			case signals.EventElicitationRequested, signals.EventElicitationResolved:
+				order = questionEvent(ev, asked, order)
 			case signals.EventTurnEnded, signals.EventTurnFailed:
 				f.turnEvent(id, ev)
 			}
@@ -244,6 +246,10 @@ func (f *Follower) read(ctx context.Context, id string, s *followed) error {
 	for _, rid := range order {
 		ev, ok := asked[rid]
 		if !ok {
+			continue
+		}
+		if ev.Kind == signals.EventElicitationRequested {
+			f.notify(elicitationNotification(id, ev, f.o.DeckURL))
 			continue
 		}
 		var d signals.PermissionRequestedData

@@ -43,11 +43,13 @@ const (
 	EventPermissionRequested = signals.EventPermissionRequested
 	EventTurnEnded           = signals.EventTurnEnded
 	EventTurnFailed          = signals.EventTurnFailed
+	// EventElicitationRequested: the agent asked a person a question (elicitation.go).
+	EventElicitationRequested = signals.EventElicitationRequested
 )
 
 // DefaultEvents are the events notified when none are chosen: the ones a person must act
 // on.
-var DefaultEvents = []string{EventPermissionRequested, EventTurnFailed}
+var DefaultEvents = []string{EventPermissionRequested, EventElicitationRequested, EventTurnFailed}
 
 // Headers of the POST.
 const (
@@ -163,11 +165,11 @@ func ParseEvents(list string) (map[string]bool, error) {
 	}
 	for _, e := range strings.Split(list, ",") {
 		switch e = strings.TrimSpace(e); e {
-		case EventPermissionRequested, EventTurnEnded, EventTurnFailed:
+		case EventPermissionRequested, EventElicitationRequested, EventTurnEnded, EventTurnFailed:
 			out[e] = true
 		case "":
 		default:
-			return nil, fmt.Errorf("webhook event %q: want %s, %s or %s", e, EventPermissionRequested, EventTurnEnded, EventTurnFailed)
+			return nil, fmt.Errorf("webhook event %q: want %s, %s, %s or %s", e, EventPermissionRequested, EventElicitationRequested, EventTurnEnded, EventTurnFailed)
 		}
 	}
 	return out, nil

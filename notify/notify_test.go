@@ -39,7 +39,7 @@ func TestANotificationCarriesTheToolsTitleAndKindAndNothingElseOfIt(t *testing.T
 func TestParseEvents(t *testing.T) {
 	def, err := ParseEvents("")
 	require.NoError(t, err)
-	require.Equal(t, map[string]bool{EventPermissionRequested: true, EventTurnFailed: true}, def)
+	require.Equal(t, map[string]bool{EventPermissionRequested: true, EventElicitationRequested: true, EventTurnFailed: true}, def)
 	all, err := ParseEvents("permission.requested, turn.ended,turn.failed")
 	require.NoError(t, err)
 	require.Len(t, all, 3)

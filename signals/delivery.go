@@ -63,6 +63,9 @@ type Delivery struct {
 	RequestID string `json:"request_id,omitempty"`
 	Outcome   string `json:"outcome,omitempty"`
 	OptionID  string `json:"option_id,omitempty"`
+	// elicitation (RequestID too): the answer's action and content
+	Action  string          `json:"action,omitempty"`
+	Content json.RawMessage `json:"content,omitempty"`
 	// settings: the mode and config values to set in the live agent
 	Choices *SessionChoices `json:"choices,omitempty"`
 	// Async asks the host to answer as soon as the live turn has taken the delivery
@@ -203,6 +206,9 @@ type PermissionResolution struct {
 	// Via is the request id a person answered when that request had been withdrawn by a
 	// restart and asked again as RequestID by the next attempt.
 	Via string `json:"via,omitempty"`
+	// AnsweredBy names the person who answered (decided_by user): a deck token's name, the
+	// CLI's identity, an ACP client's clientInfo and viewer.
+	AnsweredBy string `json:"answered_by,omitempty"`
 }
 
 // PermissionRespondRequest is the payload of the permission_respond update and signal.
@@ -213,6 +219,8 @@ type PermissionRespondRequest struct {
 	Outcome     string `json:"outcome,omitempty"`
 	ClientMsgID string `json:"client_msg_id,omitempty"`
 	ViewerID    string `json:"viewer_id,omitempty"`
+	// AnsweredBy names who answers (PermissionResolution.AnsweredBy).
+	AnsweredBy string `json:"answered_by,omitempty"`
 }
 
 // PermissionRespondResult answers permission_respond; a later answer gets the existing

@@ -19,6 +19,7 @@ var SearchAttributeTypes = map[string]enumspb.IndexedValueType{
 	SearchAttrAwaitingApproval: enumspb.INDEXED_VALUE_TYPE_BOOL,
 	SearchAttrLastOutcome:      enumspb.INDEXED_VALUE_TYPE_KEYWORD,
 	SearchAttrLastActivity:     enumspb.INDEXED_VALUE_TYPE_DATETIME,
+	SearchAttrWaitingUntil:     enumspb.INDEXED_VALUE_TYPE_DATETIME,
 }
 
 // EnsureSearchAttributes registers on namespace the search attributes it lacks, and returns
@@ -31,7 +32,7 @@ func EnsureSearchAttributes(ctx context.Context, c client.Client, namespace stri
 	}
 	missing := map[string]enumspb.IndexedValueType{}
 	var names []string
-	for _, name := range []string{SearchAttrSessionState, SearchAttrTurn, SearchAttrAgent, SearchAttrAwaitingApproval, SearchAttrLastOutcome, SearchAttrLastActivity} {
+	for _, name := range []string{SearchAttrSessionState, SearchAttrTurn, SearchAttrAgent, SearchAttrAwaitingApproval, SearchAttrLastOutcome, SearchAttrLastActivity, SearchAttrWaitingUntil} {
 		if _, ok := resp.GetCustomAttributes()[name]; !ok {
 			missing[name] = SearchAttributeTypes[name]
 			names = append(names, name)

@@ -167,10 +167,12 @@ type Status struct {
 	Viewers            []Viewer            `json:"viewers"`
 	Queue              []QueueEntry        `json:"queue"`
 	PendingPermissions []PendingPermission `json:"pending_permissions"`
-	Policy             string              `json:"policy"`
-	Rules              []string            `json:"rules"`
-	Usage              map[string]any      `json:"usage,omitempty"`
-	Journal            JournalRange        `json:"journal"`
+	// PendingElicitations are the questions the agent asked that wait for an answer.
+	PendingElicitations []PendingElicitation `json:"pending_elicitations,omitempty"`
+	Policy              string               `json:"policy"`
+	Rules               []string             `json:"rules"`
+	Usage               map[string]any       `json:"usage,omitempty"`
+	Journal             JournalRange         `json:"journal"`
 	// Agent is the session's agent profile (the worker's default when it names none);
 	// Profiles the profiles the worker answering offers.
 	Agent          string        `json:"agent"`
@@ -184,9 +186,11 @@ type Status struct {
 	AgentHost string `json:"agent_host,omitempty"`
 	// ContextLost is the last agent.context_lost of the session, with its turn (nil: the
 	// agent has kept the whole conversation).
-	ContextLost   *ContextLostView `json:"context_lost,omitempty"`
-	HistoryLength int              `json:"history_length"`
-	Run           int              `json:"run"`
+	ContextLost *ContextLostView `json:"context_lost,omitempty"`
+	// WaitingLimit is the live turn's wait for a provider's limit (nil: none waits).
+	WaitingLimit  *LimitWait `json:"waiting_limit,omitempty"`
+	HistoryLength int        `json:"history_length"`
+	Run           int        `json:"run"`
 	// BuildID is the build of the worker that answered (a pinned run's is the build it is
 	// pinned to); empty on an unversioned worker.
 	BuildID string `json:"build_id,omitempty"`
@@ -241,6 +245,8 @@ type RunTurnInput struct {
 	// Resume is the last progress of the attempt before AttemptBase+1 when it ran in
 	// another activity (on the previous host), so the next attempt knows how far it got.
 	Resume *TurnProgress `json:"resume,omitempty"`
+	// LimitWaits is how many times the turn already waited for a limit (its backoff).
+	LimitWaits int32 `json:"limit_waits,omitempty"`
 }
 
 // TurnProgress is what a turn attempt records with its heartbeats: how far it got, for the
@@ -285,6 +291,9 @@ type RunTurnResult struct {
 	// Reported is set when the runner has already sent the session this turn_finished, so
 	// the TurnWorkflow need not send it again.
 	Reported bool `json:"reported,omitempty"`
+	// Limited is set, with no StopReason, when the model provider limited the attempt and
+	// the turn is to wait until Limited.RetryAt (signals/limits.go).
+	Limited *LimitInfo `json:"limited,omitempty"`
 }
 
 // TypeAgentError is the ApplicationError type of a turn the agent itself failed (it answered the

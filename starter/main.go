@@ -38,9 +38,11 @@ type command struct {
 var commands = []command{
 	{"prompt", "[--no-wait] TEXT...", "send a prompt (creating the session if needed) and stream the reply; TEXT '-' reads stdin", cmdPrompt},
 	{"steer", "[--expect TOKEN] TEXT...", "steer the running turn (compare-and-swap on --expect's token; without it, whatever turn runs: see README)", cmdSteer},
-	{"cancel", "[--turn N]", "cancel the running turn", cmdCancel},
+	{"cancel", "[--turn N]", "cancel the running turn (also a limited turn's wait)", cmdCancel},
+	{"retry", "[--turn N] [--as NAME]", "end the wait of a turn the model provider limited: it runs again now", cmdRetry},
 	{"approve", "REQUEST_ID [OPTION_ID]", "answer a permission request with an allow option (default: the first allow_once)", cmdApprove},
 	{"deny", "REQUEST_ID [OPTION_ID]", "answer a permission request with a reject option (default: the first reject_once)", cmdDeny},
+	{"answer", "REQUEST_ID [--field NAME=VALUE]... | --content JSON | --decline | --cancel", "answer a question the agent asked (status lists them with their fields)", cmdAnswer},
 	{"forget", "TOOL", "forget a remembered tool (a key of status rules)", cmdForget},
 	{"policy", "[LEVEL]", "show or set the permission level: allow_all, ask_for_risky, ask_always", cmdPolicy},
 	{"mode", "[MODE_ID]", "show the agent's modes or set the session's (re-applied to every new agent process)", cmdMode},

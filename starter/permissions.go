@@ -24,6 +24,7 @@ func cmdDeny(ctx context.Context, e *env, fs *flag.FlagSet, args []string) int {
 // answer sends permission_respond for REQUEST_ID with OPTION_ID, or with the request's first
 // option of the preferred kinds.
 func (e *env) answer(ctx context.Context, fs *flag.FlagSet, args []string, kinds ...string) int {
+	as := fs.String("as", "", "who answers, as the journal records it (default: cli:USER@HOST)")
 	if !e.parse(fs, args, true) {
 		return exitError
 	}
@@ -34,7 +35,7 @@ func (e *env) answer(ctx context.Context, fs *flag.FlagSet, args []string, kinds
 	if err := e.connect(ctx); err != nil {
 		return e.fail(err)
 	}
-	req := signals.PermissionRespondRequest{RequestID: fs.Arg(0), OptionID: fs.Arg(1)}
+	req := signals.PermissionRespondRequest{RequestID: fs.Arg(0), OptionID: fs.Arg(1), AnsweredBy: cliIdentity(*as)}
 	if req.OptionID == "" {
 		st, err := e.c.Status(ctx, e.session)
 		if err != nil {

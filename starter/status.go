@@ -29,6 +29,10 @@ func cmdStatus(ctx context.Context, e *env, fs *flag.FlagSet, args []string) int
 	if st.BuildID != "" {
 		fmt.Fprintf(e.out, "build     %s (pinned: the run stays on it; it moves at its next idle safe point when another build becomes current)\n", st.BuildID)
 	}
+	if l := st.WaitingLimit; l != nil {
+		fmt.Fprintf(e.out, "limited   turn %d attempt %d (%s): %s\n          waiting until %s; starter retry --session %s runs it now\n",
+			l.TurnID, l.Attempt, l.Reason, orDash(l.Message), l.RetryAt.UTC().Format("2006-01-02 15:04:05 UTC"), st.SessionID)
+	}
 	for _, p := range st.PendingPermissions {
 		opts := make([]string, len(p.Options))
 		for i, o := range p.Options {
@@ -39,6 +43,18 @@ func cmdStatus(ctx context.Context, e *env, fs *flag.FlagSet, args []string) int
 		if len(p.Replaces) > 0 {
 			fmt.Fprintf(e.out, "          asks again what %s asked before a restart\n", strings.Join(p.Replaces, ", "))
 		}
+	}
+	for _, q := range st.PendingElicitations {
+		fmt.Fprintf(e.out, "question  %s: %s (%s) turn %d, until %s\n", q.RequestID, q.Message, q.Mode, q.TurnID, q.Deadline.Local().Format("15:04:05"))
+		if q.URL != "" {
+			fmt.Fprintf(e.out, "          open %s\n", q.URL)
+		}
+		for _, f := range formFields(q.Schema) {
+			fmt.Fprintf(e.out, "          --field %s\n", f)
+		}
+	}
+	if len(st.PendingElicitations) > 0 {
+		fmt.Fprintf(e.out, "answer    starter answer --session %s REQUEST_ID --field NAME=VALUE | --decline | --cancel\n", st.SessionID)
 	}
 	if len(st.PendingPermissions) > 0 {
 		fmt.Fprintf(e.out, "answer    starter approve|deny --session %s REQUEST_ID [OPTION_ID]\n", st.SessionID)

@@ -24,7 +24,7 @@ import (
 
 func cmdWeb(ctx context.Context, e *env, fs *flag.FlagSet, args []string) int {
 	listen := fs.String("listen", "127.0.0.1:8080", "address to serve the deck on")
-	token := fs.String("token", "", "controller token(s), comma-separated: may read and act (empty: one is generated and printed)")
+	token := fs.String("token", "", "controller token(s), comma-separated: may read and act; NAME=SECRET names the person, whose answers record deck:NAME (empty: one is generated and printed)")
 	observers := fs.String("observer-token", "", "observer token(s), comma-separated: may only read")
 	poll := fs.Duration("poll", 250*time.Millisecond, "the pause before a live view tries a failed events query again (new events wake it through the session's history)")
 	logLevel := fs.String("log.level", "info", "log level: debug, info, warn, error")

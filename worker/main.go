@@ -76,6 +76,8 @@ func run() error {
 		depName   = fs.String("deployment.name", signals.DefaultDeploymentName, "the Worker Deployment this worker joins: sessions and turns are pinned to its version and move to a new current version at their next idle moment (empty: unversioned, see README)")
 		depBuild  = fs.String("deployment.build-id", tacpworker.DefaultBuildID(), "this build's id in the deployment (default: the binary's VCS revision)")
 		depCur    = fs.Bool("deployment.current", false, "make this worker's version the deployment's current one once it polls (always with -dev, and when the deployment has none yet)")
+		limitWait = fs.Duration("limits.max-wait", 0, "the longest a turn the model provider limited (a rate limit, an overloaded provider) waits on a durable timer before it runs again as the turn's next attempt (0: off, the turn fails)")
+		limitBack = fs.Duration("limits.backoff", activities.DefaultLimitBackoff, "a limited turn's first wait when the agent gives no reset time, doubled for each further wait (at most 15m)")
 		metrics   = fs.String("metrics.listen", "", "serve Prometheus metrics at http://ADDR/metrics, e.g. 127.0.0.1:9464 (empty: off)")
 		sandboxed = fs.String("agent.sandbox", activities.SandboxOn, "run the agents of profiles that do not say otherwise in the kernel sandbox of their session: on or off (on: a kernel without Landlock ABI 6 refuses to start the worker)")
 	)
@@ -173,7 +175,8 @@ func run() error {
 		AgentIdleTTL: *idleTTL, MaxAgents: *maxAgents, CancelGrace: *grace, InitTimeout: *startMax, ProbeAgents: *probe,
 		FlushInterval: *flush, FlushLongest: *flushLong, FlushMaxRate: *flushRate, WorkflowPollers: *pollers,
 		NoCarryContext: !*carry, CarryContextBytes: *carryMax, MissingWorkspace: *missingWS,
-		Deployment: tacpworker.Deployment{Name: *depName, BuildID: *depBuild},
+		Deployment:   tacpworker.Deployment{Name: *depName, BuildID: *depBuild},
+		LimitMaxWait: *limitWait, LimitBackoff: *limitBack,
 	})
 	if err != nil {
 		return err

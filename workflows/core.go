@@ -114,6 +114,8 @@ type LiveTurn struct {
 	// outcome can come any more.
 	OutcomesDue *time.Time `json:"outcomes_due,omitempty"`
 	Ended       bool       `json:"ended,omitempty"`
+	// Limited is the turn's wait for a provider's limit (core_limits.go).
+	Limited *limitWait `json:"limited,omitempty"`
 }
 
 // sessionState is everything a run carries to the next across continue-as-new.
@@ -139,6 +141,10 @@ type sessionState struct {
 	DeliverySeq int64                                    `json:"delivery_seq,omitempty"`
 	Permissions []openPermission                         `json:"permissions,omitempty"`
 	Resolved    DedupIndex[signals.PermissionResolution] `json:"resolved"`
+	// Elicitations are the open questions of the agent; ElicitationsDone their resolutions
+	// (nil in a session older than elicitation: request_elicitation.go).
+	Elicitations     []openElicitation                          `json:"elicitations,omitempty"`
+	ElicitationsDone *DedupIndex[signals.ElicitationResolution] `json:"elicitations_done,omitempty"`
 	// Between holds the batch watermark of each agent process that spoke between turns.
 	Between []hostBatch `json:"between,omitempty"`
 	// Usage totals the token usage the agent reported, by field.
@@ -352,10 +358,14 @@ func (s *sessionCore) advanceAttemptResumed(now time.Time, t *LiveTurn, attempt 
 		return
 	}
 	cause := restartCause(t, attempt)
+	if t.Limited != nil {
+		cause = limitRestartCause(t, attempt)
+	}
 	s.failAwaited(now, t.TurnID, attempt, fmt.Sprintf("attempt %d was given up before it reported the steer", attempt-1))
 	t.Attempt, t.LastBatch, t.HostQueue, t.HostLost = attempt, 0, "", false
 	s.cancelPermissions(now, t.TurnID, signals.DecidedByRestart, cause) // they belonged to the lost attempt
 	s.journal(now, signals.EventTurnRestarted, t.TurnID, signals.TurnStartedData{Attempt: attempt, PromptClientMessageID: t.ClientMessageID, Cause: cause, Resumed: resumed})
+	s.limitEnded(now, t)
 }
 
 // restartCause says why the attempt before attempt was given up, from what the session saw
@@ -416,6 +426,7 @@ func (s *sessionCore) turnEvents(now time.Time, sig signals.TurnEventsSignal) {
 		s.journal(now, signals.EventAgentUpdate, t.TurnID, ev)
 		s.observeSettings(now, t.TurnID, ev)
 	}
+	s.maybeLimited(now)
 	s.maybeFinish(now)
 }
 
@@ -534,7 +545,9 @@ func (s *sessionCore) state() string {
 		return signals.StateIdle
 	case s.Turn.Cancelling:
 		return signals.StateCancelling
-	case len(s.Permissions) > 0:
+	case s.limitView() != nil:
+		return signals.StateWaitingLimit
+	case len(s.Permissions) > 0 || len(s.Elicitations) > 0:
 		return signals.StateSuspended
 	case s.GraceUntil != nil:
 		return signals.StateGrace
@@ -567,6 +580,8 @@ func (s *sessionCore) currentDetails(state string, turn int64) string {
 		fmt.Fprintf(&b, "\n\nwaiting for approval of *%s* (`%s`, turn %d) until %s — `starter approve --session %s %s`",
 			title, p.RequestID, p.TurnID, p.Deadline.UTC().Format("2006-01-02 15:04:05 UTC"), s.cfg.SessionID, p.RequestID)
 	}
+	b.WriteString(s.elicitationDetails())
+	b.WriteString(s.limitDetails())
 	if s.GraceUntil != nil {
 		fmt.Fprintf(&b, "\n\nno viewer: the turn is cancelled at %s unless one attaches", s.GraceUntil.UTC().Format("15:04:05 UTC"))
 	}
@@ -649,6 +664,8 @@ const (
 	cmdDeliver
 	// cmdStartTurn: start the next queued prompt's turn (beginTurn).
 	cmdStartTurn
+	// cmdRetryNow: signal the limited turn's TurnWorkflow to run now (sendRetryNow).
+	cmdRetryNow
 )
 
 // next is the one place that says what the session does next, in order of precedence: the
@@ -662,6 +679,8 @@ func (s *sessionCore) next(info runInfo) command {
 		return cmdContinueAsNew
 	case s.Turn != nil && s.Turn.Cancelling && s.Turn.Started && !s.Turn.CancelSent:
 		return cmdRequestCancel
+	case s.wantsRetryNow():
+		return cmdRetryNow
 	case s.wantsDelivery():
 		return cmdDeliver
 	case s.Turn == nil && len(s.Queue.Items) > 0 && !s.Closing:
@@ -774,29 +793,31 @@ func (s *sessionCore) searchAttributes() (state string, turn int64, awaiting boo
 	if s.Turn != nil {
 		turn = s.Turn.TurnID
 	}
-	return s.state(), turn, len(s.Permissions) > 0
+	return s.state(), turn, len(s.Permissions) > 0 || len(s.Elicitations) > 0
 }
 
 // status is the status query's answer; the shell adds the run's history length.
 func (s *sessionCore) status() signals.Status {
 	st := signals.Status{
-		SessionID:          s.cfg.SessionID,
-		State:              s.state(),
-		SteerToken:         s.Steer.Token(),
-		Viewers:            s.viewersView(),
-		Queue:              s.Queue.Entries(),
-		PendingPermissions: s.pendingPermissions(),
-		Policy:             s.Policy.Level,
-		Rules:              append([]string{}, s.Policy.Rules...),
-		Usage:              usageView(s.Usage, s.UsageLatest),
-		Journal:            s.Journal.Range(),
-		Agent:              sessionAgent(s.cfg.Agent),
-		Profiles:           s.offer(),
-		AgentSessionID:     s.AgentSessionID,
-		AgentSettings:      s.Settings.View(),
-		AgentHost:          s.AgentHost,
-		ContextLost:        s.ContextLost,
-		Run:                s.Run,
+		SessionID:           s.cfg.SessionID,
+		State:               s.state(),
+		SteerToken:          s.Steer.Token(),
+		Viewers:             s.viewersView(),
+		Queue:               s.Queue.Entries(),
+		PendingPermissions:  s.pendingPermissions(),
+		PendingElicitations: s.pendingElicitations(),
+		Policy:              s.Policy.Level,
+		Rules:               append([]string{}, s.Policy.Rules...),
+		Usage:               usageView(s.Usage, s.UsageLatest),
+		Journal:             s.Journal.Range(),
+		Agent:               sessionAgent(s.cfg.Agent),
+		Profiles:            s.offer(),
+		AgentSessionID:      s.AgentSessionID,
+		AgentSettings:       s.Settings.View(),
+		AgentHost:           s.AgentHost,
+		ContextLost:         s.ContextLost,
+		WaitingLimit:        s.limitView(),
+		Run:                 s.Run,
 	}
 	if s.cfg.Agent == "" && s.adm != nil {
 		st.Agent = s.adm.DefaultProfile() // a query reads the worker's settings, not history

@@ -216,6 +216,9 @@ func (s *sessionCore) nextAlarmLabelled() (time.Time, string) {
 	for _, p := range s.Permissions {
 		consider(p.Deadline, func() string { return "permission " + p.RequestID + " expires" })
 	}
+	for _, e := range s.Elicitations {
+		consider(e.Deadline, func() string { return "question " + e.RequestID + " expires" })
+	}
 	for _, v := range s.Viewers {
 		consider(v.LeaseUntil, func() string { return "viewer " + v.ID + "'s lease lapses" })
 	}
@@ -314,6 +317,7 @@ func (s *sessionCore) fireAlarms(now time.Time) {
 		}
 		s.resolve(now, i, Expire(p.RequestID, p.Options), true)
 	}
+	s.expireElicitations(now)
 	if t := s.Turn; t != nil && t.Finished != nil && t.OutcomesDue != nil && !t.OutcomesDue.After(now) {
 		s.maybeFinish(now) // the end waited long enough for its steers' outcomes
 	}
@@ -336,11 +340,13 @@ func (s *sessionCore) pauseClockIfAsked(now time.Time) {
 	if s.Turn == nil {
 		return
 	}
-	for _, p := range s.Permissions {
-		if p.TurnID == s.Turn.TurnID {
-			s.Turn.Clock.pause(now)
-			return
-		}
+	if s.Turn.Limited != nil && s.Turn.Limited.Journaled {
+		s.Turn.Clock.pause(now) // the wait for a limit is not working time
+		return
+	}
+	if s.asksTurn(s.Turn.TurnID) {
+		s.Turn.Clock.pause(now)
+		return
 	}
 	s.Turn.Clock.resume(now)
 }

@@ -64,7 +64,7 @@ func (s *sessionCore) deliverable() bool {
 // for the session and the turn's host has not been found gone. A turn that has not yet
 // reported its host takes steers: they wait for it.
 func (s *sessionCore) steerChannel() bool {
-	return s.cfg.SteeringOn && s.Turn != nil && s.Turn.Finished == nil && !s.Turn.HostLost
+	return s.cfg.SteeringOn && s.Turn != nil && s.Turn.Finished == nil && !s.Turn.HostLost && s.Turn.Limited == nil
 }
 
 // queueDelivery queues d for the live turn; it is sent once the turn's host is known.
@@ -346,7 +346,7 @@ func (s *sessionCore) checkRespond(req signals.PermissionRespondRequest) (signal
 	if i < 0 {
 		return signals.PermissionResolution{}, false, signals.Reject(signals.RejectUnknownRequest, "no permission request %q is open", req.RequestID)
 	}
-	res := signals.PermissionResolution{RequestID: req.RequestID, DecidedBy: signals.DecidedByUser}
+	res := signals.PermissionResolution{RequestID: req.RequestID, DecidedBy: signals.DecidedByUser, AnsweredBy: req.AnsweredBy}
 	switch req.Outcome {
 	case signals.OutcomeCancelled:
 		res.Outcome = signals.OutcomeCancelled
@@ -422,6 +422,7 @@ func (s *sessionCore) cancelPermissions(now time.Time, turnID int64, decidedBy, 
 			RequestID: p.RequestID, Outcome: signals.OutcomeCancelled, DecidedBy: decidedBy, Reason: reason,
 		}, false)
 	}
+	s.cancelElicitations(now, turnID, decidedBy, reason) // a person's request of either kind
 }
 
 // withdrawnRequest is a request a restart withdrew: its id, its turn and its tool's key.

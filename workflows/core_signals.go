@@ -20,7 +20,9 @@ import (
 var signalOrder = []string{
 	signals.SignalTurnStarted,
 	signals.SignalTurnEvents,
+	signals.SignalTurnLimited,
 	signals.SignalPermissionRequested,
+	signals.SignalElicitationRequested,
 	signals.SignalDeliveryOutcome,
 	signals.SignalTurnFinished,
 	signals.UpdatePrompt,
@@ -35,6 +37,8 @@ var signalOrder = []string{
 	signals.UpdateSetMode,
 	signals.UpdateSetConfigOption,
 	signals.SignalWake, // counted, nothing else: its workflow task is the point (versioning.go)
+	signals.UpdateRetryNow,
+	signals.UpdateElicitationRespond,
 }
 
 // signal takes one signal of signalOrder.
@@ -54,6 +58,10 @@ func (s *sessionCore) runnerSignal(now time.Time, name string, raw json.RawMessa
 		decode(s, raw, func(sig signals.TurnEventsSignal) { s.turnEvents(now, sig) })
 	case signals.SignalPermissionRequested:
 		decode(s, raw, func(sig signals.PermissionRequestedSignal) { s.permissionRequested(now, sig) })
+	case signals.SignalElicitationRequested:
+		decode(s, raw, func(sig signals.ElicitationRequestedSignal) { s.elicitationRequested(now, sig) })
+	case signals.SignalTurnLimited:
+		decode(s, raw, func(sig signals.TurnLimitedSignal) { s.turnLimited(now, sig) })
 	case signals.SignalDeliveryOutcome:
 		decode(s, raw, func(o signals.DeliveryOutcome) { s.deliveryOutcome(now, o) })
 	case signals.SignalTurnFinished:
@@ -118,6 +126,18 @@ func (s *sessionCore) twinSignal(now time.Time, name string, raw json.RawMessage
 		decode(s, raw, func(req signals.SetConfigOptionRequest) {
 			if s.checkSetConfig(req) == nil {
 				_, _ = s.setConfig(now, req)
+			}
+		})
+	case signals.UpdateElicitationRespond:
+		decode(s, raw, func(req signals.ElicitationRespondRequest) {
+			if s.validateElicitationRespond(req) == nil {
+				_, _ = s.elicitationRespond(now, req)
+			}
+		})
+	case signals.UpdateRetryNow:
+		decode(s, raw, func(req signals.RetryNowRequest) {
+			if s.checkRetryNow(req) == nil {
+				_, _ = s.retryNow(now, req)
 			}
 		})
 	}

@@ -123,6 +123,8 @@ func (r *coreRig) step() command {
 	case cmdStartTurn:
 		in := r.core.beginTurn(r.now)
 		r.core.turnWorkflowStarted(in.TurnID)
+	case cmdRetryNow:
+		r.core.sendRetryNow()
 	}
 	return cmd
 }
@@ -194,6 +196,8 @@ func (c command) String() string {
 		return "deliver"
 	case cmdStartTurn:
 		return "start-turn"
+	case cmdRetryNow:
+		return "retry-now"
 	}
 	return fmt.Sprintf("command(%d)", int(c))
 }

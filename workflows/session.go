@@ -32,6 +32,9 @@ type session struct {
 	// the alarm timer of this run (belts.go)
 	alarmGen    int
 	cancelAlarm workflow.CancelFunc
+
+	// waitedUntil: this run set TacpWaitingUntil (a limit's wait), to unset when it ends.
+	waitedUntil bool
 }
 
 // SessionWorkflow runs one tacp session with no admission of its own (tests; a worker
@@ -101,6 +104,8 @@ func (s *session) register(ctx workflow.Context) error {
 		{signals.UpdateSetMode, handler(s.setMode), validator(s.validateSetMode)},
 		{signals.UpdateSetConfigOption, handler(s.setConfig), validator(s.validateSetConfig)},
 		{signals.UpdateSetMcpServers, handler(s.setMcpServers), validator(s.validateSetMcpServers)},
+		{signals.UpdateRetryNow, handler(s.retryNow), validator(s.validateRetryNow)},
+		{signals.UpdateElicitationRespond, handler(s.elicitationRespond), validator(s.validateElicitationRespond)},
 	} {
 		if err := workflow.SetUpdateHandlerWithOptions(ctx, r.name, r.handler, workflow.UpdateHandlerOptions{Validator: r.validator}); err != nil {
 			return err
@@ -267,6 +272,9 @@ func (s *session) loop(ctx workflow.Context) error {
 			s.deliverNext(ctx)
 		case cmdStartTurn:
 			s.startTurn(ctx)
+		case cmdRetryNow:
+			turnID := s.sendRetryNow()
+			s.track(ctx, workflow.SignalExternalWorkflow(ctx, signals.TurnWorkflowID(s.cfg.SessionID, turnID), "", signals.SignalTurnRetryNow, nil), nil)
 		}
 	}
 }
@@ -353,7 +361,11 @@ func (s *session) upsertSearchAttributes(ctx workflow.Context) {
 	if v > workflow.DefaultVersion {
 		outcome = s.LastOutcome
 	}
+	waiting := s.waitingUntil()
 	key := fmt.Sprintf("%s/%d/%t/%s", state, turn, awaiting, outcome)
+	if waiting != nil || s.waitedUntil {
+		key += "/" + fmt.Sprint(waiting) // only a session that waited for a limit upserts TacpWaitingUntil
+	}
 	if key == s.lastSA {
 		return
 	}
@@ -370,6 +382,7 @@ func (s *session) upsertSearchAttributes(ctx workflow.Context) {
 	if outcome != "" {
 		attrs = append(attrs, temporal.NewSearchAttributeKeyKeyword(signals.SearchAttrLastOutcome).ValueSet(outcome))
 	}
+	attrs = append(attrs, s.waitingAttr(waiting)...)
 	if err := workflow.UpsertTypedSearchAttributes(ctx, attrs...); err != nil {
 		workflow.GetLogger(ctx).Warn("upsert search attributes", "error", err)
 	}

@@ -27,22 +27,10 @@ const reportOnceChange = "report-once"
 // §10), then on the session's queue, and reports the outcome unless the runner already did.
 func TurnWorkflow(ctx workflow.Context, in signals.TurnInput) error {
 	run := signals.RunTurnInput{TurnInput: in, SessionWorkflowID: signals.SessionWorkflowID(in.SessionID)}
-	var (
-		res      signals.RunTurnResult
-		err      error
-		fallback = true
-	)
-	if in.HostQueue != "" && workflow.GetVersion(ctx, affinityChange, workflow.DefaultVersion, 1) >= 1 {
-		res, fallback, err = runOnHost(ctx, in, &run)
-	}
-	if fallback {
-		actx := workflow.WithActivityOptions(ctx, runTurnOptions(in, max(turnAttempts-run.AttemptBase, 1)))
-		err = workflow.ExecuteActivity(actx, signals.ActivityRunTurn, run).Get(actx, &res)
-		// No orphans: the turn ran elsewhere; the host the session left stops its idle agent
-		// (it holds one when it was alive but slow to take the turn).
-		if in.HostQueue != "" && res.Host != "" && res.Host != in.HostQueue {
-			defer releaseAgent(ctx, in, res.Host)
-		}
+	res, err := runAttempts(ctx, in, &run)
+	// A limited attempt: wait on the timer and run the prompt again (turn_limits.go).
+	for err == nil && res.Limited != nil {
+		res, err = waitLimit(ctx, in, &run, res)
 	}
 	// The runner reported an answered turn itself, straight away: a second turn_finished
 	// would only cost the session a signal and a workflow task.
@@ -52,6 +40,25 @@ func TurnWorkflow(ctx workflow.Context, in signals.TurnInput) error {
 	// The turn's own context may be cancelled; the report must go out regardless.
 	dctx, _ := workflow.NewDisconnectedContext(ctx)
 	return workflow.SignalExternalWorkflow(dctx, signals.SessionWorkflowID(in.SessionID), "", signals.SignalTurnFinished, turnFinished(in.TurnID, res, err)).Get(dctx, nil)
+}
+
+// runAttempts runs the RunTurn attempts of one round of the turn: on the host that holds
+// the agent first, then on the session's queue, numbered on from run.AttemptBase.
+func runAttempts(ctx workflow.Context, in signals.TurnInput, run *signals.RunTurnInput) (res signals.RunTurnResult, err error) {
+	base, fallback := run.AttemptBase, true
+	if in.HostQueue != "" && workflow.GetVersion(ctx, affinityChange, workflow.DefaultVersion, 1) >= 1 {
+		res, fallback, err = runOnHost(ctx, in, run)
+	}
+	if fallback {
+		actx := workflow.WithActivityOptions(ctx, runTurnOptions(in, max(turnAttempts-(run.AttemptBase-base), 1)))
+		err = workflow.ExecuteActivity(actx, signals.ActivityRunTurn, *run).Get(actx, &res)
+		// No orphans: the turn ran elsewhere; the host the session left stops its idle agent
+		// (it holds one when it was alive but slow to take the turn).
+		if in.HostQueue != "" && res.Host != "" && res.Host != in.HostQueue {
+			defer releaseAgent(ctx, in, res.Host)
+		}
+	}
+	return res, err
 }
 
 // runTurnOptions are the RunTurn activity's options, with attempts attempts.
@@ -87,7 +94,8 @@ func runOnHost(ctx workflow.Context, in signals.TurnInput, run *signals.RunTurnI
 	next := afterHostAttempt(err)
 	if next.Fallback {
 		workflow.GetLogger(ctx).Info("turn falls back to the session queue", "why", next.Why, "host", in.HostQueue)
-		run.AttemptBase, run.Resume = next.Base, next.Resume
+		// Numbered on from the attempts before this round (a limited turn's earlier rounds).
+		run.AttemptBase, run.Resume = run.AttemptBase+next.Base, next.Resume
 		res = signals.RunTurnResult{}
 	}
 	return res, next.Fallback, err

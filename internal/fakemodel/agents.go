@@ -91,6 +91,9 @@ var Claude = Agent{
 			"IS_SANDBOX=1",
 			"CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1",
 			"DISABLE_AUTOUPDATER=1",
+			// A provider's limit is tacp's to wait out on a durable timer, not the agent's
+			// to retry in memory (activities/limits.go).
+			"CLAUDE_CODE_MAX_RETRIES=0",
 		), nil
 	},
 }
@@ -125,6 +128,8 @@ name = "fakemodel"
 base_url = %q
 wire_api = "responses"
 env_key = "FAKEMODEL_API_KEY"
+request_max_retries = 0
+stream_max_retries = 0
 `, CodexModel, s.URL+"/v1")
 		if err := os.WriteFile(filepath.Join(dir, "config.toml"), []byte(config), 0o644); err != nil {
 			return nil, err

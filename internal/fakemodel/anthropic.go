@@ -107,6 +107,7 @@ func (s *Server) anthropic(w http.ResponseWriter, r *http.Request) {
 	// The last user message decides: its text, or the result of a tool it carries.
 	lastUser := ""
 	var result *string
+	var userTexts []string
 	for _, m := range req.Messages {
 		bs := anthropicBlocks(m.Content)
 		msg := Message{Role: m.Role, Text: anthropicText(bs)}
@@ -125,6 +126,7 @@ func (s *Server) anthropic(w http.ResponseWriter, r *http.Request) {
 		}
 		if m.Role == "user" {
 			lastUser, result = msg.Text, res
+			userTexts = append(userTexts, msg.Text)
 		}
 		rec.Messages = append(rec.Messages, msg)
 	}
@@ -132,7 +134,13 @@ func (s *Server) anthropic(w http.ResponseWriter, r *http.Request) {
 	if req.OutputConfig.Format.Type == "json_schema" {
 		schema = req.OutputConfig.Format.Schema
 	}
+	if q, ok := askAgain(lastUser, userTexts); ok {
+		lastUser, result = q, nil
+	}
 	idx := s.record(rec)
+	if result == nil && s.limit(w, idx, lastUser) {
+		return
+	}
 	p := s.decide(lastUser, result, tools, schema)
 	s.sendAnthropic(w, r, idx, req.Model, req.Stream, p)
 }

@@ -94,6 +94,8 @@ type Server struct {
 	reqs    []Request
 	waiters []chan struct{}
 	seq     int
+	// limited holds the "limited:" lines whose first main request was answered 429 (limits.go).
+	limited map[string]bool
 }
 
 // Request is one request the server received, with what it made of it.
@@ -292,6 +294,8 @@ type Directive struct {
 	Path    string
 	Content string
 	Command string
+	// Options are the choices of an ask (Text is its question).
+	Options []string
 }
 
 // ParseDirective reads the script of a user message's text (see the package doc).
@@ -342,6 +346,8 @@ func parseLine(l string) (Directive, bool) {
 			return Directive{Kind: "tool", Tool: "read", Path: args}, args != ""
 		case "bash":
 			return Directive{Kind: "tool", Tool: "bash", Command: args}, args != ""
+		case "ask":
+			return parseAsk(args)
 		}
 	}
 	return Directive{}, false
@@ -432,6 +438,9 @@ var toolNames = map[string][]string{
 // pickTool builds the call of d's tool from the tools offered, nil when none fits. A shell
 // tool stands in for a missing write or read tool.
 func pickTool(d Directive, tools []tool) *toolCall {
+	if d.Tool == "ask" {
+		return pickAsk(d, tools)
+	}
 	find := func(kind string) *tool {
 		for _, name := range toolNames[kind] {
 			for i := range tools {

@@ -126,6 +126,9 @@ func (s *Server) openai(w http.ResponseWriter, r *http.Request) {
 		schema = req.Text.Format.Schema
 	}
 	idx := s.record(rec)
+	if result == nil && s.limit(w, idx, lastUser) {
+		return
+	}
 	s.sendOpenAI(w, r, idx, req.Model, s.decide(lastUser, result, tools, schema))
 }
 

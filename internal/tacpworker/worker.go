@@ -58,6 +58,10 @@ type Options struct {
 	// MissingWorkspace is what a turn does when the session's workspace is not on this
 	// worker: "fail" (default) or "empty".
 	MissingWorkspace string
+	// LimitMaxWait is the longest a limited turn waits for its limit to reset (0: off);
+	// LimitBackoff its first wait when the agent gives no reset time (activities.Runner).
+	LimitMaxWait time.Duration
+	LimitBackoff time.Duration
 	// AgentIdleTTL and MaxAgents bound the agent processes kept alive between turns.
 	AgentIdleTTL time.Duration
 	MaxAgents    int
@@ -224,6 +228,8 @@ func Start(c client.Client, opts Options) (*Worker, error) {
 		CarryContextBytes: opts.CarryContextBytes,
 		MissingWorkspace:  opts.MissingWorkspace,
 		Sandbox:           box,
+		LimitMaxWait:      opts.LimitMaxWait,
+		LimitBackoff:      opts.LimitBackoff,
 	}
 	w.RegisterActivityWithOptions(runner.RunTurn, activity.RegisterOptions{Name: signals.ActivityRunTurn})
 	// The host queue takes deliveries and, by affinity (DESIGN §10), the turns of the sessions

@@ -1,0 +1,174 @@
+package e2e
+
+// Questions to a person (DESIGN §11, issue 27): Claude Code's AskUserQuestion, scripted as
+// the fake model's tool call, reaches tacp as ACP elicitation/create (claude-agent-acp offers
+// the tool only because tacp advertises form elicitation), is journaled and shown as a
+// request waiting for a person, refuses an answer that does not fit its form (and stays
+// open), takes the first valid answer with who gave it, and the answer reaches the model's
+// next request. A question nobody answers fails closed at its deadline (cancel).
+
+import (
+	"encoding/json"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/tacp-dev/tacp/deck"
+	"github.com/tacp-dev/tacp/internal/fakemodel"
+	"github.com/tacp-dev/tacp/internal/proctree"
+	"github.com/tacp-dev/tacp/signals"
+)
+
+// elicited waits for turn's elicitation.requested and returns it.
+func elicited(t *testing.T, id string, turn int64) signals.ElicitationRequestedData {
+	t.Helper()
+	evs := waitFor(t, id, func(ev signals.Event) bool {
+		return ev.TurnID == turn && (ev.Kind == signals.EventElicitationRequested || signals.IsTerminal(ev.Kind))
+	})
+	last := evs[len(evs)-1]
+	require.Equal(t, signals.EventElicitationRequested, last.Kind, "turn %d asked nothing: %s", turn, journalDump(evs))
+	var d signals.ElicitationRequestedData
+	require.NoError(t, json.Unmarshal(last.Data, &d))
+	return d
+}
+
+func TestRealAgentClaudeAsksAPersonAndTheAnswerReachesTheModel(t *testing.T) {
+	w := startRealAgentWorker(t, fakemodel.Claude)
+	t.Run("AnsweredOnceWithWhoAnswered", func(t *testing.T) {
+		id := session(t)
+		turn := w.prompt(t, signals.SessionConfig{SessionID: id}, "tool: ask Which approach? | left | right")
+		q := elicited(t, id, turn)
+		require.Equal(t, signals.ElicitationForm, q.Mode)
+		require.Equal(t, "Which approach?", q.Message)
+		require.Contains(t, signals.ElicitationChoices(q.Schema, "question_0"), "right")
+
+		st, err := w.sc.Status(ctxFor(t, 10*time.Second), id)
+		require.NoError(t, err)
+		require.Equal(t, signals.StateSuspended, st.State)
+		require.Len(t, st.PendingElicitations, 1)
+		require.Equal(t, q.RequestID, st.PendingElicitations[0].RequestID)
+		require.Contains(t, currentDetails(t, id), "waiting for an answer to *Which approach?* (`"+q.RequestID+"`")
+
+		_, err = w.sc.ElicitationRespond(ctxFor(t, 10*time.Second), id, signals.ElicitationRespondRequest{
+			RequestID: q.RequestID, Action: signals.ActionAccept, Content: json.RawMessage(`{"question_0":"middle"}`),
+		})
+		require.ErrorContains(t, err, "question_0 must be one of left, right", "a bad answer gets a clear error")
+		st, err = w.sc.Status(ctxFor(t, 10*time.Second), id)
+		require.NoError(t, err)
+		require.Len(t, st.PendingElicitations, 1, "and the question stays open")
+
+		res, err := w.sc.ElicitationRespond(ctxFor(t, 10*time.Second), id, signals.ElicitationRespondRequest{
+			RequestID: q.RequestID, Action: signals.ActionAccept, Content: json.RawMessage(`{"question_0":"right"}`), AnsweredBy: "alice",
+		})
+		require.NoError(t, err)
+		require.Equal(t, "alice", res.Resolution.AnsweredBy)
+		again, err := w.sc.ElicitationRespond(ctxFor(t, 10*time.Second), id, signals.ElicitationRespondRequest{
+			RequestID: q.RequestID, Action: signals.ActionDecline, AnsweredBy: "bob",
+		})
+		require.NoError(t, err)
+		require.Equal(t, signals.ActionAccept, again.Resolution.Action, "the first valid answer wins")
+		require.Equal(t, "alice", again.Resolution.AnsweredBy)
+
+		evs := endedWith(t, id, turn, "end_turn")
+		require.Equal(t, 1, countKindIn(evs, signals.EventElicitationResolved, turn))
+		last := w.fm.MainRequests()[len(w.fm.MainRequests())-1]
+		require.True(t, last.Contains("tool", "right"), "the answer reached the model: %+v", last.Messages)
+		require.Contains(t, strings.Join(agentTexts(t, evs, turn), ""), "right")
+	})
+	t.Run("AnsweredOnTheDeckByANamedToken", func(t *testing.T) {
+		secret := "s-" + signals.NewID()
+		h, err := deck.New(deck.Options{Client: w.sc, ControllerTokens: []string{"carol=" + secret}, PollInterval: 50 * time.Millisecond})
+		require.NoError(t, err)
+		d := &testDeck{Server: httptest.NewServer(h), operator: secret}
+		t.Cleanup(func() { d.CloseClientConnections(); d.Close() })
+		id := session(t)
+		turn := w.prompt(t, signals.SessionConfig{SessionID: id}, "tool: ask Which colour? | red | blue")
+		q := elicited(t, id, turn)
+		bad := d.call(t, "POST", sessPath(id, "/questions/", q.RequestID), secret, map[string]any{"action": "accept", "content": map[string]any{"question_0": 7}})
+		require.NotEqual(t, http.StatusOK, bad.Code)
+		require.Contains(t, string(bad.Body), "question_0 must be a string")
+		var res signals.ElicitationRespondResult
+		d.call(t, "POST", sessPath(id, "/questions/", q.RequestID), secret, map[string]any{"action": "accept", "content": map[string]any{"question_0": "blue"}}).decode(t, &res)
+		require.Equal(t, "deck:carol", res.Resolution.AnsweredBy)
+		evs := endedWith(t, id, turn, "end_turn")
+		require.Contains(t, strings.Join(agentTexts(t, evs, turn), ""), "blue")
+		require.Contains(t, journalDump(evs), `"answered_by":"deck:carol"`)
+	})
+	t.Run("DeadlineFailsClosedWithCancel", func(t *testing.T) {
+		id := session(t)
+		turn := w.prompt(t, signals.SessionConfig{SessionID: id, PermissionTimeout: "3s"}, "tool: ask Ship it? | yes | no")
+		q := elicited(t, id, turn)
+		evs := turnEnd(t, id, turn)
+		var res signals.ElicitationResolution
+		for _, ev := range evs {
+			if ev.Kind == signals.EventElicitationResolved {
+				require.NoError(t, json.Unmarshal(ev.Data, &res))
+			}
+		}
+		require.Equal(t, q.RequestID, res.RequestID)
+		require.Equal(t, signals.ActionCancel, res.Action)
+		require.Equal(t, signals.DecidedByDeadline, res.DecidedBy)
+		checkInvariants(t, allEvents(t, id))
+	})
+}
+
+// A question open when its worker is killed: the attempt's question is withdrawn (decided_by
+// restart), the next attempt on another worker asks again, and the one answer ends it.
+func TestRealAgentClaudeQuestionSurvivesAWorkerKill(t *testing.T) {
+	w := startRealAgentWorker(t, fakemodel.Claude)
+	queue := "tacp-question-kill-" + signals.NewID()[:8]
+	qc := signals.NewClient(tc, queue)
+	first := w.realWorkerProcess(t, queue)
+	id := session(t)
+	_, err := qc.Prompt(ctxFor(t, time.Minute), signals.SessionConfig{SessionID: id}, signals.PromptRequest{Text: "tool: ask Keep going? | yes | no", ClientMessageID: "turn-1"})
+	require.NoError(t, err)
+	q1 := elicited(t, id, 1)
+	agents := proctree.Descendants(first.Process.Pid)
+	w.realWorkerProcess(t, queue)
+	require.NoError(t, first.Process.Signal(syscall.SIGKILL))
+	_ = first.Wait()
+	t.Cleanup(func() {
+		for _, p := range alive(agents) {
+			_ = syscall.Kill(p, syscall.SIGKILL)
+		}
+	})
+
+	var q2 signals.ElicitationRequestedData
+	waitFor(t, id, func(ev signals.Event) bool {
+		if ev.Kind == signals.EventElicitationRequested {
+			_ = json.Unmarshal(ev.Data, &q2)
+		}
+		return q2.RequestID != "" && q2.RequestID != q1.RequestID
+	})
+	require.Equal(t, "Keep going?", q2.Message, "asked again by the next attempt")
+	_, err = qc.ElicitationRespond(ctxFor(t, time.Minute), id, signals.ElicitationRespondRequest{
+		RequestID: q2.RequestID, Action: signals.ActionAccept, Content: json.RawMessage(`{"question_0":"yes"}`), AnsweredBy: "alice",
+	})
+	require.NoError(t, err)
+	evs := turnEndAcrossFailover(t, id, 1)
+	kind, data := terminalData(t, evs)
+	require.Equal(t, signals.EventTurnEnded, kind, "%v", data)
+	byUser, byRestart := 0, 0
+	for _, ev := range evs {
+		if ev.Kind != signals.EventElicitationResolved {
+			continue
+		}
+		var r signals.ElicitationResolution
+		require.NoError(t, json.Unmarshal(ev.Data, &r))
+		switch r.DecidedBy {
+		case signals.DecidedByUser:
+			byUser++
+		case signals.DecidedByRestart:
+			byRestart++
+			require.Equal(t, q1.RequestID, r.RequestID)
+		}
+	}
+	require.Equal(t, 1, byUser, "answered once: %s", journalDump(evs))
+	require.Equal(t, 1, byRestart, "the lost attempt's question was withdrawn")
+	checkInvariants(t, allEvents(t, id))
+}

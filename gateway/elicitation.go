@@ -1,0 +1,135 @@
+package gateway
+
+// Questions to a person through the ACP face (DESIGN §11 "A person's request"): an
+// elicitation the agent asked is relayed to every attached controller whose client
+// advertised elicitation (form, or url for a url question) in its initialize, as ACP
+// elicitation/create; the first valid answer wins, and the others' copies are withdrawn
+// ($/cancel_request) when the session resolves the question. The answer names who gave it:
+// the client's clientInfo.
+
+import (
+	"context"
+	"encoding/json"
+	"time"
+
+	acp "github.com/coder/acp-go-sdk"
+
+	"github.com/tacp-dev/tacp/signals"
+)
+
+// peer is what an ACP client said of itself in initialize.
+type peer struct {
+	form, url bool
+	// name is the client's clientInfo ("Zed 0.200.1"), "" when it gave none.
+	name string
+}
+
+func peerOf(req acp.InitializeRequest) peer {
+	var p peer
+	if e := req.ClientCapabilities.Elicitation; e != nil {
+		p.form, p.url = e.Form != nil, e.Url != nil
+	}
+	if i := req.ClientInfo; i != nil {
+		p.name = i.Name
+		if i.Version != "" {
+			p.name += " " + i.Version
+		}
+	}
+	return p
+}
+
+// answeredBy names this connection's person for the journal: its client and its viewer.
+func (c *conn) answeredBy() string {
+	c.mu.Lock()
+	name := c.peer.name
+	c.mu.Unlock()
+	if name == "" {
+		name = "an ACP client"
+	}
+	return "acp:" + name + " (viewer " + c.viewer + ")"
+}
+
+// elicitationEvent keeps the open questions and relays or withdraws them.
+func (a *attachment) elicitationEvent(ev signals.Event) {
+	if a.openElicits == nil {
+		a.openElicits = map[string]signals.ElicitationRequestedData{}
+	}
+	switch ev.Kind {
+	case signals.EventElicitationRequested:
+		var d signals.ElicitationRequestedData
+		if json.Unmarshal(ev.Data, &d) != nil {
+			return
+		}
+		a.openElicits[d.RequestID] = d
+		a.mu.Lock()
+		live := a.live
+		a.mu.Unlock()
+		if live {
+			a.relayElicitation(d)
+		}
+	case signals.EventElicitationResolved:
+		var r signals.ElicitationResolution
+		if json.Unmarshal(ev.Data, &r) != nil {
+			return
+		}
+		delete(a.openElicits, r.RequestID)
+		a.mu.Lock()
+		if cancel := a.relaying[r.RequestID]; cancel != nil {
+			cancel() // answered elsewhere first (or expired): withdrawn here
+			delete(a.relaying, r.RequestID)
+		}
+		a.mu.Unlock()
+	}
+}
+
+// relayElicitation asks the client the question and sends its answer to the session.
+func (a *attachment) relayElicitation(d signals.ElicitationRequestedData) {
+	a.c.mu.Lock()
+	p := a.c.peer
+	a.c.mu.Unlock()
+	if a.c.observer() || (d.Mode == signals.ElicitationForm && !p.form) || (d.Mode == signals.ElicitationURL && !p.url) {
+		return
+	}
+	a.mu.Lock()
+	if _, ok := a.relaying[d.RequestID]; ok {
+		a.mu.Unlock()
+		return
+	}
+	ctx, cancel := context.WithCancel(context.WithoutCancel(a.ctx)) // as relay: not a.ctx
+	a.relaying[d.RequestID] = cancel
+	a.mu.Unlock()
+	meta := signals.ACPMeta{RequestID: d.RequestID, Deadline: &d.Deadline}.Map()
+	var req acp.UnstableCreateElicitationRequest
+	if d.Mode == signals.ElicitationURL {
+		req.Url = &acp.UnstableCreateElicitationUrl{Meta: meta, Mode: signals.ElicitationURL, Message: d.Message, Url: d.URL,
+			ElicitationId: acp.UnstableElicitationId(d.RequestID)}
+	} else {
+		var schema acp.UnstableElicitationSchema
+		_ = json.Unmarshal(d.Schema, &schema)
+		req.Form = &acp.UnstableCreateElicitationForm{Meta: meta, Mode: signals.ElicitationForm, Message: d.Message, RequestedSchema: schema}
+	}
+	go func() {
+		defer cancel()
+		resp, err := a.c.asc.UnstableCreateElicitation(ctx, req)
+		if err != nil || ctx.Err() != nil {
+			return // withdrawn, or the client is gone
+		}
+		ans := signals.ElicitationRespondRequest{RequestID: d.RequestID, Action: signals.ActionCancel, ViewerID: a.c.viewer, AnsweredBy: a.c.answeredBy()}
+		switch {
+		case resp.Accept != nil:
+			ans.Action = signals.ActionAccept
+			if resp.Accept.Content != nil {
+				ans.Content, _ = json.Marshal(resp.Accept.Content)
+			} else {
+				ans.Content = json.RawMessage(`{}`)
+			}
+		case resp.Decline != nil:
+			ans.Action = signals.ActionDecline
+		}
+		cctx, ccancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+		defer ccancel()
+		if _, err := a.c.client().ElicitationRespond(cctx, a.id, ans); err != nil {
+			a.c.g.o.Logger.Warn("answer to a question refused", "session", a.id, "request", d.RequestID, "err", err)
+		}
+	}()
+}
