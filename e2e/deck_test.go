@@ -391,7 +391,7 @@ func TestDeckSessionsListAwaitingApprovalFirst(t *testing.T) {
 	require.Equal(t, signals.RejectInvalidOption, r.errType(t))
 	var res signals.PermissionRespondResult
 	d.call(t, "POST", sessPath(asking, "/permissions/", req.RequestID), d.operator, map[string]any{"option_id": "allow"}).decode(t, &res)
-	require.Equal(t, signals.PermissionResolution{RequestID: req.RequestID, Outcome: "selected", OptionID: "allow", DecidedBy: "user"}, res.Resolution)
+	require.Equal(t, signals.PermissionResolution{RequestID: req.RequestID, Outcome: "selected", OptionID: "allow", DecidedBy: "user", AnsweredBy: "deck:controller token"}, res.Resolution, "an unnamed token answers as its role")
 	evs := turnEnd(t, asking, 1)
 	require.Contains(t, strings.Join(agentTexts(t, evs, 1), ""), "permission: selected allow")
 }

@@ -28,6 +28,10 @@
 //	                             line is the content)
 //	tool: read PATH              call its file-reading tool
 //	tool: bash COMMAND           call its shell tool with COMMAND (the rest of the line)
+//	tool: ask Q | OPT | OPT...   call its question tool (Claude Code's AskUserQuestion) with
+//	                             question Q and its options (ask.go)
+//	limited: N [TAG]             answer the first main request carrying this line 429 with
+//	                             retry-after: N, then as the rest says (limits.go)
 //
 // Any other text is answered "echo: " and its last non-empty line. The tool is picked from
 // the tools the request offers, by name (Claude Code's Write/Read/Bash, OpenCode's
