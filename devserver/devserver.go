@@ -153,6 +153,16 @@ func Start(ctx context.Context, opts Options) (*Server, error) {
 		// after half a second. Viewers ask right after a session's history grows, so several
 		// viewers of one streaming session ask together every batch.
 		dynamicconfig.MaxBufferedQueryCount.Key(): []dynamicconfig.ConstrainedValue{{Value: 32}},
+		// Worker Versioning (README, "Upgrading workers while sessions run") is on by default in
+		// this server (system.enableDeploymentVersions, frontend.workerVersioningWorkflowAPIs,
+		// system.enableSendTargetVersionChanged); tacp relies on them, so they are said here.
+		// The server's own drainage status (the UI's "drained") waits 3 min after a version
+		// stops being current and refreshes every 3 min: on one machine a few seconds do.
+		dynamicconfig.EnableDeploymentVersions.Key():                   []dynamicconfig.ConstrainedValue{{Value: true}},
+		dynamicconfig.FrontendEnableWorkerVersioningWorkflowAPIs.Key(): []dynamicconfig.ConstrainedValue{{Value: true}},
+		dynamicconfig.EnableSendTargetVersionChanged.Key():             []dynamicconfig.ConstrainedValue{{Value: true}},
+		dynamicconfig.VersionDrainageStatusVisibilityGracePeriod.Key(): []dynamicconfig.ConstrainedValue{{Value: 10 * time.Second}},
+		dynamicconfig.VersionDrainageStatusRefreshInterval.Key():       []dynamicconfig.ConstrainedValue{{Value: 5 * time.Second}},
 	}
 
 	srv, err := temporal.NewServer(

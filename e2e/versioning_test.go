@@ -162,6 +162,15 @@ func (v *versioned) checkHistories() map[string]string {
 // each run started.
 func (v *versioned) waitAllOn(ids []string, id string) map[string]time.Time {
 	started := map[string]time.Time{}
+	defer func() {
+		for _, sid := range ids {
+			if _, ok := started[sid]; !ok {
+				b, beh, _ := v.runOn(signals.SessionWorkflowID(sid))
+				st := v.statusOf(sid)
+				v.t.Logf("%s still on %q (%s): state %s turn %d queue %d run %d", sid, b, beh, st.State, st.TurnID, len(st.Queue), st.Run)
+			}
+		}
+	}()
 	require.Eventually(v.t, func() bool {
 		for _, sid := range ids {
 			if _, ok := started[sid]; ok {
@@ -173,7 +182,7 @@ func (v *versioned) waitAllOn(ids []string, id string) map[string]time.Time {
 			}
 		}
 		return len(started) == len(ids)
-	}, 90*time.Second, 250*time.Millisecond, "every session moves to build %s", id)
+	}, 180*time.Second, 250*time.Millisecond, "every session moves to build %s", id)
 	return started
 }
 
@@ -292,15 +301,15 @@ func TestWorkerVersioningMovesSessionsAtIdleAndBack(t *testing.T) {
 		case "idle":
 			s.prompt(t, v.c, "/chunks 2")
 		case "streaming":
-			s.prompt(t, v.c, "/chunks 150 every 100ms")
+			s.prompt(t, v.c, "/chunks 200 every 100ms")
 		case "approval":
 			s.prompt(t, v.c, "/permission execute")
 		case "queued":
-			s.prompt(t, v.c, "/sleep 12s")
+			s.prompt(t, v.c, "/permission execute") // held until after the switch
 			s.prompt(t, v.c, "/chunks 3")
 			s.prompt(t, v.c, "/chunks 3")
 		case "can-mid-turn":
-			s.prompt(t, v.c, "/chunks 250 every 60ms")
+			s.prompt(t, v.c, "/chunks 300 every 60ms")
 		}
 	}
 	// Each session in its state before B is made current.
@@ -315,7 +324,7 @@ func TestWorkerVersioningMovesSessionsAtIdleAndBack(t *testing.T) {
 			case "can-mid-turn":
 				return st.TurnID == 1 && st.Run >= 2
 			case "queued":
-				return st.TurnID == 1 && len(st.Queue) == 2
+				return st.TurnID == 1 && len(st.Queue) == 2 && len(st.PendingPermissions) == 1
 			default:
 				return st.TurnID == 1
 			}
@@ -331,9 +340,10 @@ func TestWorkerVersioningMovesSessionsAtIdleAndBack(t *testing.T) {
 	v.start("B")
 	switched := v.makeCurrent("B")
 	t.Logf("B current at %s", switched.Format(time.RFC3339Nano))
-	// The approvals are answered after the switch: their turns go on, and end, on A.
+	// The approvals are answered after the switch: their turns go on, and end, on A, and so
+	// do the prompts queued behind them.
 	for _, s := range logs {
-		if s.kind != "approval" {
+		if s.kind != "approval" && s.kind != "queued" {
 			continue
 		}
 		st := v.statusOf(s.id)

@@ -21,11 +21,13 @@ const (
 	// DefaultDeploymentName is the Worker Deployment tacp workers join unless told otherwise.
 	DefaultDeploymentName = "tacp"
 
-	// SignalWake wakes a session so that it runs a workflow task: the server says on every
-	// workflow task of a pinned run whether its deployment's target version changed, and an
-	// idle session has none of its own. The payload is ignored; a session that is not idle
-	// moves at its first idle moment anyway. Workers of the current version send it to the
-	// sessions pinned to other versions (internal/tacpworker).
+	// SignalWake tells a session that its run is not on its deployment's current version:
+	// it moves there (continue-as-new with AutoUpgrade) at its next idle safe point. The
+	// server flags a target's change on every workflow task of a pinned run, but an idle
+	// session has none of its own, and an older server flags nothing. Workers of the current
+	// version send it to the sessions pinned to other versions (internal/tacpworker); the
+	// payload is ignored, and a wake that went stale (a rollback since) costs one
+	// continue-as-new onto the current version.
 	SignalWake = "wake"
 
 	// SearchAttrDeploymentVersion and SearchAttrVersioningBehavior are the server's own

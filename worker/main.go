@@ -74,7 +74,7 @@ func run() error {
 		carryMax  = fs.Int("agent.carry-context-bytes", signals.DefaultTranscriptBytes, "bound of that transcript, newest kept")
 		missingWS = fs.String("workspace.missing", activities.MissingWorkspaceFail, "when a session's workspace is not on this worker (its earlier turns ran on another machine): fail (the turn fails, workspace.missing is journaled) or empty (go on in an empty workspace)")
 		depName   = fs.String("deployment.name", signals.DefaultDeploymentName, "the Worker Deployment this worker joins: sessions and turns are pinned to its version and move to a new current version at their next idle moment (empty: unversioned, see README)")
-		depBuild  = fs.String("deployment.build-id", tacpworker.DefaultBuildID(), "this build's id in the deployment (default: the binary's VCS revision)")
+		depBuild  = fs.String("deployment.build-id", tacpworker.DefaultBuildID(), "this build's id in the deployment (default: the binary's VCS revision, or a hash of the binary when it carries none)")
 		depCur    = fs.Bool("deployment.current", false, "make this worker's version the deployment's current one once it polls (always with -dev, and when the deployment has none yet)")
 		limitWait = fs.Duration("limits.max-wait", 0, "the longest a turn the model provider limited (a rate limit, an overloaded provider) waits on a durable timer before it runs again as the turn's next attempt (0: off, the turn fails)")
 		limitBack = fs.Duration("limits.backoff", activities.DefaultLimitBackoff, "a limited turn's first wait when the agent gives no reset time, doubled for each further wait (at most 15m)")

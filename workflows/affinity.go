@@ -21,9 +21,6 @@ import (
 // seconds without a poll means it is gone (or saturated), and the turn moves.
 const DefaultAffinityWait = 3 * time.Second
 
-// affinityChange guards TurnWorkflow's first attempt on the previous host's queue.
-const affinityChange = "affinity"
-
 // releaseTimeout bounds the ReleaseAgent sent to a host the session left.
 const releaseTimeout = 5 * time.Second
 

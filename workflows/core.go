@@ -34,7 +34,8 @@ const defaultVersion version = -1
 // (asked at the same point of the run as before the core existed, so every recorded history
 // replays), and metrics and logs write no history at all.
 type sessionEnv interface {
-	// version is workflow.GetVersion(change, DefaultVersion, max).
+	// version is workflow.GetVersion(change, DefaultVersion, max), for the change ids of
+	// before Worker Versioning that are not removed yet (versioning.go); no new one.
 	version(change string, max version) version
 	turnStarted()
 	turnFinished(outcome string)
@@ -67,12 +68,10 @@ type sessionCore struct {
 	// inFlightReported: the delivery_outcome of the steer in flight overtook its result.
 	inFlightReported bool
 
-	deliveryVersion   *version
-	steerOrderVersion *version
-	alarmsVersion     *version
-	settingsVersion   *version
-	asyncVersion      *version
-	steerEndVersion   *version
+	deliveryVersion *version
+	alarmsVersion   *version
+	settingsVersion *version
+	asyncVersion    *version
 }
 
 // ask answers the version of change once per run, at its first use.

@@ -26,19 +26,11 @@ const (
 	// hostDeliveryChange guards the delivery activities: histories recorded before them have
 	// no marker, replay the old way, and never schedule one.
 	hostDeliveryChange = "host-delivery"
-	// steerOrderChange guards holding a turn's end for the steer delivery in flight into it:
-	// histories recorded before it ended such a turn at once.
-	steerOrderChange = "steer-before-end"
 	// asyncDeliveryChange guards sending deliveries with Async (signals.Delivery): a
 	// taken delivery frees the lane at once and a steer's outcome follows by the
 	// delivery_outcome signal. Histories recorded before it waited for each Deliver to be
 	// done.
 	asyncDeliveryChange = "async-delivery"
-	// steerEndChange guards journaling, as a turn ends, the failure of its steers still
-	// queued or in flight before its end: histories recorded before it journaled them after
-	// the end, when the lane dropped them or their Deliver came back. Asked only when such
-	// a steer exists, so runs without one never record it.
-	steerEndChange = "steer-fail-before-end"
 )
 
 // openPermission is a permission request waiting for an answer.
@@ -224,7 +216,7 @@ func (s *sessionCore) steersEnd(now time.Time, turnID int64) {
 	s.failAwaited(now, turnID, 0, "the turn ended before it reported the steer")
 	queued := slices.ContainsFunc(s.Deliveries, func(d signals.Delivery) bool { return d.Kind == signals.DeliverSteer && d.TurnID == turnID })
 	inFlight := s.delivering && !s.inFlightReported && s.inFlight.Kind == signals.DeliverSteer && s.inFlight.TurnID == turnID
-	if (!queued && !inFlight) || s.ask(&s.steerEndVersion, steerEndChange, 1) == defaultVersion {
+	if !queued && !inFlight {
 		return
 	}
 	s.failQueuedSteers(now, turnID)
@@ -241,11 +233,8 @@ func (s *sessionCore) steersEnd(now time.Time, turnID int64) {
 func (s *sessionCore) steerInFlight(fin *signals.TurnFinishedSignal) bool {
 	t := s.Turn
 	d := s.inFlight
-	if !s.delivering || s.inFlightReported || d.Kind != signals.DeliverSteer || d.TurnID != t.TurnID || d.Attempt != t.Attempt ||
-		(fin.Attempt != 0 && fin.Attempt != t.Attempt) || fin.Orphaned {
-		return false
-	}
-	return s.ask(&s.steerOrderVersion, steerOrderChange, 1) != defaultVersion
+	return s.delivering && !s.inFlightReported && d.Kind == signals.DeliverSteer && d.TurnID == t.TurnID && d.Attempt == t.Attempt &&
+		(fin.Attempt == 0 || fin.Attempt == t.Attempt) && !fin.Orphaned
 }
 
 func deliverySummary(d signals.Delivery) string {

@@ -32,10 +32,6 @@ func (s *sessionCore) settings() *Settings {
 	return s.Settings
 }
 
-// settingsReassertChange guards delivering, to a turn's new attempt, the choices made since
-// the turn's input was built (a history recorded before it queued no such delivery).
-const settingsReassertChange = "settings-reassert"
-
 // offered takes the runner's report of a new agent session. The report shows what the
 // turn's input carried (LiveTurn.Choices): a choice a client made since is newer, so it is
 // kept in the view rather than followed back to the report, and it reaches this attempt's
@@ -70,9 +66,7 @@ func (s *sessionCore) offered(now time.Time, turnID int64, o *signals.AgentSetti
 	if kept = laterChoices(kept, s.pendingSettings(turnID)); kept.Empty() {
 		return
 	}
-	if s.env.version(settingsReassertChange, 1) > defaultVersion {
-		s.deliverSettings(kept)
-	}
+	s.deliverSettings(kept)
 }
 
 // settingsApplied takes the runner's report of the agent's offer after a settings delivery

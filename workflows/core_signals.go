@@ -44,6 +44,12 @@ var signalOrder = []string{
 // signal takes one signal of signalOrder.
 func (s *sessionCore) signal(now time.Time, name string, raw json.RawMessage) {
 	s.signalsSeen++
+	if name == signals.SignalWake {
+		// A worker of the current version found this run on another: move at the next idle
+		// safe point, also on a server that does not flag the target's change (versioning.go).
+		s.UpgradeWanted = true
+		return
+	}
 	if !s.runnerSignal(now, name, raw) {
 		s.twinSignal(now, name, raw)
 	}

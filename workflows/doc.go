@@ -30,16 +30,20 @@
 //   - session.go: SessionWorkflow: registers the update, query and signal handlers, feeds
 //     them to the core with workflow.Now, runs the main loop (await next, carry it out:
 //     start a TurnWorkflow, request its cancel, continue as new, close), upserts the search
-//     attributes, and answers the core's sessionEnv (GetVersion, metrics, logs).
+//     attributes, and answers the core's sessionEnv (the last GetVersion ids, metrics, logs).
 //   - delivery.go: runs each delivery the core takes off the lane as a Deliver activity on
 //     the turn's host queue.
 //   - belts.go: the one alarm timer.
 //   - mcp.go: set_mcp_servers' signal twin, whose policy check is a SideEffect.
 //   - admission.go: the worker's check of a session's config at its start (a SideEffect)
 //     and ProfilesWorkflow.
+//   - versioning.go: Worker Versioning: the build's options, the removal rule of the
+//     GetVersion ids.
 //   - turn.go: TurnWorkflow, which runs the RunTurn activity with its retries and
 //     failover and reports the turn's end to the session.
 //
-// Every recorded history under testdata/histories replays (replay_test.go): a change to
-// the commands a running session produces is guarded by workflow.GetVersion.
+// Every recorded history under testdata/histories replays (replay_test.go). Runs are
+// pinned to the build that started them (versioning.go): a change to the commands a
+// session produces ships as a new build, needs no workflow.GetVersion, and reaches a
+// running session when it continues as new at its next idle safe point.
 package workflows

@@ -276,27 +276,6 @@ func TestSession_AcceptedSteerWaitsForTheTurnsHost(t *testing.T) {
 	require.NoError(t, h.run(signals.SessionConfig{SessionID: "s1"}))
 }
 
-// A session recorded before steerEndChange journals the queued steer's failure after the
-// turn's end, when the lane drops it: a replayed run keeps the order its viewers saw.
-func TestSession_AcceptedSteerOfAnOlderHistoryFailsAfterTheTurnEnds(t *testing.T) {
-	h := newHarness(t)
-	h.env.OnGetVersion(steerEndChange, workflow.DefaultVersion, 1).Return(workflow.DefaultVersion)
-	h.step(func() { h.prompt("work", "m1", func(signals.PromptResult, error) {}) })
-	h.step(func() {
-		h.update(signals.UpdateSteer, signals.SteerRequest{Text: "go left", ExpectedTurnID: "1", ClientMsgID: "c1"}, func(res any, err error) {
-			require.NoError(t, err)
-		})
-	})
-	h.step(func() {
-		h.env.SignalWorkflow(signals.SignalTurnFinished, signals.TurnFinishedSignal{TurnID: 1, StopReason: "end_turn"})
-	})
-	h.step(func() {
-		require.Equal(t, []string{"session.started", "prompt.accepted", "turn.started", "steer.accepted", "turn.ended", "steer.delivered"}, kinds(h.events()))
-	})
-	h.closeSession()
-	require.NoError(t, h.run(signals.SessionConfig{SessionID: "s1"}))
-}
-
 func TestSession_SignalTwinJournalsItsRejection(t *testing.T) {
 	h := newHarness(t)
 	h.step(func() {

@@ -20,9 +20,6 @@ import (
 // turnAttempts bounds the RunTurn attempts: a lost worker is retried on another worker.
 const turnAttempts = 3
 
-// reportOnceChange guards TurnWorkflow's skipping of the turn_finished the runner sent.
-const reportOnceChange = "report-once"
-
 // TurnWorkflow runs one turn of a session: on the host that holds the agent first (DESIGN
 // §10), then on the session's queue, and reports the outcome unless the runner already did.
 func TurnWorkflow(ctx workflow.Context, in signals.TurnInput) error {
@@ -34,7 +31,7 @@ func TurnWorkflow(ctx workflow.Context, in signals.TurnInput) error {
 	}
 	// The runner reported an answered turn itself, straight away: a second turn_finished
 	// would only cost the session a signal and a workflow task.
-	if err == nil && res.Reported && workflow.GetVersion(ctx, reportOnceChange, workflow.DefaultVersion, 1) >= 1 {
+	if err == nil && res.Reported {
 		return nil
 	}
 	// The turn's own context may be cancelled; the report must go out regardless.
@@ -46,7 +43,7 @@ func TurnWorkflow(ctx workflow.Context, in signals.TurnInput) error {
 // the agent first, then on the session's queue, numbered on from run.AttemptBase.
 func runAttempts(ctx workflow.Context, in signals.TurnInput, run *signals.RunTurnInput) (res signals.RunTurnResult, err error) {
 	base, fallback := run.AttemptBase, true
-	if in.HostQueue != "" && workflow.GetVersion(ctx, affinityChange, workflow.DefaultVersion, 1) >= 1 {
+	if in.HostQueue != "" {
 		res, fallback, err = runOnHost(ctx, in, run)
 	}
 	if fallback {

@@ -20,7 +20,17 @@ package workflows
 // lack stay until no such run is open. A history that has a version marker replays without
 // the call (the SDK skips version markers), so removing the call never breaks a run that
 // recorded it; only a kept history recorded before the change, which takes the old branch,
-// keeps a change id alive. removedChanges lists the ids removed this way.
+// keeps a change id alive.
+//
+// Removed so (their old branch is taken by no kept history, and no kept history records
+// their marker, so replay proves nothing depends on them): affinity, report-once,
+// steer-before-end, steer-fail-before-end, settings-reassert. Kept, until the release
+// after this one, when no run started before versioning is open: admission and alarms
+// (kept histories of 2026-11-30 take their old branch), and host-delivery,
+// async-delivery, agent-settings and search-attributes-v2 (their old branch changes what
+// an old unversioned run sends, journals or shows after its replay; the kept histories
+// replay without them, but a run still open on the old shape would switch mid-run).
+// No new change id is added: a change of the session's shape ships as a new build.
 
 // Build is what one build of the worker fixes about its session workflows when it registers
 // them: plain data, never read from an environment by the workflow, so a run's shape is the

@@ -475,7 +475,10 @@ func startTacpWorker(st *State, bin, queue string) (stop func(), err error) {
 	}
 	agent := strconv.Quote(filepath.Join(bin, "testagent")) + " -transcripts " + strconv.Quote(filepath.Join(dir, "transcripts"))
 	cmd := exec.Command(filepath.Join(bin, "worker"), "-agent", agent, "-task-queue", queue,
-		"-data-dir", filepath.Join(dir, "data"), "-log.level", "warn")
+		"-data-dir", filepath.Join(dir, "data"), "-log.level", "warn",
+		// Versioned as in production (deployment "tacp", the binary's build id); the one
+		// worker of the cluster makes its build current, also over an earlier run's build.
+		"-deployment.current")
 	cmd.Env = append(os.Environ(), "TEMPORAL_ADDRESS="+st.Frontend(), "TEMPORAL_NAMESPACE="+namespace)
 	cmd.Stdout, cmd.Stderr = logFile, logFile
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}

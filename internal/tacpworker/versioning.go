@@ -9,8 +9,12 @@ package tacpworker
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"fmt"
+	"io"
 	"log/slog"
+	"os"
 	"runtime/debug"
 	"time"
 
@@ -48,34 +52,59 @@ func (d Deployment) Version() worker.WorkerDeploymentVersion {
 	return worker.WorkerDeploymentVersion{DeploymentName: d.Name, BuildID: id}
 }
 
-// DefaultBuildID is the build id of this binary: its VCS revision (with "-dirty" when the
-// tree had changes), else the module version, else "dev".
+// DefaultBuildID is the build id of this binary: its VCS revision; with "-dirty-" and a
+// hash of the executable when the tree had changes; the module version of a released
+// binary; else "bin-" and the hash (a binary built without VCS stamping, -buildvcs=false).
+// Two binaries with different code never share an id: a pinned run is only replayed by
+// the code that recorded it.
 func DefaultBuildID() string {
 	info, ok := debug.ReadBuildInfo()
-	if !ok {
-		return "dev"
-	}
-	var rev, dirty string
-	for _, s := range info.Settings {
-		switch s.Key {
-		case "vcs.revision":
-			rev = s.Value
-		case "vcs.modified":
-			if s.Value == "true" {
-				dirty = "-dirty"
+	var rev string
+	dirty := false
+	if ok {
+		for _, s := range info.Settings {
+			switch s.Key {
+			case "vcs.revision":
+				rev = s.Value
+			case "vcs.modified":
+				dirty = s.Value == "true"
 			}
 		}
 	}
-	if rev != "" {
-		if len(rev) > 12 {
-			rev = rev[:12]
-		}
-		return rev + dirty
+	switch {
+	case rev != "" && !dirty:
+		return short(rev)
+	case rev != "":
+		return short(rev) + "-dirty-" + executableHash()
+	case ok && info.Main.Version != "" && info.Main.Version != "(devel)":
+		return info.Main.Version
 	}
-	if v := info.Main.Version; v != "" && v != "(devel)" {
-		return v
+	return "bin-" + executableHash()
+}
+
+func short(rev string) string {
+	if len(rev) > 12 {
+		return rev[:12]
 	}
-	return "dev"
+	return rev
+}
+
+// executableHash is a short hash of this process's executable ("unknown" when unreadable).
+func executableHash() string {
+	path, err := os.Executable()
+	if err != nil {
+		return "unknown"
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		return "unknown"
+	}
+	defer f.Close()
+	h := sha256.New()
+	if _, err := io.Copy(h, f); err != nil {
+		return "unknown"
+	}
+	return hex.EncodeToString(h.Sum(nil))[:12]
 }
 
 // waker wakes the sessions pinned to other versions of the deployment while this worker's
