@@ -115,13 +115,14 @@ func TestRealAgentSandboxed(t *testing.T) {
 			t.Run("ReadsWritesAndGitInsideTheWorkspaceWork", func(t *testing.T) {
 				ws := w.workspace(a1)
 				out := w.bash(t, a1, "cd "+ws+" && echo hello > f && cat f && git init -q && git add f && "+
-					"git -c user.name=t -c user.email=t@t commit -qm first && echo commits=$(git log --oneline | wc -l)")
+					"git -c user.name=t -c user.email=t@t commit -qm first && echo commits && git rev-list --count HEAD")
 				require.Contains(t, out, "hello")
-				require.Contains(t, out, "commits=1")
+				require.Contains(t, out, "commits 1", "no $(…): Gemini CLI refuses command substitution")
 			})
 			t.Run("ALoopbackPortNotAllowedIsRefused", func(t *testing.T) {
 				host, port, _ := net.SplitHostPort(srv.HostPort())
-				out := w.bash(t, a1, fmt.Sprintf("bash -c 'echo > /dev/tcp/%s/%s' && echo connected", host, port))
+				// Bash's /dev/tcp, in a subshell, unquoted (Gemini CLI's shell tool mangles quotes).
+				out := w.bash(t, a1, fmt.Sprintf("(exec 3<>/dev/tcp/%s/%s) && echo connected", host, port))
 				require.Contains(t, out, "Permission denied", "the Temporal frontend")
 				require.NotContains(t, out, "connected")
 			})
@@ -148,7 +149,7 @@ func TestRealAgentSandboxedAllowlist(t *testing.T) {
 			require.NoError(t, err)
 			t.Cleanup(func() { l.Close() })
 			_, port, _ := net.SplitHostPort(l.Addr().String())
-			out := w.bash(t, id, fmt.Sprintf("bash -c 'echo > /dev/tcp/127.0.0.1/%s' && echo connected; curl -sS -o /dev/null https://example.invalid/ ; echo curl=$?", port))
+			out := w.bash(t, id, fmt.Sprintf("(exec 3<>/dev/tcp/127.0.0.1/%s) && echo connected; curl -sS -o /dev/null https://example.invalid/ ; echo curl=$?", port))
 			require.Contains(t, out, "Permission denied", "a loopback port the allowlist does not name")
 			require.NotContains(t, out, "connected")
 			require.Contains(t, out, "curl=56", "a host the allowlist does not name: the proxy refuses the tunnel")
