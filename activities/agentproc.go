@@ -73,7 +73,7 @@ func startAgent(argv, env []string, dir string, client acp.Client, log *slog.Log
 	if err != nil {
 		return nil, err
 	}
-	if err := cmd.Start(); err != nil {
+	if err := sandbox.Start(cmd); err != nil { // confined to its session when env says (internal/sandbox)
 		return nil, fmt.Errorf("start agent %q: %w", argv[0], err)
 	}
 	// The agent's group dies with this worker, however the worker dies (reaper.go).

@@ -68,10 +68,19 @@ func apply(p Policy) error {
 		return fmt.Errorf("no_new_privs: %w", err)
 	}
 	if len(p.Protect) > 0 {
-		if err := protect(p.Protect); err != nil {
+		parent, err := os.Readlink("/proc/" + strconv.Itoa(os.Getppid()) + "/ns/mnt")
+		if err != nil {
+			return fmt.Errorf("protect: %w", err)
+		}
+		if err := protect(p.Protect, "/proc/self/ns/mnt", parent); err != nil {
 			return err
 		}
 	}
+	return confine(p)
+}
+
+// confine is apply after the mounts: capabilities, seccomp, the Landlock layers.
+func confine(p Policy) error {
 	// Capabilities the fork granted for the mounts above go no further than here.
 	if err := unix.Prctl(unix.PR_CAP_AMBIENT, unix.PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0); err != nil && !errors.Is(err, unix.EINVAL) {
 		return fmt.Errorf("clear ambient capabilities: %w", err)
@@ -106,15 +115,12 @@ var lockedFlags = map[struct {
 	{unix.ST_NOATIME, unix.MS_NOATIME}: true, {unix.ST_NODIRATIME, unix.MS_NODIRATIME}: true, {unix.ST_RELATIME, unix.MS_RELATIME}: true,
 }
 
-// protect bind-mounts each path read-only onto itself, in the mount namespace the fork gave
-// this process (ForkAttr). It refuses to touch the worker's own namespace.
-func protect(paths []string) error {
-	self, err := os.Readlink("/proc/self/ns/mnt")
-	if err != nil {
-		return fmt.Errorf("protect: %w", err)
-	}
-	parent, err := os.Readlink("/proc/" + strconv.Itoa(os.Getppid()) + "/ns/mnt")
-	if err != nil || parent == self {
+// protect bind-mounts each path read-only onto itself, in the mount namespace of its own
+// that ns names (the fork's, ForkAttr, or the thread's, Start). It refuses to touch the
+// worker's namespace, which worker names.
+func protect(paths []string, ns, worker string) error {
+	self, err := os.Readlink(ns)
+	if err != nil || self == worker {
 		return fmt.Errorf("protect: not in a mount namespace of its own (%v)", err)
 	}
 	// Nothing mounted here propagates back to the worker's namespace.

@@ -108,9 +108,11 @@ func (r *rig) run(t *testing.T, s Settings, env []string, argv ...string) string
 	cmd.Env, cmd.Dir = env, r.ws
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	ForkAttr(cmd.SysProcAttr, env)
-	out, err := cmd.CombinedOutput()
-	require.NoError(t, err, "%s", out)
-	return strings.TrimSpace(string(out))
+	var out strings.Builder
+	cmd.Stdout, cmd.Stderr = &out, &out
+	require.NoError(t, Start(cmd))
+	require.NoError(t, cmd.Wait(), "%s", out.String())
+	return strings.TrimSpace(out.String())
 }
 
 func (r *rig) sh(t *testing.T, s Settings, script string) string {

@@ -7,6 +7,7 @@ package sandbox
 
 import (
 	"errors"
+	"os/exec"
 	"syscall"
 )
 
@@ -46,3 +47,6 @@ func ListeningPorts() []uint16 { return nil }
 
 // PretendABI changes nothing here: no ABI makes a sandbox.
 func PretendABI(int) func() { return func() {} }
+
+// Start starts cmd: nothing here is sandboxed.
+func Start(cmd *exec.Cmd) error { return cmd.Start() }

@@ -106,6 +106,9 @@ func Exposes(mounts []Mount, g, p string) bool {
 		return true
 	}
 	for _, m := range mounts {
+		if m.Dev == gd && within(m.Root, gf) {
+			continue // a part of the grant's own tree mounted inside it (a protected path, read-only)
+		}
 		if m.Dev == pd && (within(m.Root, pf) || within(pf, m.Root)) && within(m.Point, g) {
 			return true
 		}
@@ -150,9 +153,11 @@ func installation(f string) string {
 	return f
 }
 
-// readMounts reads the worker's mounts (none where /proc is missing: paths alone decide).
+// readMounts reads the worker's mounts (none where /proc is missing: paths alone decide). It
+// reads the calling thread's: the process's main thread may be one that started an agent
+// (start_linux.go) and kept its mount namespace.
 func readMounts() []Mount {
-	f, err := os.Open("/proc/self/mountinfo")
+	f, err := os.Open("/proc/thread-self/mountinfo")
 	if err != nil {
 		return nil
 	}

@@ -16,6 +16,7 @@ var testMounts = []Mount{
 	{Dev: "8:2", Root: "/shared", Point: "/srv/ws"},
 	{Dev: "8:2", Root: "/tacp", Point: "/home/u/proj/mnt"},
 	{Dev: "0:5", Root: "/", Point: "/proc"},
+	{Dev: "8:2", Root: "/tacp/workspaces/s1/.git/hooks", Point: "/data/tacp/workspaces/s1/.git/hooks"},
 }
 
 func TestExposes(t *testing.T) {
@@ -38,6 +39,7 @@ func TestExposes(t *testing.T) {
 		{"mounted beneath the grant, an ancestor of it", "/home/u", "/data", true},
 		{"the mount's sibling folder", "/home/u/other", "/data/tacp", false},
 		{"another filesystem at the same path inside", "/proc", "/data/tacp", false},
+		{"a part of the grant mounted inside it", "/data/tacp/workspaces/s1", "/data/tacp", false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			require.Equal(t, tc.want, Exposes(testMounts, tc.grant, tc.protec))
