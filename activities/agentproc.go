@@ -199,7 +199,7 @@ func (p *agentProc) replayUntilAnswer(fn func(json.RawMessage)) (end func()) {
 // terminal/* is not offered on purpose. A client terminal runs any command the agent names
 // as a process of the worker, outside whatever sandbox and permission flow the agent applies
 // to its own shell tool, with the worker's privileges: the worker is the trust boundary
-// (DESIGN §10), and a terminal would make it a remote shell for every agent. The agents tacp
+// (contract §10), and a terminal would make it a remote shell for every agent. The agents tacp
 // runs execute commands with their own shell tool whether a client terminal is offered or not
 // (claude-agent-acp and codex-acp use one to show a command's output), and report them as tool
 // calls that the session's permissions govern; serving one would add a second process tree

@@ -1,6 +1,6 @@
 package activities
 
-// Tests of the event batcher (DESIGN.md §7): numbered batches in order, no event lost or
+// Tests of the event batcher (docs/contract.md §7): numbered batches in order, no event lost or
 // duplicated, the first event of a burst flushed at once and the rest of the burst batched,
 // flushes on size before the interval, batches bounded by maxBytes, oversized events
 // stubbed, close flushing what is pending, a failed send stopping the rest, and an add that

@@ -2,7 +2,7 @@ package activities
 
 // Between-turn batching: what an agent says while no turn of its session runs (a late
 // update after its answer, a replay it was not asked for) is journaled all the same
-// (DESIGN §7), sent to the session as turn_events of turn 0 keyed by the agent's host id.
+// (contract §7), sent to the session as turn_events of turn 0 keyed by the agent's host id.
 
 import (
 	"context"

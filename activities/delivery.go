@@ -2,7 +2,7 @@ package activities
 
 // Delivery: the Deliver activity, polled on this worker's own task queue, carries the
 // workflow's decisions (steer, cancel, permission answers, settings) into a turn running
-// here within milliseconds (DESIGN §7). With Delivery.Async it answers as soon as the turn
+// here within milliseconds (contract §7). With Delivery.Async it answers as soon as the turn
 // has taken the decision (DeliveryResult.Taken), so the next one is not held behind it.
 
 import (

@@ -20,7 +20,7 @@ func (c *signalRecorder) turnStarted(turn int64) []signals.TurnStartedSignal {
 	return out
 }
 
-// Never forget silently (DESIGN §10): a worker whose agent cannot load the session's agent
+// Never forget silently (contract §10): a worker whose agent cannot load the session's agent
 // session says so on turn_started, for the session to journal agent.context_lost.
 func TestRunTurnReportsContextLostWhenTheLoadFails(t *testing.T) {
 	rig := newTurnRig(t, t.TempDir())

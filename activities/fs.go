@@ -1,7 +1,7 @@
 package activities
 
 // This file owns the ACP file system methods (fs/read_text_file, fs/write_text_file) and
-// the rule of DESIGN.md §7 that they are served inside the session's workspace directory
+// the rule of docs/contract.md §7 that they are served inside the session's workspace directory
 // only. Every path goes through the same three steps, in this order:
 //
 //  1. lexical: refuse NUL bytes; resolve a relative path against the root; clean it; refuse

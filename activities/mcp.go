@@ -3,7 +3,7 @@ package activities
 // The operator's switch for MCP servers a client passes with a session (ACP session/new's
 // mcpServers): an http or sse server is a URL the agent connects to, a stdio server is a
 // program the worker would start. A client must never choose a program the worker runs, so
-// stdio servers run only when their command is one the operator listed (DESIGN §10).
+// stdio servers run only when their command is one the operator listed (contract §10).
 
 import (
 	"fmt"

@@ -1,6 +1,6 @@
 package activities
 
-// Agent profiles: the agents a worker's operator allows it to run (DESIGN §10, "The worker
+// Agent profiles: the agents a worker's operator allows it to run (contract §10, "The worker
 // is the trust boundary"). A session names a profile; the profile, defined on the worker,
 // says which program runs and with which environment. Nothing a client sends is ever a
 // command line.

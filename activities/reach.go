@@ -2,7 +2,7 @@ package activities
 
 // Where a tool call reaches: the runner tells the session whether the paths a permission
 // request names lie inside the session's workspace, so that the policy never lets a read of
-// /etc/shadow through as "harmless" (DESIGN §10). The session decides; the runner, which
+// /etc/shadow through as "harmless" (contract §10). The session decides; the runner, which
 // sees the worker's file system, measures.
 
 import (

@@ -223,7 +223,7 @@ func turnInput(session string, turn int64, agent, text string) signals.RunTurnIn
 
 // What an agent says right after answering session/new belongs to the turn that opened the
 // session (claude-agent-acp sends its available_commands_update then): it is journaled,
-// never dropped (DESIGN §7). A session/load's replay of history is not journaled again, but
+// never dropped (contract §7). A session/load's replay of history is not journaled again, but
 // what the agent says after the load's answer is.
 func TestRunTurnRecordsWhatTheAgentSaysAroundSessionNewAndLoad(t *testing.T) {
 	transcripts := t.TempDir()

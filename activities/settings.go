@@ -1,6 +1,6 @@
 package activities
 
-// What the agent offers (DESIGN §10), on the runner's side: after session/new or
+// What the agent offers (contract §10), on the runner's side: after session/new or
 // session/load the runner reads the agent's modes, config options, models and
 // capabilities, applies the session's choices where the agent's current values differ
 // (before the first prompt, so a chosen mode or model survives every new agent process),

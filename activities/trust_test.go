@@ -13,7 +13,7 @@ import (
 	"github.com/tacp-dev/tacp/signals"
 )
 
-// Reference: DESIGN §10, "The worker is the trust boundary".
+// Reference: contract §10, "The worker is the trust boundary".
 
 func requireInvalid(t *testing.T, err error, contains string) {
 	t.Helper()

@@ -1,6 +1,6 @@
 package activities
 
-// The turn core: the rules of one turn attempt's prompt loop (DESIGN §6 Steer delivery,
+// The turn core: the rules of one turn attempt's prompt loop (contract §6 Steer delivery,
 // §7 The turn runner) as a pure state machine. What happens to the turn comes in through
 // Step — the agent's answer, a steer, a cancel, the result of a _session/steering request,
 // the agent's exit, the clock — with the time passed in; what the turn must do goes out as

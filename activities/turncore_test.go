@@ -3,7 +3,7 @@ package activities
 // Tests of the turn core, driven synchronously: no process, no clock, no goroutine. Each
 // scenario is the inputs of one turn attempt, at times relative to its start, with the
 // actions each must return; its name says the rule it proves, and its comment cites the
-// DESIGN section the rule comes from.
+// contract section the rule comes from.
 
 import (
 	"errors"
@@ -56,7 +56,7 @@ func runScenario(t *testing.T, steering bool, steps []step) *turnCore {
 	return c
 }
 
-// DESIGN §6 Steer delivery: without the steering extension a steer is delivered by
+// contract §6 Steer delivery: without the steering extension a steer is delivered by
 // interrupt-and-continue: session/cancel, wait for the prompt to resolve `cancelled`, then
 // session/prompt with the steer text, inside the same turn.
 func TestTurnCore_SteerWithoutSteeringInterruptsAndContinues(t *testing.T) {
@@ -74,7 +74,7 @@ func TestTurnCore_SteerWithoutSteeringInterruptsAndContinues(t *testing.T) {
 	require.True(t, c.Ended())
 }
 
-// DESIGN §7 On cancel, §6 Steer delivery: a cancel that arrives while a steer's interrupt is
+// contract §7 On cancel, §6 Steer delivery: a cancel that arrives while a steer's interrupt is
 // under way wins: the steer fails (it never reaches the agent), the open permission
 // requests are answered cancelled, and the interrupted prompt's answer ends the turn
 // `cancelled` instead of prompting with the steer text.
@@ -93,7 +93,7 @@ func TestTurnCore_CancelDuringAnInterruptFailsTheSteerAndEndsCancelled(t *testin
 	})
 }
 
-// DESIGN §7 On cancel: the runner waits (bounded) for `cancelled`; an agent that ignores
+// contract §7 On cancel: the runner waits (bounded) for `cancelled`; an agent that ignores
 // session/cancel is killed after the grace, and the turn ends `cancelled` all the same,
 // without keeping the agent.
 func TestTurnCore_AgentIgnoringCancelIsKilledAfterTheGrace(t *testing.T) {
@@ -111,7 +111,7 @@ func TestTurnCore_AgentIgnoringCancelIsKilledAfterTheGrace(t *testing.T) {
 	})
 }
 
-// DESIGN §7 On cancel: the answer written just before the agent exited is the turn's; only
+// contract §7 On cancel: the answer written just before the agent exited is the turn's; only
 // an exit with no answer behind it fails the turn. Neither keeps the dead agent.
 func TestTurnCore_AgentExitingWithTheAnswerInFlight(t *testing.T) {
 	t.Run("the answer follows the exit", func(t *testing.T) {
@@ -146,7 +146,7 @@ func TestTurnCore_AgentExitingWithTheAnswerInFlight(t *testing.T) {
 	})
 }
 
-// DESIGN §6 Steer delivery: an agent that advertises _meta.steering.supported gets the steer
+// contract §6 Steer delivery: an agent that advertises _meta.steering.supported gets the steer
 // by _session/steering, with no interrupt; the turn goes on and ends with its own answer.
 // Steers keep their order: one that arrives while an injection is out waits for it.
 func TestTurnCore_SteerInjectedViaSessionSteering(t *testing.T) {
@@ -160,7 +160,7 @@ func TestTurnCore_SteerInjectedViaSessionSteering(t *testing.T) {
 	})
 }
 
-// DESIGN §6 Steer delivery: an injection the agent refuses (an agent whose turn just ended
+// contract §6 Steer delivery: an injection the agent refuses (an agent whose turn just ended
 // answers promptRequired) falls back to interrupt-and-continue. When the prompt resolved
 // while the injection was out, nothing is left to interrupt: the steer text is prompted at
 // once, inside the same turn, and the answer waits for the steer's outcome.
@@ -194,7 +194,7 @@ func TestTurnCore_RefusedInjectionFallsBackToInterrupt(t *testing.T) {
 	})
 }
 
-// DESIGN §6 Steer, §7: a steer that arrives after the prompt's answer ended the turn is not
+// contract §6 Steer, §7: a steer that arrives after the prompt's answer ended the turn is not
 // delivered (no turn of its own is started): it fails, and the ended turn does nothing else.
 func TestTurnCore_SteerAfterTheAnswerFails(t *testing.T) {
 	for _, steering := range []bool{false, true} {
@@ -208,7 +208,7 @@ func TestTurnCore_SteerAfterTheAnswerFails(t *testing.T) {
 	}
 }
 
-// DESIGN §7 (a steer delivered into a turn is reported before the turn's end): whatever ends
+// contract §7 (a steer delivered into a turn is reported before the turn's end): whatever ends
 // the turn, every steer it holds is answered first, so no delivery is left waiting.
 func TestTurnCore_EveryHeldSteerIsAnsweredBeforeTheEnd(t *testing.T) {
 	lost := errors.New("heartbeat timeout")
@@ -235,7 +235,7 @@ func TestTurnCore_EveryHeldSteerIsAnsweredBeforeTheEnd(t *testing.T) {
 	})
 }
 
-// DESIGN §7: the agent's failed session/prompt fails the turn, and the agent is kept only
+// contract §7: the agent's failed session/prompt fails the turn, and the agent is kept only
 // while its process lives.
 func TestTurnCore_AFailedPromptFailsTheTurn(t *testing.T) {
 	boom := errors.New("internal error")

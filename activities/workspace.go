@@ -1,7 +1,7 @@
 package activities
 
 // Workspace roots: the directories under which a worker's operator lets sessions work
-// (DESIGN §10). A session's workspace is a folder inside a root, symlinks resolved; a client
+// (contract §10). A session's workspace is a folder inside a root, symlinks resolved; a client
 // cannot point an agent at /etc, at a sibling that shares a root's prefix, or through a
 // symlink out of a root.
 

@@ -1,6 +1,6 @@
 package bench
 
-// Affinity (DESIGN §10): what running a session's turns on the worker that holds its agent
+// Affinity (contract §10): what running a session's turns on the worker that holds its agent
 // costs and saves, on workers in this process that share a task queue but have data and
 // transcript directories of their own, as separate machines have (workspace roots shared, as
 // the README asks of a multi-machine deployment):

@@ -1,6 +1,6 @@
 package deck
 
-// Answers to a person's requests from the deck (DESIGN §11): every answer records who gave
+// Answers to a person's requests from the deck (contract §11): every answer records who gave
 // it. A deck token may be named (--token alice=SECRET): its answers record "deck:alice"; an
 // unnamed one records "deck:controller token". The deck answers permissions
 // (permissionRespond), questions (elicitationRespond: POST

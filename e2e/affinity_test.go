@@ -1,7 +1,7 @@
 package e2e
 
 // Affinity and failover across worker processes with data directories of their own, as
-// separate machines have (DESIGN §10): one agent process per session while its worker lives,
+// separate machines have (contract §10): one agent process per session while its worker lives,
 // agent.context_lost and the conversation carried over when the agent's session cannot be
 // loaded elsewhere, and no prompt sent twice when it can.
 

@@ -1,6 +1,6 @@
 package e2e
 
-// Questions to a person (DESIGN §11, issue 27): Claude Code's AskUserQuestion, scripted as
+// Questions to a person (contract §11, issue 27): Claude Code's AskUserQuestion, scripted as
 // the fake model's tool call, reaches tacp as ACP elicitation/create (claude-agent-acp offers
 // the tool only because tacp advertises form elicitation), is journaled and shown as a
 // request waiting for a person, refuses an answer that does not fit its form (and stays

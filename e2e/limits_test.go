@@ -1,6 +1,6 @@
 package e2e
 
-// Limits (DESIGN §11, issue 27): a real agent whose model answers 429 ends its turn with a
+// Limits (contract §11, issue 27): a real agent whose model answers 429 ends its turn with a
 // typed failure (claude-agent-acp's and codex-acp's AIR sessionFailure, category limit,
 // action retry); the session journals turn.limited, shows the wait in status, the Temporal
 // UI's Current Details and TacpWaitingUntil, waits on the TurnWorkflow's durable timer, and

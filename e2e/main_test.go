@@ -173,7 +173,7 @@ func allEvents(t *testing.T, id string) []signals.Event {
 	}
 }
 
-// checkInvariants asserts the journal invariants of DESIGN §5: seq contiguous from 1 and
+// checkInvariants asserts the journal invariants of contract §5: seq contiguous from 1 and
 // exactly one terminal event per turn.started, after it.
 func checkInvariants(t *testing.T, evs []signals.Event) {
 	t.Helper()
@@ -260,7 +260,7 @@ func updatesInHistory(t *testing.T, id, text string) int {
 
 // testAgentCmd is the testagent command line sharing the suite's transcripts, with extra
 // flags (e.g. "-steering").
-// Agent profiles of the suite's workers (DESIGN §10: a session names one, never a command).
+// Agent profiles of the suite's workers (contract §10: a session names one, never a command).
 const (
 	profileSteering = "steering"
 	// profileSettings offers claude-agent-acp's modes, config options and slash commands.

@@ -528,7 +528,7 @@ func updateKinds(t *testing.T, evs []signals.Event) map[string]int {
 
 // realUpdatesJournaled compares the updates the agent sends around session/new and its
 // first prompt over a direct pipe with what the session journals for the same prompt:
-// DESIGN §7, updates are never dropped.
+// contract §7, updates are never dropped.
 func realUpdatesJournaled(t *testing.T, w *realAgentWorker) {
 	const text = "reply: count the updates"
 	conn, client := startDirect(t, w.bin, w.agent.Args, w.env, t.TempDir())

@@ -1,6 +1,6 @@
 package e2e
 
-// What the agent offers, end to end (DESIGN §10): editors (acp-go-sdk clients through
+// What the agent offers, end to end (contract §10): editors (acp-go-sdk clients through
 // `starter acp`) pick a mode and a model, they reach the agent, survive a kill -9 of the
 // worker (the new agent process gets them re-applied before its first prompt), and every
 // attached client sees the change; refusals journal nothing; MCP servers from session/new

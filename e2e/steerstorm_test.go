@@ -2,7 +2,7 @@ package e2e
 
 // The steer storm (issue 7): a thousand steers at once against one live turn, 100
 // client_msg_ids sent 10 times each, some with the live token and most with stale ones. The
-// compare-and-swap of DESIGN §6 makes the outcome counts independent of the order in which
+// compare-and-swap of contract §6 makes the outcome counts independent of the order in which
 // the session happens to serialize them, as long as one token is live per storm:
 //
 //   - dedup comes first: every copy of an id after its acceptance is a duplicate with the

@@ -1,6 +1,6 @@
 package e2e
 
-// The worker is the trust boundary (DESIGN §10): nothing a client sends chooses a program the
+// The worker is the trust boundary (contract §10): nothing a client sends chooses a program the
 // worker runs or a directory outside the roots its operator allowed. Each probe checks a
 // marker file a hostile command would write and, where an agent runs, the directory it ran in.
 

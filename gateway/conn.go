@@ -364,7 +364,7 @@ func steeringText(raw json.RawMessage) (string, error) {
 	return text, nil
 }
 
-// tacpSteerResult answers _tacp/session.steer with DESIGN §3's vocabulary: outcome is
+// tacpSteerResult answers _tacp/session.steer with contract §3's vocabulary: outcome is
 // "accepted" or "duplicate" (with ref and nextExpectedTurnId), or the rejection type
 // (stale_turn, no_live_turn, client_msg_id_reuse, no_steer_channel, invalid_request, ...)
 // with message and details.

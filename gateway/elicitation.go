@@ -1,6 +1,6 @@
 package gateway
 
-// Questions to a person through the ACP face (DESIGN §11 "A person's request"): an
+// Questions to a person through the ACP face (contract §11 "A person's request"): an
 // elicitation the agent asked is relayed to every attached controller whose client
 // advertised elicitation (form, or url for a url question) in its initialize, as ACP
 // elicitation/create; the first valid answer wins, and the others' copies are withdrawn

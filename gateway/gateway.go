@@ -1,4 +1,4 @@
-// Package gateway is tacp's ACP face (DESIGN §8): an ACP agent over stdio that an editor
+// Package gateway is tacp's ACP face (contract §8): an ACP agent over stdio that an editor
 // (Zed, acpx, any ACP client) starts as its agent, and that maps every ACP call onto a
 // durable tacp session through signals.Client.
 //

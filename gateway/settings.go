@@ -1,6 +1,6 @@
 package gateway
 
-// The agent's offer on the ACP face (DESIGN §10): session/new, load and resume answer with
+// The agent's offer on the ACP face (contract §10): session/new, load and resume answer with
 // the session's modes and config options; session/set_mode, session/set_config_option and
 // the legacy session/set_model map to the set_mode and set_config_option updates; and every
 // attached client is sent current_mode_update, config_option_update and

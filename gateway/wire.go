@@ -2,7 +2,7 @@ package gateway
 
 // The wire: what the gateway writes and reads around the ACP SDK's connection. The SDK
 // serializes its own messages; the gateway writes session/update notifications itself, as
-// raw JSON, so that update kinds the SDK does not know pass through unchanged (DESIGN §7:
+// raw JSON, so that update kinds the SDK does not know pass through unchanged (contract §7:
 // unknown kinds are relayed, never dropped). Both write whole lines through one lock.
 // Incoming lines are checked before the SDK sees them, so that malformed JSON-RPC gets the
 // JSON-RPC error the spec asks for instead of a silent drop.

@@ -38,7 +38,7 @@ import (
 	"github.com/tacp-dev/tacp/signals"
 )
 
-// The events a webhook can be sent for: the journal's names (DESIGN §5).
+// The events a webhook can be sent for: the journal's names (contract §5).
 const (
 	EventPermissionRequested = signals.EventPermissionRequested
 	EventTurnEnded           = signals.EventTurnEnded

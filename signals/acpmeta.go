@@ -1,6 +1,6 @@
 package signals
 
-// The ACP face's own fields (DESIGN §8): what tacp's gateway puts in, and reads from, the
+// The ACP face's own fields (contract §8): what tacp's gateway puts in, and reads from, the
 // "tacp" object of an ACP message's _meta. A client in another language needs only this
 // to resume a stream by seq.
 

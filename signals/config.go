@@ -1,6 +1,6 @@
 package signals
 
-// Validation of SessionConfig (DESIGN §2), shared by the client, which refuses a bad config
+// Validation of SessionConfig (contract §2), shared by the client, which refuses a bad config
 // before it starts anything, and the workflow, which applies the defaults.
 
 import (
@@ -10,7 +10,7 @@ import (
 	"time"
 )
 
-// Permission policy levels (DESIGN §6).
+// Permission policy levels (contract §6).
 const (
 	PolicyAllowAll    = "allow_all"
 	PolicyAskForRisky = "ask_for_risky"
@@ -45,7 +45,7 @@ func ParseConfigDuration(name, s string) (time.Duration, error) {
 
 // ValidateSessionConfig reports the first field of cfg that cannot work: the session id, the
 // agent profile's name, the policy level, or a duration. Whether the worker offers the
-// profile and allows the workspace only the worker can tell (DESIGN §10).
+// profile and allows the workspace only the worker can tell (contract §10).
 func ValidateSessionConfig(cfg SessionConfig) error {
 	if err := ValidateSessionConfigFormat(cfg); err != nil {
 		return err

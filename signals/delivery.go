@@ -6,7 +6,7 @@ import (
 	"time"
 )
 
-// Names of the host-routing path (DESIGN §7): decisions reach a running turn as short
+// Names of the host-routing path (contract §7): decisions reach a running turn as short
 // Deliver activities on the task queue of the worker that hosts it.
 const (
 	ActivityDeliver           = "Deliver"
@@ -46,7 +46,7 @@ const (
 	SteerFailed = "failed"
 )
 
-// TacpSteerMethod is the ACP face's own steer extension: the steer update of DESIGN §3
+// TacpSteerMethod is the ACP face's own steer extension: the steer update of contract §3
 // with its vocabulary (an explicit token, outcome accepted/duplicate or the rejection).
 const TacpSteerMethod = "_tacp/session.steer"
 

@@ -1,6 +1,6 @@
 package signals
 
-// Elicitation (DESIGN §11 "A person's request"): an agent asks a person a question (ACP
+// Elicitation (contract §11 "A person's request"): an agent asks a person a question (ACP
 // `elicitation/create`: a form with a JSON schema, or a URL to open). It is the same kind
 // of thing as a permission request: an id, a deadline that fails closed (action cancel),
 // the first valid answer wins, asked of every channel, and its answer names who gave it.

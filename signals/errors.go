@@ -7,7 +7,7 @@ import (
 	"go.temporal.io/sdk/temporal"
 )
 
-// Rejection types (the ApplicationError type of DESIGN §3).
+// Rejection types (the ApplicationError type of contract §3).
 const (
 	RejectQueueFull        = "queue_full"
 	RejectInvalidRequest   = "invalid_request"

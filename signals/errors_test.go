@@ -1,6 +1,6 @@
 package signals
 
-// Tests of the rejection error type (DESIGN §3): a validator returns
+// Tests of the rejection error type (contract §3): a validator returns
 // (*Rejection).ApplicationError(), the client gets a *temporal.ApplicationError back (in
 // process, or decoded from a Failure on the wire), and AsRejection turns it into a *Rejection
 // again with the type, message and stale_turn details intact.

@@ -1,6 +1,6 @@
 package signals
 
-// Event kinds of the journal (DESIGN §5).
+// Event kinds of the journal (contract §5).
 const (
 	EventSessionStarted       = "session.started"
 	EventPromptAccepted       = "prompt.accepted"
@@ -23,7 +23,7 @@ const (
 	EventViewerGraceCancelled = "viewer.grace_cancelled"
 	EventSessionClosed        = "session.closed"
 	// EventAgentContextLost: the host that took a turn could not load the agent's session
-	// (no loadSession, or the load failed) and started a new one (DESIGN §10, Affinity).
+	// (no loadSession, or the load failed) and started a new one (contract §10, Affinity).
 	EventAgentContextLost = "agent.context_lost"
 	// EventWorkspaceMissing: the session's workspace did not follow it to the host that took
 	// the turn (its marker is missing there).

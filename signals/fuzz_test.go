@@ -1,7 +1,7 @@
 package signals
 
 // Fuzz targets for the wire contract. Every update, signal, query and activity payload of
-// DESIGN §3–7 arrives as JSON that tacp did not write: a client in another language, an
+// contract §3–7 arrives as JSON that tacp did not write: a client in another language, an
 // operator's `temporal workflow signal`, an old worker. Decoding it must never panic, a
 // value that decodes must re-encode to the same bytes every time after the first (so a
 // payload carried across continue-as-new or replayed is stable), and the validation helpers
@@ -224,7 +224,7 @@ func FuzzDecodePayload(f *testing.F) {
 	})
 }
 
-// sessionIDSpec restates DESIGN §2 independently of ValidateSessionID's own pattern.
+// sessionIDSpec restates contract §2 independently of ValidateSessionID's own pattern.
 func sessionIDSpec(id string) bool {
 	if len(id) < 1 || len(id) > 128 || id == "." || id == ".." {
 		return false
@@ -240,7 +240,7 @@ func sessionIDSpec(id string) bool {
 
 var workflowIDPattern = regexp.MustCompile(`^tacp-session-[A-Za-z0-9._-]{1,128}$`)
 
-// FuzzValidateSessionID checks ValidateSessionID against DESIGN §2: exactly the ids of 1–128
+// FuzzValidateSessionID checks ValidateSessionID against contract §2: exactly the ids of 1–128
 // characters of [A-Za-z0-9._-] other than "." and ".." are valid, the refusal names the id,
 // and a valid id makes a workflow id from which it is recovered.
 func FuzzValidateSessionID(f *testing.F) {
@@ -250,7 +250,7 @@ func FuzzValidateSessionID(f *testing.F) {
 	f.Fuzz(func(t *testing.T, id string) {
 		err := ValidateSessionID(id)
 		if want := sessionIDSpec(id); (err == nil) != want {
-			t.Fatalf("ValidateSessionID(%q) = %v, DESIGN §2 says valid=%v", id, err, want)
+			t.Fatalf("ValidateSessionID(%q) = %v, contract §2 says valid=%v", id, err, want)
 		}
 		if err != nil {
 			if !strings.Contains(err.Error(), "invalid session id") {
@@ -270,7 +270,7 @@ func FuzzValidateSessionID(f *testing.F) {
 
 // FuzzAsRejection sends an ApplicationError of arbitrary type, message and details over the
 // wire (the failure converter, as a validator's error reaches a client): AsRejection
-// recognizes exactly the rejection types of DESIGN §3, keeps type and message, and decodes
+// recognizes exactly the rejection types of contract §3, keeps type and message, and decodes
 // stale_turn details only when they are StaleTurnDetails-shaped; nothing else is taken for a
 // rejection.
 func FuzzAsRejection(f *testing.F) {

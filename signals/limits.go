@@ -1,6 +1,6 @@
 package signals
 
-// Limits (DESIGN §11 "Limits"): a turn the model provider limits waits on a durable timer
+// Limits (contract §11 "Limits"): a turn the model provider limits waits on a durable timer
 // and runs the same prompt again as that turn's next attempt.
 //
 // The agent says it was limited with a typed failure, never in prose: tacp advertises the

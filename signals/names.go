@@ -1,4 +1,4 @@
-// Package signals is tacp's wire contract (DESIGN.md §2–5): every workflow, update, signal
+// Package signals is tacp's wire contract (docs/contract.md §2–5): every workflow, update, signal
 // and query name, every request, result and event payload, the rejection types, and a typed
 // client over the Temporal SDK client. It imports no worker code, so any client can depend
 // on it alone.
@@ -24,7 +24,7 @@ const (
 // Temporal UI lists one row for them, not one per question.
 func ProfilesWorkflowID(taskQueue string) string { return "tacp-profiles-" + taskQueue }
 
-// Updates of DESIGN §3. Each also exists as a signal of the same name and payload.
+// Updates of contract §3. Each also exists as a signal of the same name and payload.
 const (
 	UpdatePrompt            = "prompt"
 	UpdateSteer             = "steer"
@@ -37,7 +37,7 @@ const (
 	UpdateClose             = "close"
 )
 
-// Queries of DESIGN §4.
+// Queries of contract §4.
 const (
 	QueryStatus = "status"
 	QueryEvents = "events"
@@ -46,7 +46,7 @@ const (
 	QueryTranscript = "transcript"
 )
 
-// Signals the turn runner sends to the session workflow (DESIGN §7).
+// Signals the turn runner sends to the session workflow (contract §7).
 const (
 	SignalTurnStarted  = "turn_started"
 	SignalTurnEvents   = "turn_events"
@@ -60,7 +60,7 @@ const (
 	ActivityReleaseAgent = "ReleaseAgent"
 )
 
-// Search attributes of DESIGN §2.
+// Search attributes of contract §2.
 const (
 	SearchAttrSessionState     = "TacpSessionState"
 	SearchAttrTurn             = "TacpTurn"

@@ -1,6 +1,6 @@
 package signals
 
-// Tests of the names of DESIGN §2–5: these strings are the public API that clients in other
+// Tests of the names of contract §2–5: these strings are the public API that clients in other
 // languages call, so each is pinned here to the value the contract states.
 
 import (

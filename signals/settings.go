@@ -1,6 +1,6 @@
 package signals
 
-// What the agent offers is session state (DESIGN §10): its modes, config options, slash
+// What the agent offers is session state (contract §10): its modes, config options, slash
 // commands and capabilities, kept in status.agent_settings and journaled as agent.settings
 // when they change; set_mode and set_config_option change them, journaled as mode.changed
 // and config_option.changed, delivered into the live agent and re-applied to every new agent

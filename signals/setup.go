@@ -11,7 +11,7 @@ import (
 	"go.temporal.io/sdk/client"
 )
 
-// SearchAttributeTypes are the custom search attributes of DESIGN §2 and their types.
+// SearchAttributeTypes are the custom search attributes of contract §2 and their types.
 var SearchAttributeTypes = map[string]enumspb.IndexedValueType{
 	SearchAttrSessionState:     enumspb.INDEXED_VALUE_TYPE_KEYWORD,
 	SearchAttrTurn:             enumspb.INDEXED_VALUE_TYPE_INT,

@@ -6,11 +6,11 @@ import (
 )
 
 // SessionConfig is the one argument of SessionWorkflow. Only SessionID is required;
-// durations are Go duration strings ("15m"); zero values take the defaults of DESIGN §6.
+// durations are Go duration strings ("15m"); zero values take the defaults of contract §6.
 //
 // Agent names an agent profile the worker's operator defined (empty: the worker's default);
 // it is never a command line. Workspace must resolve inside the worker's workspace roots
-// (empty: the session's own folder; relative: inside the first root). DESIGN §10.
+// (empty: the session's own folder; relative: inside the first root). contract §10.
 type SessionConfig struct {
 	SessionID         string `json:"session_id"`
 	Agent             string `json:"agent,omitempty"`
@@ -21,7 +21,7 @@ type SessionConfig struct {
 	TurnDeadline      string `json:"turn_deadline,omitempty"`
 	PermissionTimeout string `json:"permission_timeout,omitempty"`
 	// AffinityWait bounds how long a turn waits for the worker holding the session's agent
-	// to take it before any worker may (DESIGN §10; empty: 3s).
+	// to take it before any worker may (contract §10; empty: 3s).
 	AffinityWait string `json:"affinity_wait,omitempty"`
 	Policy       string `json:"policy,omitempty"`
 	Steering     *bool  `json:"steering,omitempty"`
@@ -126,7 +126,7 @@ type EventsResult struct {
 	Gap              bool    `json:"gap"`
 }
 
-// Event is one journal entry (DESIGN §5).
+// Event is one journal entry (contract §5).
 type Event struct {
 	Seq    int64           `json:"seq"`
 	Kind   string          `json:"kind"`
@@ -205,7 +205,7 @@ type ContextLostView struct {
 	Carried int       `json:"carried_bytes"`
 }
 
-// --- Turn runner wire (DESIGN §7): TurnWorkflow input, activity input, and the signals the
+// --- Turn runner wire (contract §7): TurnWorkflow input, activity input, and the signals the
 // runner sends to the session workflow. ---
 
 // TurnInput is the argument of TurnWorkflow.
@@ -229,7 +229,7 @@ type TurnInput struct {
 	// Heartbeat is the turn activity's heartbeat timeout: how fast a lost worker is noticed.
 	Heartbeat time.Duration `json:"heartbeat"`
 	// HostQueue is the host queue of the worker that ran the session's last turn, which
-	// holds its live agent: the turn goes there first (affinity, DESIGN §10) and to the
+	// holds its live agent: the turn goes there first (affinity, contract §10) and to the
 	// session queue only when that worker does not take it within AffinityWait.
 	HostQueue    string        `json:"host_queue,omitempty"`
 	AffinityWait time.Duration `json:"affinity_wait,omitempty"`

@@ -1,6 +1,6 @@
 package signals
 
-// Worker Versioning (DESIGN §11 "Versions"): the names a worker, a client and an operator
+// Worker Versioning (contract §11 "Versions"): the names a worker, a client and an operator
 // share about which build runs a session. A worker joins the Worker Deployment
 // DefaultDeploymentName (or its -deployment.name) as one version, its build id; sessions and
 // turns are pinned to the version that started them, and an idle session continues as new

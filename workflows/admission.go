@@ -1,6 +1,6 @@
 package workflows
 
-// Admission: the worker's say on what a session may run (DESIGN §10). The session's config
+// Admission: the worker's say on what a session may run (contract §10). The session's config
 // names an agent profile and a workspace; only the worker knows which profiles it offers and
 // which roots it allows, so the workflow asks it through Admission:
 //

@@ -1,6 +1,6 @@
 package workflows
 
-// Affinity (DESIGN §10): a turn runs on the worker that holds the session's live agent,
+// Affinity (contract §10): a turn runs on the worker that holds the session's live agent,
 // through that worker's host queue, whenever it is alive; only when it does not take the turn
 // within a short schedule-to-start bound (or loses it mid-turn) does the turn go to the
 // session queue, where any worker takes it. The decision after the host attempt is a pure

@@ -19,7 +19,7 @@ import (
 	"github.com/tacp-dev/tacp/signals"
 )
 
-// Reference: DESIGN §10, Affinity. Each row is one rule of afterHostAttempt, in its order.
+// Reference: contract §10, Affinity. Each row is one rule of afterHostAttempt, in its order.
 func TestAffinity_AfterHostAttempt(t *testing.T) {
 	progress := signals.TurnProgress{AgentSessionID: "agent-1", PromptSent: true}
 	tests := []struct {
@@ -88,7 +88,7 @@ func (e *turnEnv) run(t *testing.T, host string) {
 	require.NoError(t, e.env.GetWorkflowError())
 }
 
-// No orphans (DESIGN §10): a turn that fell back and ran on another host asks the host the
+// No orphans (contract §10): a turn that fell back and ran on another host asks the host the
 // session left to stop its idle agent; a turn its host ran, or one that fell back onto the
 // same host, asks nothing.
 func TestAffinity_ReleaseAgentOnTheHostTheSessionLeft(t *testing.T) {

@@ -6,7 +6,7 @@ import (
 	"github.com/tacp-dev/tacp/signals"
 )
 
-// Defaults of DESIGN §6 for the SessionConfig fields a client leaves empty.
+// Defaults of contract §6 for the SessionConfig fields a client leaves empty.
 const (
 	DefaultGraceWindow       = 15 * time.Minute
 	DefaultTurnDeadline      = 60 * time.Minute

@@ -1,6 +1,6 @@
 package workflows
 
-// Tests of ResolveConfig: the defaults of DESIGN §6 for a SessionConfig that names only its
+// Tests of ResolveConfig: the defaults of contract §6 for a SessionConfig that names only its
 // session id, and clear errors for values that cannot work.
 
 import (
@@ -16,7 +16,7 @@ import (
 )
 
 func TestConfig_DefaultsFromSessionIDOnly(t *testing.T) {
-	// A client that only knows DESIGN.md starts a session with {"session_id": "s1"}.
+	// A client that only knows docs/contract.md starts a session with {"session_id": "s1"}.
 	var sc signals.SessionConfig
 	require.NoError(t, json.Unmarshal([]byte(`{"session_id": "s1"}`), &sc))
 	c, err := ResolveConfig(sc)
@@ -159,7 +159,7 @@ func FuzzResolveConfig(f *testing.F) {
 
 // The workflow's input is a client's SessionConfig plus "carried": a client's config
 // decodes as the input, and the input's JSON is the config's own plus one field, as
-// recorded histories have it (Reference: DESIGN §2, SessionWorkflow takes SessionConfig).
+// recorded histories have it (Reference: contract §2, SessionWorkflow takes SessionConfig).
 func TestSessionInput_KeepsTheSessionConfigShape(t *testing.T) {
 	var in sessionInput
 	require.NoError(t, json.Unmarshal([]byte(`{"session_id":"s1","queue_limit":3,"carried":{"run":2}}`), &in))

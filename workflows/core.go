@@ -1,6 +1,6 @@
 package workflows
 
-// The session core: every rule of a session (DESIGN §6) as a state machine in plain Go, in
+// The session core: every rule of a session (contract §6) as a state machine in plain Go, in
 // the manner of etcd-io/raft's raft.go. Its inputs are the updates, the signals, the alarm
 // and the results of what it asked for, each with the time `now` handed in by the shell;
 // next says what the shell does next (start a turn, request a cancel, deliver a decision,
@@ -126,7 +126,7 @@ type sessionState struct {
 	Turn           *LiveTurn `json:"turn,omitempty"`
 	AgentSessionID string    `json:"agent_session_id,omitempty"`
 	// AgentHost is the host queue of the worker that ran the last attempt, which holds the
-	// live agent: the next turn goes there first (affinity, DESIGN §10).
+	// live agent: the next turn goes there first (affinity, contract §10).
 	AgentHost string `json:"agent_host,omitempty"`
 	// ContextLost is the last agent.context_lost, for status.
 	ContextLost *signals.ContextLostView `json:"context_lost,omitempty"`
@@ -212,7 +212,7 @@ func (s *sessionCore) validatePrompt(req signals.PromptRequest) error {
 		return signals.Reject(signals.RejectInvalidRequest, "prompt content is not valid UTF-8").ApplicationError()
 	}
 	// The worker may no longer offer what the session names (a profile removed, a workspace
-	// that became a symlink out of its root): refuse before any turn runs (DESIGN §10).
+	// that became a symlink out of its root): refuse before any turn runs (contract §10).
 	if msg := admissionMessage(s.adm, s.cfg.SessionConfig); msg != "" {
 		return signals.Reject(signals.RejectInvalidRequest, "%s", msg).ApplicationError()
 	}

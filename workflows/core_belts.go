@@ -1,6 +1,6 @@
 package workflows
 
-// The session core's belts (DESIGN §6) and its alarm clock.
+// The session core's belts (contract §6) and its alarm clock.
 //
 //   - Viewers attach with a lease and a role; observers may watch but not act.
 //   - Grace (belt 1): when the last viewer of a turn that had one detaches or lets its lease

@@ -1,7 +1,7 @@
 package workflows
 
 // The delivery lane and the permission lifecycle of the session core. Decisions flow back
-// into a running turn (DESIGN §7): an accepted steer, a cancel, an answer to a permission
+// into a running turn (contract §7): an accepted steer, a cancel, an answer to a permission
 // request, a settings choice. Handlers only queue them; the lane sends them one at a time,
 // in order (the shell runs each as a short Deliver activity on the task queue of the worker
 // hosting the turn, delivery.go). A permission request is journaled, decided by the policy

@@ -1,6 +1,6 @@
 package workflows
 
-// A limited turn in the session core (DESIGN §11 "Limits"). The TurnWorkflow reports that
+// A limited turn in the session core (contract §11 "Limits"). The TurnWorkflow reports that
 // its attempt was limited (turn_limited) and waits on its own timer (turn_limits.go); the
 // session journals turn.limited once the attempt's last batches are in, shows the wait
 // (state waiting_limit, status.waiting_limit, Current Details, TacpWaitingUntil), pauses the

@@ -20,7 +20,7 @@ func (r *coreRig) limitTurn(retryAt time.Time) {
 	})
 }
 
-// Reference: DESIGN §11, Limits: turn.limited is journaled after the attempt's last batch,
+// Reference: contract §11, Limits: turn.limited is journaled after the attempt's last batch,
 // the session waits (waiting_limit, its clock paused), and the next attempt's turn.restarted
 // ends the wait and says why it ran.
 func TestCore_LimitedTurnWaitsAndTheNextAttemptEndsTheWait(t *testing.T) {
@@ -54,7 +54,7 @@ func TestCore_LimitedTurnWaitsAndTheNextAttemptEndsTheWait(t *testing.T) {
 	require.Equal(t, []string{"turn.ended"}, eventKinds(r.newEvents()))
 }
 
-// Reference: DESIGN §11, Limits: retry_now ends the wait (journaled with who asked, sent to
+// Reference: contract §11, Limits: retry_now ends the wait (journaled with who asked, sent to
 // the TurnWorkflow once); nothing waits → no_live_turn; an observer may not.
 func TestCore_RetryNowIsSentOnceAndOnlyWhileATurnWaits(t *testing.T) {
 	r := newCoreRig(t, signals.SessionConfig{SessionID: "s1"})
@@ -78,7 +78,7 @@ func TestCore_RetryNowIsSentOnceAndOnlyWhileATurnWaits(t *testing.T) {
 	require.Contains(t, string(r.newEvents()[0].Data), "a retry now by alice ended its wait")
 }
 
-// Reference: DESIGN §11, Limits: cancel ends the wait as it ends any turn.
+// Reference: contract §11, Limits: cancel ends the wait as it ends any turn.
 func TestCore_CancelEndsALimitsWait(t *testing.T) {
 	r := newCoreRig(t, signals.SessionConfig{SessionID: "s1"})
 	r.limitTurn(coreEpoch.Add(time.Hour))

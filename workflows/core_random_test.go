@@ -2,7 +2,7 @@ package workflows
 
 // A randomized test of the session core: random inputs from clients, the turn runner, the
 // delivery lane and the clock, driven synchronously, with the journal checked against the
-// invariants of DESIGN §5 and §6 after a run is brought to rest. Each case is a fixed seed:
+// invariants of contract §5 and §6 after a run is brought to rest. Each case is a fixed seed:
 // `go test -run 'TestCore_Random/seed=N$'` replays it.
 
 import (
@@ -18,7 +18,7 @@ import (
 	"github.com/tacp-dev/tacp/signals"
 )
 
-// Reference: DESIGN §5 (every turn.started has exactly one later terminal event; seq is
+// Reference: contract §5 (every turn.started has exactly one later terminal event; seq is
 // contiguous), §6 Steer delivery (every accepted steer gets exactly one steer.delivered,
 // before its turn's end) and Permissions (every request is resolved exactly once, before its
 // turn's end).

@@ -2,7 +2,7 @@ package workflows
 
 // The session core's signals: the turn runner's reports and the signal twins of the
 // updates. A signal cannot be refused: a rejected twin changes no state beyond the one
-// prompt.rejected / steer.rejected event that tells its sender why (DESIGN §3), and a
+// prompt.rejected / steer.rejected event that tells its sender why (contract §3), and a
 // payload that does not decode is dropped with a warning.
 
 import (

@@ -202,7 +202,7 @@ func (c command) String() string {
 	return fmt.Sprintf("command(%d)", int(c))
 }
 
-// Reference: DESIGN §6, Turns: a prompt starts a turn when none runs; the next waits behind
+// Reference: contract §6, Turns: a prompt starts a turn when none runs; the next waits behind
 // it; a repeated client_message_id returns its original result and starts nothing.
 func TestCore_PromptsQueueBehindTheRunningTurn(t *testing.T) {
 	r := newCoreRig(t, signals.SessionConfig{SessionID: "s1"})
@@ -223,7 +223,7 @@ func TestCore_PromptsQueueBehindTheRunningTurn(t *testing.T) {
 	require.Equal(t, []string{"prompt.accepted", "turn.started", "prompt.accepted", "turn.ended", "turn.started"}, eventKinds(r.newEvents()))
 }
 
-// Reference: DESIGN §6, Turns and §5 (the invariant): a turn_finished waits for every batch
+// Reference: contract §6, Turns and §5 (the invariant): a turn_finished waits for every batch
 // its attempt sent before it, whatever order the signals arrive in.
 func TestCore_FinishWaitsForTheLastBatch(t *testing.T) {
 	r := newCoreRig(t, signals.SessionConfig{SessionID: "s1"})
@@ -238,7 +238,7 @@ func TestCore_FinishWaitsForTheLastBatch(t *testing.T) {
 	require.Equal(t, cmdNone, r.core.next(runInfo{}))
 }
 
-// Reference: DESIGN §6, Turns (attempt watermarks): a batch at or below the attempt's
+// Reference: contract §6, Turns (attempt watermarks): a batch at or below the attempt's
 // watermark is a redelivery and journals nothing; a batch or report of an older attempt is
 // dropped; a newer attempt supersedes the old one with turn.restarted.
 func TestCore_AttemptWatermarks(t *testing.T) {
@@ -284,7 +284,7 @@ func nilIfEmpty(s []string) []string {
 	return s
 }
 
-// Reference: DESIGN §6, Steer delivery: an accepted steer is delivered into the running turn
+// Reference: contract §6, Steer delivery: an accepted steer is delivered into the running turn
 // with Async; the live turn taking it frees the lane at once (a cancel behind it goes out
 // without waiting for the round trip), and its delivery_outcome journals steer.delivered.
 func TestCore_AsyncSteerFreesTheLaneAndItsOutcomeIsJournaled(t *testing.T) {
@@ -309,7 +309,7 @@ func TestCore_AsyncSteerFreesTheLaneAndItsOutcomeIsJournaled(t *testing.T) {
 	require.JSONEq(t, `{"offset":1,"how":"interrupted"}`, string(evs[1].Data))
 }
 
-// Reference: DESIGN §6, Steer delivery: a steer is never forgotten silently; a turn that
+// Reference: contract §6, Steer delivery: a steer is never forgotten silently; a turn that
 // ends without reporting a taken steer's outcome gets steer.delivered failed before its
 // turn.ended, and so does a lost attempt's steer before turn.restarted.
 func TestCore_ATakenSteerWithoutOutcomeFailsBeforeTheTurnEnds(t *testing.T) {
@@ -355,7 +355,7 @@ func TestCore_ATakenSteerWithoutOutcomeFailsBeforeTheTurnEnds(t *testing.T) {
 	}
 }
 
-// Reference: DESIGN §6, Steer delivery: a delivery_outcome that names no steer awaiting its
+// Reference: contract §6, Steer delivery: a delivery_outcome that names no steer awaiting its
 // outcome (an unknown id, a stale turn or attempt, a repeat) is ignored and never fails the
 // session; a malformed one is dropped with a warning.
 func TestCore_UnknownOrStaleDeliveryOutcomesAreIgnored(t *testing.T) {
@@ -379,7 +379,7 @@ func TestCore_UnknownOrStaleDeliveryOutcomesAreIgnored(t *testing.T) {
 	require.Equal(t, []string{"steer.delivered"}, eventKinds(r.newEvents()), "the repeat is ignored")
 }
 
-// Reference: DESIGN §6, Steer delivery: the outcome of a taken steer may overtake the
+// Reference: contract §6, Steer delivery: the outcome of a taken steer may overtake the
 // Deliver's own result; it is journaled once, and the turn's end no longer waits for the
 // result.
 func TestCore_AnOutcomeThatOvertakesItsTakenResultIsJournaledOnce(t *testing.T) {
@@ -394,7 +394,7 @@ func TestCore_AnOutcomeThatOvertakesItsTakenResultIsJournaledOnce(t *testing.T) 
 	require.Empty(t, r.core.Awaiting)
 }
 
-// Reference: DESIGN §6, Steer delivery (the steer-before-end hold): a runner that answers
+// Reference: contract §6, Steer delivery (the steer-before-end hold): a runner that answers
 // a delivery only when it is done (no Async: an older worker) still has its steer's outcome
 // journaled before the turn's end, even when the turn_finished overtakes the result.
 func TestCore_SteerInFlightHoldsTheTurnsEnd(t *testing.T) {
@@ -407,7 +407,7 @@ func TestCore_SteerInFlightHoldsTheTurnsEnd(t *testing.T) {
 	require.Equal(t, []string{"steer.delivered", "turn.ended"}, eventKinds(r.newEvents()))
 }
 
-// Reference: DESIGN §6, Steer delivery: a history recorded before async-delivery sends no
+// Reference: contract §6, Steer delivery: a history recorded before async-delivery sends no
 // Async delivery and keeps waiting for each Deliver to be done.
 func TestCore_AsyncDeliveryIsVersioned(t *testing.T) {
 	r := newCoreRig(t, signals.SessionConfig{SessionID: "s1"})
@@ -418,7 +418,7 @@ func TestCore_AsyncDeliveryIsVersioned(t *testing.T) {
 	require.Contains(t, r.env.asked, asyncDeliveryChange)
 }
 
-// Reference: DESIGN §6, Belts (1) grace and (2) deadline, and Permissions (deadline →
+// Reference: contract §6, Belts (1) grace and (2) deadline, and Permissions (deadline →
 // expired): every alarm is an absolute time; the core names the earliest, and firing it
 // handles everything due.
 func TestCore_Alarms(t *testing.T) {
@@ -465,7 +465,7 @@ func describe(evs []signals.Event) string {
 	return b.String()
 }
 
-// Reference: DESIGN §6, Continue-as-new, also mid-turn: when the server suggests it or the
+// Reference: contract §6, Continue-as-new, also mid-turn: when the server suggests it or the
 // run passes a threshold, the session continues as new at the next boundary, a running
 // turn included, but never with a command in flight (it must resolve in this run); at
 // idle an eighth of the threshold is enough.
@@ -501,7 +501,7 @@ func TestCore_NextContinuesAsNewOnlyWithNothingInFlight(t *testing.T) {
 	}
 }
 
-// Reference: DESIGN §6, Turns: cancel marks the live turn cancelling once, resolves its open
+// Reference: contract §6, Turns: cancel marks the live turn cancelling once, resolves its open
 // requests, and next requests the TurnWorkflow's cancel before it delivers the cancel.
 func TestCore_NextRequestsTheCancelOnce(t *testing.T) {
 	r := newCoreRig(t, signals.SessionConfig{SessionID: "s1"})
@@ -518,7 +518,7 @@ func TestCore_NextRequestsTheCancelOnce(t *testing.T) {
 	require.Empty(t, r.settle())
 }
 
-// Reference: DESIGN §6, Continue-as-new, also mid-turn: the state carries everything — the
+// Reference: contract §6, Continue-as-new, also mid-turn: the state carries everything — the
 // running turn, its open requests and rules, the steers it took whose outcomes are awaited,
 // the journal — and the next run goes on where this one stopped.
 func TestCore_CarriedStateContinuesTheTurn(t *testing.T) {

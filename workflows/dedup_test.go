@@ -1,7 +1,7 @@
 package workflows
 
 // Tests of the dedup index behind prompt and steer idempotency: bounded (oldest evicted past
-// Limit, DESIGN §6) and plain data across continue-as-new.
+// Limit, contract §6) and plain data across continue-as-new.
 
 import (
 	"encoding/json"
@@ -14,7 +14,7 @@ import (
 
 func TestDedup_NewIndexIsEmptyWithDocumentedLimit(t *testing.T) {
 	d := NewDedupIndex[int]()
-	require.Equal(t, 4096, DedupLimit, "DESIGN §6: oldest evicted past 4096 ids")
+	require.Equal(t, 4096, DedupLimit, "contract §6: oldest evicted past 4096 ids")
 	require.Equal(t, DedupLimit, d.Limit)
 	require.NotNil(t, d.Entries)
 	require.Empty(t, d.Entries)

@@ -1,11 +1,11 @@
 // Package workflows holds tacp's Temporal workflows: SessionWorkflow, one per session, and
-// TurnWorkflow, one per turn (DESIGN.md §2, §6).
+// TurnWorkflow, one per turn (docs/contract.md §2, §6).
 //
 // The package reads as etcd-io/raft does: pure cores that decide, and a thin shell that
 // talks to the runtime. The cores import neither go.temporal.io/sdk/workflow nor the ACP
 // SDK; they read no clock (the time comes in as `now`) and draw no random number, so tests
 // drive them synchronously (table tests, fuzz targets, and the data-driven scenario files
-// of testdata/scenarios, each citing the DESIGN section it proves).
+// of testdata/scenarios, each citing the contract section it proves).
 //
 // The cores (pure):
 //
@@ -21,7 +21,7 @@
 //     changes, and the alarm clock (which alarm is next, what fires when it rings).
 //   - core_settings.go, core_mcp.go: the agent's offer and the clients' choices,
 //     set_mcp_servers.
-//   - steer.go (the steer CAS of DESIGN §6), queue.go, journal.go, dedup.go,
+//   - steer.go (the steer CAS of contract §6), queue.go, journal.go, dedup.go,
 //     permission.go (the policy), settings.go (the agent's offer), affinity.go,
 //     config.go, transcript.go, metrics.go (metric names and outcomes).
 //

@@ -1,6 +1,6 @@
 package workflows
 
-// The journal: the session's ordered event log (DESIGN §5). Every event gets the next
+// The journal: the session's ordered event log (contract §5). Every event gets the next
 // contiguous seq, starting at 1 and never reused across continue-as-new; the last Size
 // events are retained (and no more than MaxBytes of them, so the tail always fits the
 // continue-as-new payload). Pure code: the caller supplies the time.

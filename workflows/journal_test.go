@@ -1,6 +1,6 @@
 package workflows
 
-// Tests of the journal (DESIGN §4 events query, §5 events, §6 "Journal" belt): contiguous
+// Tests of the journal (contract §4 events query, §5 events, §6 "Journal" belt): contiguous
 // seqs from 1 that never restart, retention by count and bytes, paging and the gap rule.
 
 import (
@@ -42,7 +42,7 @@ func seqRange(from, to int64) []int64 {
 }
 
 func TestJournal_NewJournalDefaults(t *testing.T) {
-	require.Equal(t, 4096, DefaultJournalSize, "DESIGN §6: journal_size default 4096")
+	require.Equal(t, 4096, DefaultJournalSize, "contract §6: journal_size default 4096")
 	for _, size := range []int{0, -5} {
 		j := NewJournal(size)
 		require.Equal(t, DefaultJournalSize, j.Size)
@@ -209,7 +209,7 @@ func TestJournal_GapExactlyWhenRetentionDroppedUnseenEvents(t *testing.T) {
 	for _, tt := range tests {
 		res := j.Since(tt.after, 0)
 		require.Equal(t, tt.wantGap, res.Gap, "after %d", tt.after)
-		require.Equal(t, tt.after+1 < res.FirstRetainedSeq, res.Gap, "after %d: DESIGN §4 gap rule", tt.after)
+		require.Equal(t, tt.after+1 < res.FirstRetainedSeq, res.Gap, "after %d: contract §4 gap rule", tt.after)
 		require.Equal(t, tt.wantSeqs, seqsOf(res.Events), "after %d", tt.after)
 		require.Equal(t, int64(8), res.FirstRetainedSeq)
 		require.Equal(t, int64(12), res.LastSeq)

@@ -1,12 +1,12 @@
 package workflows
 
-// The permission policy (DESIGN §6 "Permissions"): decides whether an agent's permission
+// The permission policy (contract §6 "Permissions"): decides whether an agent's permission
 // request is resolved at once or asked, and remembers the tools a person allowed always.
 // Pure code: the session shell journals and delivers what it decides.
 //
 //   - allow_all resolves every request at once (decided_by policy);
 //   - under any other level, a tool call that names a path outside the session's workspace
-//     is asked, whatever the rules and its kind (DESIGN §10);
+//     is asked, whatever the rules and its kind (contract §10);
 //   - a remembered tool resolves at once (decided_by rule);
 //   - ask_for_risky lets think through, read and search when every path they name is
 //     inside the workspace (one that names none is asked: unknown means asked), and fetch

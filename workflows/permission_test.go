@@ -1,6 +1,6 @@
 package workflows
 
-// Tests of the permission policy (DESIGN §6 "Permissions"), one per rule and in the order the
+// Tests of the permission policy (contract §6 "Permissions"), one per rule and in the order the
 // text states them: allow_all, a remembered tool, ask_for_risky, ask_always; then the option a
 // decision picks, the fail-closed expiry, the key a rule remembers a tool by, and the rules as
 // plain data across continue-as-new.
@@ -479,7 +479,7 @@ func TestPolicy_AnonymousToolCallIsNotRememberedForOthers(t *testing.T) {
 }
 
 // FuzzPolicyDecide decides arbitrary requests (any level, any tool call bytes, options of any
-// kinds, rules learned from earlier tool calls) and checks the rules of DESIGN §6 as
+// kinds, rules learned from earlier tool calls) and checks the rules of contract §6 as
 // properties: Decide changes nothing; what it resolves at once is an allow option the request
 // offered, decided by policy or rule as the level and rules allow, and never under
 // ask_always without a rule; Expire always fails closed with a reject option or none.
@@ -565,7 +565,7 @@ func FuzzPolicyDecide(f *testing.F) {
 	})
 }
 
-// Reference: DESIGN §10, "The worker is the trust boundary": under every level but
+// Reference: contract §10, "The worker is the trust boundary": under every level but
 // allow_all, a tool call that names a path outside the session's workspace is asked, never
 // decided by policy or by a rule; read and search pass ask_for_risky only when the runner
 // found every path they name inside the workspace (unknown means asked).

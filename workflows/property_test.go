@@ -18,7 +18,7 @@ import (
 
 // A property test of the session shell: random sequences of client updates, turn-runner
 // signals, viewer churn and forced continue-as-new, applied one per simulated second, with
-// the journal and status checked against the invariants of DESIGN §3–6 after every step and
+// the journal and status checked against the invariants of contract §3–6 after every step and
 // at the end of every run. Each case is one fixed seed: a failure names it and prints the
 // operations, and `go test -run 'Property/seed=N$'` replays it exactly.
 

@@ -1,6 +1,6 @@
 package workflows
 
-// The prompt queue (DESIGN §6 "Turns"): prompts wait behind the running turn, at most Limit
+// The prompt queue (contract §6 "Turns"): prompts wait behind the running turn, at most Limit
 // of them and at most MaxBytes of text; a repeated client_message_id returns its original
 // result and queues nothing. Pure code: Check decides without changing anything (the
 // validator), Offer decides the same way and commits (the handler).

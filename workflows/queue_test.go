@@ -1,6 +1,6 @@
 package workflows
 
-// Tests of the prompt queue (DESIGN §6 "Turns"): idempotent on client_message_id, bounded by
+// Tests of the prompt queue (contract §6 "Turns"): idempotent on client_message_id, bounded by
 // queue_limit and a byte budget, turn ids one apart, FIFO, and plain data across
 // continue-as-new.
 
@@ -62,7 +62,7 @@ func TestQueue_NewQueueDefaults(t *testing.T) {
 			require.Zero(t, q.LastTurnID)
 		})
 	}
-	require.Equal(t, 16, DefaultQueueLimit, "DESIGN §6: queue_limit default 16")
+	require.Equal(t, 16, DefaultQueueLimit, "contract §6: queue_limit default 16")
 }
 
 func TestQueue_DuplicateClientMessageIDReturnsOriginalResult(t *testing.T) {

@@ -1,6 +1,6 @@
 package workflows
 
-// Elicitation in the session core (DESIGN §11 "A person's request"): a question the agent
+// Elicitation in the session core (contract §11 "A person's request"): a question the agent
 // asks a person lives the life of a permission request. It is journaled
 // (elicitation.requested), pauses the turn's clock and suspends the session while it waits,
 // is resolved exactly once (elicitation.resolved) by the first valid answer (its content

@@ -19,7 +19,7 @@ func (r *coreRig) ask(id string) {
 	})
 }
 
-// Reference: DESIGN §11, A person's request: a question is journaled, suspends the session
+// Reference: contract §11, A person's request: a question is journaled, suspends the session
 // and pauses the clock; an answer that does not fit the form is refused and changes nothing;
 // the first valid answer wins, names who gave it, and is delivered into the turn.
 func TestCore_QuestionFirstValidAnswerWins(t *testing.T) {
@@ -58,7 +58,7 @@ func TestCore_QuestionFirstValidAnswerWins(t *testing.T) {
 	require.JSONEq(t, `{"question_0":"right"}`, string(r.sent.Content))
 }
 
-// Reference: DESIGN §11: the deadline fails closed with cancel (delivered); the turn's end
+// Reference: contract §11: the deadline fails closed with cancel (delivered); the turn's end
 // withdraws what is still open (not delivered: the runner answers the agent itself).
 func TestCore_QuestionDeadlineCancelsAndTheTurnsEndWithdraws(t *testing.T) {
 	r := newCoreRig(t, signals.SessionConfig{SessionID: "s1", PermissionTimeout: "1m"})

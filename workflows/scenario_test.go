@@ -4,7 +4,7 @@ package workflows
 // testdata: each file drives one session core through inputs and says what it must journal
 // and do. A file is a sequence of blocks separated by blank lines; a block is one input
 // line, a "----" line, and the expected output. Lines starting with # are comments (each
-// file cites the DESIGN section it proves). go test -run TestScenarios -rewrite writes the
+// file cites the contract section it proves). go test -run TestScenarios -rewrite writes the
 // outputs the core produces (review the diff).
 //
 // Inputs:

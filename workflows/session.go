@@ -6,7 +6,7 @@ package workflows
 // (start a turn, request its cancel, deliver a decision, continue as new, close), keeps the
 // one alarm timer (belts.go), and answers the core's sessionEnv (versions, metrics, logs).
 // Handlers only change state and never block; the main loop alone issues commands, so that a
-// run can continue as new at any workflow-task boundary, a running turn included (DESIGN §6).
+// run can continue as new at any workflow-task boundary, a running turn included (contract §6).
 
 import (
 	"encoding/json"
@@ -39,7 +39,7 @@ type session struct {
 
 // SessionWorkflow runs one tacp session with no admission of its own (tests; a worker
 // registers NewSessionWorkflow with its Admission). See the package documentation and
-// DESIGN.md.
+// docs/contract.md.
 func SessionWorkflow(ctx workflow.Context, in sessionInput) error {
 	return sessionWorkflow(ctx, in, nil, Build{})
 }

@@ -199,7 +199,7 @@ func TestSession_TurnFinishedWaitsForItsLastBatch(t *testing.T) {
 	require.NoError(t, h.run(signals.SessionConfig{SessionID: "s1"}))
 }
 
-// Reference: DESIGN §3, a rejected update changes nothing and writes no history. The
+// Reference: contract §3, a rejected update changes nothing and writes no history. The
 // journal is compared once every update has been answered, in the next step.
 func TestSession_RejectedUpdatesWriteNothing(t *testing.T) {
 	h := newHarness(t)
@@ -262,7 +262,7 @@ func TestSession_AcceptedSteerWaitsForTheTurnsHost(t *testing.T) {
 	h.step(func() {
 		require.Equal(t, "1.1", h.status().SteerToken)
 		// The turn ends before any host reported: the steer could not be carried, which is
-		// journaled before the turn's end (DESIGN §6, Steer delivery).
+		// journaled before the turn's end (contract §6, Steer delivery).
 		h.env.SignalWorkflow(signals.SignalTurnFinished, signals.TurnFinishedSignal{TurnID: 1, StopReason: "end_turn"})
 	})
 	h.step(func() {
@@ -516,7 +516,7 @@ func TestSession_StatusNamesTheDefaultAgent(t *testing.T) {
 	}
 }
 
-// Affinity (DESIGN §10): turn_finished names the worker that ran the turn, so the session
+// Affinity (contract §10): turn_finished names the worker that ran the turn, so the session
 // knows where its agent lives even when the turn ended before its turn_started arrived (a
 // quick turn: the runner sends turn_started alongside the prompt).
 func TestSession_TurnFinishedNamesTheAgentsHost(t *testing.T) {
@@ -541,7 +541,7 @@ func TestSession_TurnFinishedNamesTheAgentsHost(t *testing.T) {
 	require.Equal(t, []signals.ReleaseAgentRequest{{SessionID: "s1", Closed: true}}, h.released)
 }
 
-// Reference: DESIGN §6, Steer delivery, and signals/delivery.go (the async contract): the
+// Reference: contract §6, Steer delivery, and signals/delivery.go (the async contract): the
 // session sends Deliver with Async and a DeliveryID; a host that answers Taken frees the
 // lane (the cancel behind the steer goes out before the steer's outcome), and the
 // delivery_outcome signal the turn sends afterwards journals steer.delivered before the
@@ -580,7 +580,7 @@ func TestSession_AsyncSteerIsTakenAndItsOutcomeArrivesBySignal(t *testing.T) {
 	require.NoError(t, h.run(signals.SessionConfig{SessionID: "s1"}))
 }
 
-// Reference: DESIGN §6, Steer delivery (never forgotten silently): a turn that reports its
+// Reference: contract §6, Steer delivery (never forgotten silently): a turn that reports its
 // end without the outcome of a steer it took waits outcomeWait for it on the session's
 // alarm timer, then journals the steer failed before its end.
 func TestSession_ATakenSteerWithoutOutcomeFailsOnTheAlarm(t *testing.T) {

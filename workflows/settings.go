@@ -1,6 +1,6 @@
 package workflows
 
-// The agent's offer as session state (DESIGN §10): a pure core, no workflow.Context. The
+// The agent's offer as session state (contract §10): a pure core, no workflow.Context. The
 // session feeds it what the runner reports after session/new or session/load (Offered) and
 // every agent.update (Observe); clients change it through set_mode and set_config_option,
 // checked against what the agent offered (CheckMode, CheckConfig) before anything changes.

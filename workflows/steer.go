@@ -1,6 +1,6 @@
 package workflows
 
-// The steer compare-and-swap (DESIGN §6 "Steer"). A steer names the turn token it expects;
+// The steer compare-and-swap (contract §6 "Steer"). A steer names the turn token it expects;
 // the checks run in the order of the text:
 //
 //  1. a client_msg_id seen before → duplicate with the original ref when the text is the

@@ -1,6 +1,6 @@
 package workflows
 
-// Tests of the steer compare-and-swap (DESIGN §6 "Steer"), one per rule and in the order the
+// Tests of the steer compare-and-swap (contract §6 "Steer"), one per rule and in the order the
 // text states them, then the properties the session shell relies on: Decide changes nothing,
 // the dedup index survives continue-as-new (a JSON round trip) and is bounded.
 

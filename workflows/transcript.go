@@ -2,7 +2,7 @@ package workflows
 
 // The transcript: the session's conversation as plain text, built from its journal, for
 // seeding a new agent session when the agent's own could not be loaded on the host that
-// took the turn (agent.context_lost, DESIGN §10). Pure code over journal events: prompts,
+// took the turn (agent.context_lost, contract §10). Pure code over journal events: prompts,
 // steers, the agent's text, tool calls' titles and outcomes, how each turn ended. The text of
 // an attempt that turn.restarted superseded is left out, as viewers drop it. Bounded in
 // bytes, newest kept.

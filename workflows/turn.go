@@ -20,7 +20,7 @@ import (
 // turnAttempts bounds the RunTurn attempts: a lost worker is retried on another worker.
 const turnAttempts = 3
 
-// TurnWorkflow runs one turn of a session: on the host that holds the agent first (DESIGN
+// TurnWorkflow runs one turn of a session: on the host that holds the agent first (contract
 // §10), then on the session's queue, and reports the outcome unless the runner already did.
 func TurnWorkflow(ctx workflow.Context, in signals.TurnInput) error {
 	run := signals.RunTurnInput{TurnInput: in, SessionWorkflowID: signals.SessionWorkflowID(in.SessionID)}
@@ -76,7 +76,7 @@ func runTurnOptions(in signals.TurnInput, attempts int32) workflow.ActivityOptio
 }
 
 // runOnHost runs the turn's first attempt on the host queue of the worker that holds the
-// agent (DESIGN §10): one attempt, taken within AffinityWait or not at all. fallback says
+// agent (contract §10): one attempt, taken within AffinityWait or not at all. fallback says
 // the turn goes on on the session's queue, numbered on from the attempt (run is updated).
 func runOnHost(ctx workflow.Context, in signals.TurnInput, run *signals.RunTurnInput) (res signals.RunTurnResult, fallback bool, err error) {
 	wait := in.AffinityWait

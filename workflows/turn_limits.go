@@ -1,6 +1,6 @@
 package workflows
 
-// A limited turn's wait (DESIGN §11 "Limits"): the runner answered an attempt Limited (the
+// A limited turn's wait (contract §11 "Limits"): the runner answered an attempt Limited (the
 // model provider limited it, signals/limits.go); the TurnWorkflow tells the session
 // (turn_limited, journaled turn.limited), waits on a durable timer until the limit's
 // RetryAt, and runs the same prompt again as the turn's next attempt, on the host that holds

@@ -74,7 +74,7 @@ func (e *limitedTurnEnv) run(t *testing.T) {
 	require.NoError(t, e.env.GetWorkflowError())
 }
 
-// Reference: DESIGN §11, Limits: a limited round is reported (turn_limited), waited out on
+// Reference: contract §11, Limits: a limited round is reported (turn_limited), waited out on
 // the timer, and the prompt runs again as the turn's next attempt, numbered on, on the host
 // that holds the agent first and elsewhere when that host does not take it.
 func TestTurn_LimitedRoundWaitsOnTheTimerAndRunsTheNextAttempt(t *testing.T) {
@@ -91,7 +91,7 @@ func TestTurn_LimitedRoundWaitsOnTheTimerAndRunsTheNextAttempt(t *testing.T) {
 	require.Equal(t, []string{signals.SignalTurnLimited, signals.SignalTurnFinished, "stop:end_turn"}, e.signals)
 }
 
-// Reference: DESIGN §11, Limits: retry_now ends the wait at once; cancel ends the turn.
+// Reference: contract §11, Limits: retry_now ends the wait at once; cancel ends the turn.
 func TestTurn_RetryNowAndCancelEndTheWait(t *testing.T) {
 	t.Run("RetryNow", func(t *testing.T) {
 		e := newLimitedTurnEnv(t, false)

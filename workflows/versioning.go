@@ -1,6 +1,6 @@
 package workflows
 
-// Worker Versioning, the workflow side (DESIGN §11 "Versions"; README, "Upgrading workers
+// Worker Versioning, the workflow side (contract §11 "Versions"; README, "Upgrading workers
 // while sessions run"). A session's runs and its turns are pinned to the Worker Deployment
 // version (the build) that started them, so a run is only ever replayed by the code that
 // recorded it, and a change of the session's shape needs no workflow.GetVersion. A run

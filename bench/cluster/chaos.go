@@ -394,7 +394,7 @@ func (s *session) countTurn(turn int64) (chunks, restarts int) {
 	return chunks, restarts
 }
 
-// check verifies the journal invariants of DESIGN §5 (as e2e's checkInvariants does) and
+// check verifies the journal invariants of contract §5 (as e2e's checkInvariants does) and
 // that every acknowledged prompt is journaled, started and ended.
 func (s *session) check(rep *ChaosReport) error {
 	started := map[int64]int{}

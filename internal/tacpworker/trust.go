@@ -1,6 +1,6 @@
 package tacpworker
 
-// What a worker allows (DESIGN §10): its agent profiles, workspace roots and MCP policy.
+// What a worker allows (contract §10): its agent profiles, workspace roots and MCP policy.
 
 import (
 	"fmt"

@@ -1,5 +1,5 @@
 // Package tacpworker wires a tacp worker: SessionWorkflow, TurnWorkflow and the turn runner
-// on the session task queue, and this process's own host queue for deliveries (DESIGN §10).
+// on the session task queue, and this process's own host queue for deliveries (contract §10).
 // worker/, demo/, the end-to-end tests and the benchmarks start their workers with it.
 package tacpworker
 
@@ -29,7 +29,7 @@ type Options struct {
 	// Agent is the command line of the profile named "default"; with neither Agent nor
 	// Profiles, the default profile runs the built-in test agent.
 	Agent string
-	// Profiles are the agents this worker may run (DESIGN §10); DefaultProfile names the
+	// Profiles are the agents this worker may run (contract §10); DefaultProfile names the
 	// one serving sessions that name none (empty: "default", or the only profile).
 	Profiles       []activities.Profile
 	DefaultProfile string
@@ -232,7 +232,7 @@ func Start(c client.Client, opts Options) (*Worker, error) {
 		LimitBackoff:      opts.LimitBackoff,
 	}
 	w.RegisterActivityWithOptions(runner.RunTurn, activity.RegisterOptions{Name: signals.ActivityRunTurn})
-	// The host queue takes deliveries and, by affinity (DESIGN §10), the turns of the sessions
+	// The host queue takes deliveries and, by affinity (contract §10), the turns of the sessions
 	// whose agents live here: RunTurn's heartbeats carry cancellation, as on the session queue.
 	// It is unversioned: one process polls it, so whatever reaches it runs on this build.
 	hw := worker.New(c, host.Queue, worker.Options{
