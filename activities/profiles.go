@@ -71,7 +71,7 @@ func (pr Profile) SandboxInfo() *signals.SandboxInfo {
 	}
 	return &signals.SandboxInfo{
 		Network: network, Allow: pr.Allow, ReadOnly: pr.ReadOnly, ReadWrite: pr.ReadWrite,
-		Protect: append([]string{WorkspaceMarker}, protect...), State: sortedKeys(pr.State),
+		Protect: append([]string{WorkspaceMarker}, protect...), State: slices.Sorted(maps.Keys(pr.State)),
 	}
 }
 
@@ -106,12 +106,12 @@ func NewProfiles(ps []Profile, deflt string) (*Profiles, error) {
 			return nil, fmt.Errorf("agent profile %q has no command", pr.Name)
 		}
 		for k := range pr.Env {
-			if !validEnvName(k) {
+			if !sandbox.ValidEnvName(k) {
 				return nil, fmt.Errorf("agent profile %q: invalid environment variable name %q", pr.Name, k)
 			}
 		}
 		for k := range pr.EnvFiles {
-			if !validEnvName(k) {
+			if !sandbox.ValidEnvName(k) {
 				return nil, fmt.Errorf("agent profile %q: invalid environment variable name %q", pr.Name, k)
 			}
 		}
@@ -230,10 +230,10 @@ func (pr Profile) AgentEnv(base []string) ([]string, error) {
 		}
 		env = append(env, kv)
 	}
-	for _, k := range sortedKeys(pr.Env) {
+	for _, k := range slices.Sorted(maps.Keys(pr.Env)) {
 		env = append(env, k+"="+pr.Env[k])
 	}
-	for _, k := range sortedKeys(pr.EnvFiles) {
+	for _, k := range slices.Sorted(maps.Keys(pr.EnvFiles)) {
 		b, err := os.ReadFile(pr.EnvFiles[k])
 		if err != nil {
 			// The path is the operator's; the error does not echo the file's content.
@@ -242,28 +242,6 @@ func (pr Profile) AgentEnv(base []string) ([]string, error) {
 		env = append(env, k+"="+strings.TrimRight(string(b), "\r\n"))
 	}
 	return env, nil
-}
-
-func sortedKeys(m map[string]string) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	slices.Sort(keys)
-	return keys
-}
-
-func validEnvName(s string) bool {
-	if s == "" {
-		return false
-	}
-	for i, r := range s {
-		if r == '_' || r >= 'A' && r <= 'Z' || r >= 'a' && r <= 'z' || i > 0 && r >= '0' && r <= '9' {
-			continue
-		}
-		return false
-	}
-	return true
 }
 
 // clip shortens a client's string for an error message.

@@ -102,7 +102,7 @@ func (s Settings) Check() error {
 		}
 	}
 	for k := range s.State {
-		if !validEnvName(k) {
+		if !ValidEnvName(k) {
 			return fmt.Errorf("state: %q is not an environment variable name", k)
 		}
 	}
@@ -326,7 +326,9 @@ func sortedKeys(m map[string]string) []string {
 	return keys
 }
 
-func validEnvName(s string) bool {
+// ValidEnvName reports whether s is a name an environment variable may have
+// ([A-Za-z_][A-Za-z0-9_]*): the profiles' env, env_files and state keys.
+func ValidEnvName(s string) bool {
 	if s == "" {
 		return false
 	}
