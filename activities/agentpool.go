@@ -77,7 +77,7 @@ func (h *Host) AgentPID(sessionID string) int {
 
 // acquire returns the session's agent, started and initialized, marked busy. A live idle
 // agent of the same command and workspace is reused; anything else is replaced.
-func (h *Host) acquire(ctx context.Context, sessionID string, argv, env []string, dir string, sandbox *Sandbox) (*hostedAgent, error) {
+func (h *Host) acquire(ctx context.Context, sessionID string, argv, env []string, dir string, sandbox *Sandbox, noTypedFailures bool) (*hostedAgent, error) {
 	h.init()
 	key := fmt.Sprintf("%q in %s", argv, dir)
 	h.mu.Lock()
@@ -117,7 +117,7 @@ func (h *Host) acquire(ctx context.Context, sessionID string, argv, env []string
 	}
 
 	log := h.Logger.With("session", sessionID)
-	hc := &hostClient{log: log, sandbox: sandbox}
+	hc := &hostClient{log: log, sandbox: sandbox, noTypedFailures: noTypedFailures}
 	proc, err := startAgent(argv, env, dir, hc, log)
 	if err != nil {
 		return nil, err

@@ -50,6 +50,8 @@ type agentProc struct {
 	stderr *logWriter
 	// offerFS: initialize offers the client's files (the session's workspace).
 	offerFS bool
+	// noTypedFailures: initialize does not ask for typed failures (Profile.TypedFailures).
+	noTypedFailures bool
 }
 
 // startAgent starts argv in dir with env (nil: the worker's) and connects to it over stdio.
@@ -83,6 +85,9 @@ func startAgent(argv, env []string, dir string, client acp.Client, log *slog.Log
 	p := &agentProc{cmd: cmd, stdin: stdin, exited: make(chan struct{}), log: log, offerFS: true, stderr: stderr}
 	if hc, ok := client.(*hostClient); ok && hc.sandbox == nil {
 		p.offerFS = false // a profile that keeps the agent on its own files (Profile.ClientFS)
+	}
+	if hc, ok := client.(*hostClient); ok && hc.noTypedFailures {
+		p.noTypedFailures = true
 	}
 	pr, pw := io.Pipe()
 	go p.pump(stdout, pw)
@@ -215,11 +220,20 @@ var clientCapabilities = acp.ClientCapabilities{
 	Elicitation: elicitationCapabilities,
 }
 
+// ClientCapabilities is what tacp's runner offers every agent in initialize (less the
+// client's files for a profile that keeps its agent on its own): what a direct ACP client
+// must offer too for an agent to behave as it does behind tacp (elicitation, for one, adds
+// Claude Code's AskUserQuestion).
+func ClientCapabilities() acp.ClientCapabilities { return clientCapabilities }
+
 // initialize runs the ACP handshake.
 func (p *agentProc) initialize(ctx context.Context) error {
 	caps := clientCapabilities
 	if !p.offerFS {
 		caps.Fs = acp.FileSystemCapabilities{}
+	}
+	if p.noTypedFailures {
+		caps.Meta = nil
 	}
 	resp, err := p.conn.Initialize(ctx, acp.InitializeRequest{
 		ProtocolVersion:    acp.ProtocolVersionNumber,

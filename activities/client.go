@@ -20,6 +20,8 @@ import (
 type hostClient struct {
 	log     *slog.Logger
 	sandbox *Sandbox
+	// noTypedFailures: initialize does not ask for typed failures (Profile.TypedFailures).
+	noTypedFailures bool
 
 	mu   sync.Mutex
 	turn *liveTurn

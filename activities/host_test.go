@@ -31,7 +31,7 @@ func acquireTestAgent(t *testing.T, h *Host, sessionID string, flags ...string) 
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	argv := append([]string{testagentBin, "-transcripts", t.TempDir()}, flags...)
-	a, err := h.acquire(ctx, sessionID, argv, nil, dir, sandbox)
+	a, err := h.acquire(ctx, sessionID, argv, nil, dir, sandbox, false)
 	require.NoError(t, err)
 	return a
 }

@@ -54,7 +54,7 @@ func (r *Runner) probe(ctx context.Context, name, dir string) error {
 		return err
 	}
 	defer os.RemoveAll(work)
-	hc := &hostClient{log: r.Logger.With("profile", name)}
+	hc := &hostClient{log: r.Logger.With("profile", name), noTypedFailures: !pr.AsksTypedFailures()}
 	if pr.OffersClientFS() {
 		// Offered the same files a turn would offer, the agent answers as it will then.
 		if hc.sandbox, err = NewSandbox(work); err != nil {

@@ -41,6 +41,10 @@ type Profile struct {
 	// fs/* (default true: the workspace's files through tacp's sandbox). Gemini CLI 0.61
 	// cannot create a file through a client's fs.
 	ClientFS *bool `json:"client_fs,omitempty"`
+	// TypedFailures, when false, does not ask the agent for typed failures in initialize
+	// (default true). codex-acp 2.6.0 asked for them no longer reports a session's first
+	// turn's usage, so its profile does not ask (and its limited turns fail as before).
+	TypedFailures *bool `json:"typed_failures,omitempty"`
 	// Sandbox is SandboxOn or SandboxOff: whether the agent process runs in the kernel
 	// sandbox of its session (internal/sandbox). Empty: the worker's default (-agent.sandbox,
 	// on in the worker binary).
@@ -74,6 +78,10 @@ func (pr Profile) SandboxInfo() *signals.SandboxInfo {
 		Protect: append([]string{WorkspaceMarker}, protect...), State: slices.Sorted(maps.Keys(pr.State)),
 	}
 }
+
+// AsksTypedFailures reports whether initialize asks the agent for its typed failures (the
+// AIR extension's sessionFailure, how a limited turn is told apart: limits.go).
+func (pr Profile) AsksTypedFailures() bool { return pr.TypedFailures == nil || *pr.TypedFailures }
 
 // OffersClientFS reports whether initialize offers the agent the client's files.
 func (pr Profile) OffersClientFS() bool { return pr.ClientFS == nil || *pr.ClientFS }
@@ -285,7 +293,7 @@ var wellKnown = map[string]Profile{
 	// writes); read-only makes it ask tacp before every write and every command.
 	// In the sandbox each session's Codex has a CODEX_HOME of its own, seeded with the
 	// files of ~/.codex (config.toml, auth.json).
-	"codex": {Name: "codex", Command: "codex-acp", Description: "Codex (codex-acp)",
+	"codex": {Name: "codex", Command: "codex-acp", Description: "Codex (codex-acp)", TypedFailures: new(bool),
 		Env:      map[string]string{"INITIAL_AGENT_MODE": "read-only"},
 		Settings: sandbox.Settings{State: map[string]string{"CODEX_HOME": "~/.codex"}}},
 	// @google/gemini-cli in ACP mode. Offered a client's fs it cannot create a file through

@@ -174,7 +174,7 @@ func (r *Runner) runTurn(ctx context.Context, in signals.RunTurnInput) (signals.
 
 	setupCtx, cancelSetup := context.WithTimeout(ctx, r.InitTimeout)
 	defer cancelSetup()
-	ag, err := r.Host.acquire(setupCtx, in.SessionID, setup.argv, setup.env, setup.dir, setup.sandbox)
+	ag, err := r.Host.acquire(setupCtx, in.SessionID, setup.argv, setup.env, setup.dir, setup.sandbox, !setup.profile.AsksTypedFailures())
 	if err != nil {
 		return t.finish(t.fail(fmt.Errorf("agent: %w", err)))
 	}

@@ -23,8 +23,10 @@ import (
 	"github.com/tacp-dev/tacp/signals"
 )
 
-// limitAgents are the agents whose typed failures say a turn was limited.
-var limitAgents = []fakemodel.Agent{fakemodel.Claude, fakemodel.Codex}
+// limitAgents are the agents whose typed failures say a turn was limited. codex-acp 2.6.0
+// gives them too, but asked for them it no longer reports a session's first turn's usage, so
+// its well-known profile does not ask (Profile.TypedFailures) and its limited turns fail.
+var limitAgents = []fakemodel.Agent{fakemodel.Claude}
 
 // currentDetails is the Temporal UI's Current Details of session id.
 func currentDetails(t *testing.T, id string) string {

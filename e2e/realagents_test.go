@@ -533,7 +533,8 @@ func realUpdatesJournaled(t *testing.T, w *realAgentWorker) {
 	const text = "reply: count the updates"
 	conn, client := startDirect(t, w.bin, w.agent.Args, w.env, t.TempDir())
 	ctx := ctxFor(t, 2*time.Minute)
-	_, err := conn.Initialize(ctx, acp.InitializeRequest{ProtocolVersion: acp.ProtocolVersionNumber})
+	// Offered what the runner offers, the agent sends what it sends behind tacp.
+	_, err := conn.Initialize(ctx, acp.InitializeRequest{ProtocolVersion: acp.ProtocolVersionNumber, ClientCapabilities: activities.ClientCapabilities()})
 	require.NoError(t, err)
 	sess, err := conn.NewSession(ctx, acp.NewSessionRequest{Cwd: t.TempDir(), McpServers: []acp.McpServer{}})
 	require.NoError(t, err)
