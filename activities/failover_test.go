@@ -136,3 +136,24 @@ func TestRunTurnSeedsANewAgentSessionWithTheTranscript(t *testing.T) {
 	require.Zero(t, cl.Carried)
 	require.NotContains(t, strings.Join(joinedTexts(t, third.rec.events(3)), ""), seed)
 }
+
+// Never forget silently (contract §10): a retry whose lost attempt's beats never reached the
+// server still loads the agent session that attempt opened — the session knows it from
+// turn_started — and, not knowing whether the prompt went out, sends it.
+func TestARetryWithoutTheLostAttemptsBeatsLoadsTheAgentSessionTheSessionKnows(t *testing.T) {
+	transcripts := t.TempDir()
+	rig := newTurnRig(t, transcripts)
+	res := rig.mustRun(turnInput("s1", 1, rig.agent(), "hello"))
+
+	other := newTurnRig(t, transcripts)
+	other.runner.MissingWorkspace = MissingWorkspaceEmpty
+	other.rec.status = func() signals.Status { return signals.Status{AgentSessionID: res.AgentSessionID} }
+	in := turnInput("s1", 1, other.agent(), "the prompt of the lost attempt")
+	in.AttemptBase = 1 // the first attempt was lost before its beats said anything
+	res2 := other.mustRun(in)
+	require.Equal(t, res.AgentSessionID, res2.AgentSessionID, "the retry loaded the agent session the lost attempt opened")
+	started := other.rec.turnStarted(1)
+	require.Nil(t, started[len(started)-1].ContextLost)
+	require.False(t, started[len(started)-1].Resumed)
+	require.Contains(t, strings.Join(joinedTexts(t, other.rec.events(1)), ""), "the prompt of the lost attempt")
+}

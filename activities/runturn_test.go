@@ -39,6 +39,8 @@ type signalRecorder struct {
 	// transcript, when set, answers the transcript query (unset: the query fails).
 	transcript func(signals.TranscriptRequest) (signals.TranscriptResult, error)
 	queries    []signals.TranscriptRequest
+	// status, when set, answers the status query.
+	status func() signals.Status
 	// before, when set, runs before a signal is recorded (it may hold it, as a slow server
 	// would).
 	before func(name string)
@@ -66,8 +68,17 @@ func (c *signalRecorder) SignalWorkflow(_ context.Context, _, _, name string, ar
 	return nil
 }
 
-// QueryWorkflow answers the transcript query, the only query the runner asks.
+// QueryWorkflow answers the queries the runner asks: transcript, and status.
 func (c *signalRecorder) QueryWorkflow(_ context.Context, _, _, name string, args ...any) (converter.EncodedValue, error) {
+	if name == signals.QueryStatus {
+		c.mu.Lock()
+		answer := c.status
+		c.mu.Unlock()
+		if answer == nil {
+			return nil, errors.New("no status query handler")
+		}
+		return statusValue(answer()), nil
+	}
 	if name != signals.QueryTranscript || len(args) != 1 {
 		return nil, fmt.Errorf("unexpected query %q", name)
 	}
@@ -93,6 +104,16 @@ func (v transcriptValue) HasValue() bool { return true }
 
 func (v transcriptValue) Get(ptr any) error {
 	*ptr.(*signals.TranscriptResult) = signals.TranscriptResult(v)
+	return nil
+}
+
+// statusValue is a status query's answer as the client hands it over.
+type statusValue signals.Status
+
+func (v statusValue) HasValue() bool { return true }
+
+func (v statusValue) Get(ptr any) error {
+	*ptr.(*signals.Status) = signals.Status(v)
 	return nil
 }
 

@@ -19,6 +19,7 @@ import (
 
 	"github.com/tacp-dev/tacp/activities"
 	"github.com/tacp-dev/tacp/internal/dial"
+	"github.com/tacp-dev/tacp/internal/proctree"
 	"github.com/tacp-dev/tacp/internal/sandbox"
 	"github.com/tacp-dev/tacp/internal/tacpworker"
 	"github.com/tacp-dev/tacp/signals"
@@ -108,8 +109,19 @@ func startReady(t *testing.T, cmd *exec.Cmd) string {
 	require.NoError(t, err)
 	require.NoError(t, cmd.Start())
 	t.Cleanup(func() {
+		// The agents it started go with it, before t's temp dirs are removed: an agent that
+		// outlives its worker by a moment (Codex writing its state on the way out) would
+		// otherwise race the removal of its folders.
+		agents := proctree.Descendants(cmd.Process.Pid)
 		_ = cmd.Process.Kill()
 		_ = cmd.Wait()
+		for _, p := range agents {
+			_ = syscall.Kill(p, syscall.SIGKILL)
+		}
+		deadline := time.Now().Add(10 * time.Second)
+		for len(alive(agents)) > 0 && time.Now().Before(deadline) {
+			time.Sleep(20 * time.Millisecond)
+		}
 	})
 	line, err := bufio.NewReader(out).ReadString('\n')
 	require.NoError(t, err)

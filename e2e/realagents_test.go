@@ -540,30 +540,34 @@ func realUpdatesJournaled(t *testing.T, w *realAgentWorker) {
 	require.NoError(t, err)
 	_, err = conn.Prompt(ctx, acp.PromptRequest{SessionId: sess.SessionId, Prompt: []acp.ContentBlock{acp.TextBlock(text)}})
 	require.NoError(t, err)
-	updates, _ := client.take()
 	direct := map[string]int{}
-	for _, u := range updates {
-		b, err := json.Marshal(u.Update)
-		require.NoError(t, err)
-		var k struct {
-			Kind string `json:"sessionUpdate"`
+	takeDirect := func() {
+		updates, _ := client.take()
+		for _, u := range updates {
+			b, err := json.Marshal(u.Update)
+			require.NoError(t, err)
+			var k struct {
+				Kind string `json:"sessionUpdate"`
+			}
+			require.NoError(t, json.Unmarshal(b, &k))
+			direct[k.Kind]++
 		}
-		require.NoError(t, json.Unmarshal(b, &k))
-		direct[k.Kind]++
 	}
 
 	id := session(t)
 	turn := w.prompt(t, signals.SessionConfig{SessionID: id}, text)
 	endedWith(t, id, turn, "end_turn")
-	// Updates sent after the prompt's answer are journaled between turns: give them time.
+	// Updates sent after the prompt's answer (claude-agent-acp's commands) reach either side
+	// when they do: both are given time to settle, and then must agree.
 	var journaled map[string]int
-	complete := func() bool {
+	agree := func() bool {
+		takeDirect()
 		journaled = updateKinds(t, allEvents(t, id))
-		return journaled["available_commands_update"] >= direct["available_commands_update"] &&
-			journaled["agent_message_chunk"] >= direct["agent_message_chunk"]
+		return journaled["available_commands_update"] == direct["available_commands_update"] &&
+			journaled["agent_message_chunk"] == direct["agent_message_chunk"]
 	}
 	deadline := time.Now().Add(10 * time.Second)
-	for !complete() && time.Now().Before(deadline) {
+	for !agree() && time.Now().Before(deadline) {
 		select {
 		case <-ctx.Done():
 			t.Fatal(ctx.Err())
