@@ -91,10 +91,10 @@ func confine(p Policy) error {
 	if p.NetFD <= 0 {
 		return errors.New("no network ruleset")
 	}
-	if err := restrictSelf(p.NetFD); err != nil {
-		return fmt.Errorf("network rules: %w", err)
-	}
-	_ = unix.Close(p.NetFD)
+	// The files' layer first, the network's last: each landlock_restrict_self copies the
+	// domain it stacks on, and the network layer of NetworkAll holds a rule for every port
+	// but the denied ones (65,000). Stacked first, it was copied twice per agent (30-60 ms
+	// of an agent's start); last, once.
 	fs, err := fsRuleset(p)
 	if err != nil {
 		return err
@@ -103,6 +103,10 @@ func confine(p Policy) error {
 	if err := restrictSelf(fs); err != nil {
 		return fmt.Errorf("file rules: %w", err)
 	}
+	if err := restrictSelf(p.NetFD); err != nil {
+		return fmt.Errorf("network rules: %w", err)
+	}
+	_ = unix.Close(p.NetFD)
 	return nil
 }
 
