@@ -10,16 +10,23 @@ package activities
 // then end such a turn with `end_turn` and `_meta.jetbrains.air.sessionFailure {category,
 // actions, title}` on the session/prompt answer. category `limit` with action `retry` is a
 // rate limit (a 429), `service` with `retry` an overloaded or failing provider; the others
-// (a quota with no retry action, a budget, a login) fail the turn as before. Neither agent
-// gives a reset time in its typed failure (a 429's retry-after is the agent's own retry's
-// business; Claude Code's is switched off by CLAUDE_CODE_MAX_RETRIES=0, Codex's by the
-// provider's request_max_retries), so the wait is tacp's backoff: LimitBackoff doubled for
-// each wait the turn already had, at most LimitMaxBackoff.
+// (a budget, a login) fail the turn as before, and so does a quota (`limit` without
+// `retry`) unless its title says when it resets. Neither agent gives a reset time in its
+// typed failure (a 429's retry-after is the agent's own retry's business; Claude Code's is
+// switched off by CLAUDE_CODE_MAX_RETRIES=0, Codex's by the provider's request_max_retries),
+// but the title carries the provider's words ("retry after 20s", "try again in 5 minutes",
+// "resets 3:04pm (UTC)"): the runner reads a reset time from them (resetTime), and only
+// where they give none is the wait tacp's backoff, LimitBackoff doubled for each wait the
+// turn already had, at most LimitMaxBackoff. The category always comes from the type, never
+// from the prose.
 
 import (
 	"encoding/json"
 	"fmt"
+	"regexp"
 	"slices"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/tacp-dev/tacp/signals"
@@ -102,8 +109,23 @@ func (p limitPolicy) decide(now time.Time, f *agentFailure, waits int32) (*signa
 		return nil, nil
 	}
 	reason := limitReason(f)
+	at, known := resetTime(now, f.Title)
+	if reason == "" && known && f.Category == "limit" {
+		reason = signals.LimitUsage
+	}
 	if reason == "" {
 		return nil, fmt.Errorf("the agent reported a %s failure: %s", f.Category, f.Title)
+	}
+	if known {
+		switch wait := at.Sub(now); {
+		case p.maxWait <= 0:
+			return nil, fmt.Errorf("limited (%s): %s; not waiting: -limits.max-wait is off", reason, f.Title)
+		case waits >= MaxLimitWaits:
+			return nil, fmt.Errorf("limited (%s): %s; gave up after %d waits", reason, f.Title, waits)
+		case wait > p.maxWait:
+			return nil, fmt.Errorf("limited (%s): %s; not waiting until %s: over -limits.max-wait (%s)", reason, f.Title, at.UTC().Format(time.RFC3339), p.maxWait)
+		}
+		return &signals.LimitInfo{Reason: reason, Message: f.Title, RetryAt: at.UTC()}, nil
 	}
 	backoff := p.backoff
 	for i := int32(0); i < waits && backoff < p.maxBackoff; i++ {
@@ -159,3 +181,72 @@ func (o *turnObserver) notePromptMeta(meta map[string]any) {
 
 // promptFailure is the typed failure of the turn's last session/prompt answer that had one.
 func (o *turnObserver) promptFailure() *agentFailure { return o.failure.Load() }
+
+// Reset times as providers and agents word them.
+var (
+	// "retry after 20s", "try again in 5 minutes", "Please try again in 1.5s".
+	resetIn = regexp.MustCompile(`(?i)\b(?:retry|try again)\s+(?:after|in)\s+(\d+(?:\.\d+)?)\s*(seconds?|secs?|s|minutes?|mins?|m|hours?|hrs?|h)\b`)
+	// "resets 3pm", "resets at 14:00", "try again at 3:45 PM", "resets 3:04pm (UTC)".
+	resetAt = regexp.MustCompile(`(?i)\b(?:resets?(?:\s+at)?|try again at)\s+(\d{1,2})(?::(\d{2}))?\s*(am|pm)?(?:\s*\(([A-Za-z_]+(?:/[A-Za-z_]+)*)\))?`)
+	// Claude Code's older "Claude AI usage limit reached|1735689600".
+	resetEpoch = regexp.MustCompile(`\|(\d{10})\b`)
+)
+
+// resetTime reads when a limit resets from its title (false: it does not say). A time of day
+// is in the zone the title names (UTC when it names none or one this system does not know)
+// and the next one at or after now.
+func resetTime(now time.Time, title string) (time.Time, bool) {
+	if m := resetIn.FindStringSubmatch(title); m != nil {
+		n, err := strconv.ParseFloat(m[1], 64)
+		if err != nil {
+			return time.Time{}, false
+		}
+		unit := time.Second
+		switch strings.ToLower(m[2])[0] {
+		case 'm':
+			unit = time.Minute
+		case 'h':
+			unit = time.Hour
+		}
+		return now.Add(time.Duration(n * float64(unit))).Truncate(time.Second), true
+	}
+	if m := resetAt.FindStringSubmatch(title); m != nil {
+		h, _ := strconv.Atoi(m[1])
+		mins := 0
+		if m[2] != "" {
+			mins, _ = strconv.Atoi(m[2])
+		}
+		switch strings.ToLower(m[3]) {
+		case "am":
+			if h == 12 {
+				h = 0
+			}
+		case "pm":
+			if h < 12 {
+				h += 12
+			}
+		}
+		if h > 23 || mins > 59 || (m[3] == "" && m[2] == "") {
+			return time.Time{}, false // "resets 3" says no time
+		}
+		loc := time.UTC
+		if m[4] != "" {
+			if l, err := time.LoadLocation(m[4]); err == nil {
+				loc = l
+			}
+		}
+		local := now.In(loc)
+		at := time.Date(local.Year(), local.Month(), local.Day(), h, mins, 0, 0, loc)
+		if at.Before(now) {
+			at = at.AddDate(0, 0, 1)
+		}
+		return at, true
+	}
+	if m := resetEpoch.FindStringSubmatch(title); m != nil {
+		sec, _ := strconv.ParseInt(m[1], 10, 64)
+		if at := time.Unix(sec, 0); at.After(now) {
+			return at, true
+		}
+	}
+	return time.Time{}, false
+}

@@ -306,10 +306,11 @@ var wellKnown = map[string]Profile{
 	// opencode-ai's `opencode acp`. No autoupdate, no plugins installed at start.
 	// In the sandbox each session's OpenCode keeps its data (conversations), state, cache
 	// and configuration in folders of its own (it writes them all at start), the latter
-	// seeded with the files of ~/.config/opencode.
+	// seeded with the files of ~/.config/opencode. Its ACP side talks to a server of its
+	// own on a loopback port (--port): the sandbox gives each agent one it may reach.
 	"opencode": {Name: "opencode", Command: "opencode acp", Description: "OpenCode",
 		Env: map[string]string{"OPENCODE_DISABLE_AUTOUPDATE": "1", "OPENCODE_DISABLE_DEFAULT_PLUGINS": "1"},
-		Settings: sandbox.Settings{State: map[string]string{
+		Settings: sandbox.Settings{OwnPortFlag: "--port", State: map[string]string{
 			"XDG_CONFIG_HOME": "~/.config/./opencode", "XDG_DATA_HOME": "", "XDG_STATE_HOME": "", "XDG_CACHE_HOME": ""}}},
 }
 

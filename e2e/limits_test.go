@@ -76,7 +76,7 @@ func limitKilledDuringWait(t *testing.T, w *realAgentWorker) {
 	id := session(t)
 	before := len(w.fm.MainRequests())
 	_, err := qc.Prompt(ctxFor(t, time.Minute), signals.SessionConfig{SessionID: id}, signals.PromptRequest{
-		Text: "reply: the limit is over\nlimited: 3 killed", ClientMessageID: "turn-1",
+		Text: "reply: the limit is over\nlimited: 30 killed", ClientMessageID: "turn-1",
 	})
 	require.NoError(t, err)
 
@@ -91,7 +91,8 @@ func limitKilledDuringWait(t *testing.T, w *realAgentWorker) {
 		}
 	})
 	require.Equal(t, signals.LimitRateLimited, lim.Reason, "the agent's typed failure: category limit, action retry")
-	require.True(t, lim.Backoff, "neither agent gives a reset time: tacp backs off")
+	require.False(t, lim.Backoff, "the provider's words in the failure's title give the wait: retry after 30s")
+	require.Contains(t, lim.Message, "retry after 30s")
 	// The first query after the kill waits for the dead worker's sticky queue to time out.
 	st, err := qc.Status(ctxFor(t, time.Minute), id)
 	require.NoError(t, err)
@@ -125,7 +126,7 @@ func limitKilledDuringWait(t *testing.T, w *realAgentWorker) {
 	main := w.fm.MainRequests()[before:]
 	prompted := 0
 	for _, r := range main {
-		if r.Contains("user", "limited: 3 killed") {
+		if r.Contains("user", "limited: 30 killed") {
 			prompted++
 		}
 	}
@@ -142,12 +143,21 @@ func limitRetryNow(t *testing.T, w *realAgentWorker) {
 	qc := signals.NewClient(tc, queue)
 	w.limitWorker(t, queue, "10m")
 	id := session(t)
+	// A usage limit whose message says when it resets, two minutes (and a bit) ahead.
+	asked := time.Now()
 	_, err := qc.Prompt(ctxFor(t, time.Minute), signals.SessionConfig{SessionID: id}, signals.PromptRequest{
-		Text: "reply: retried now\nlimited: 3 retry-now", ClientMessageID: "turn-1",
+		Text: "reply: retried now\nusage-limited: 120 retry-now", ClientMessageID: "turn-1",
 	})
 	require.NoError(t, err)
 	lim := limitedData(t, id, 1)
-	require.Greater(t, time.Until(lim.RetryAt), 5*time.Minute, "the backoff is the worker's: 10m")
+	require.Contains(t, lim.Message, "resets ")
+	require.False(t, lim.Backoff, "the reset time is the message's, not the worker's 10m backoff")
+	require.Zero(t, lim.RetryAt.Second(), "a time of day to the minute: %v", lim.RetryAt)
+	require.True(t, lim.RetryAt.After(asked.Add(2*time.Minute)) && lim.RetryAt.Before(asked.Add(4*time.Minute)), "%v", lim.RetryAt)
+	st, err := qc.Status(ctxFor(t, 10*time.Second), id)
+	require.NoError(t, err)
+	require.True(t, st.WaitingLimit.RetryAt.Equal(lim.RetryAt), "status shows the reset time")
+	require.Contains(t, currentDetails(t, id), "waiting for the usage limit to reset at "+lim.RetryAt.UTC().Format("2006-01-02 15:04:05 UTC"))
 
 	_, err = qc.RetryNow(ctxFor(t, 10*time.Second), id, signals.RetryNowRequest{TurnID: 2})
 	require.Error(t, err, "no turn 2 waits")

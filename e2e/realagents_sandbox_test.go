@@ -12,6 +12,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"syscall"
@@ -28,12 +29,11 @@ import (
 	"github.com/tacp-dev/tacp/signals"
 )
 
-// sandboxedAgents are the real agents these tests run sandboxed. OpenCode is not among them
-// yet: sandboxed, its session/new fails with "Cannot connect to API: Unable to connect"
-// (with io_uring allowed too); not diagnosed (issue 26's closing note).
-// Codex is left out until understood (issue 26): a clean CI run counted one of the two
-// refusals this test expects in its shell's result, though both writes were refused.
-var sandboxedAgents = []fakemodel.Agent{fakemodel.Claude, fakemodel.GeminiCLI}
+// sandboxedAgents are the real agents these tests run sandboxed: all four.
+var sandboxedAgents = []fakemodel.Agent{fakemodel.Claude, fakemodel.Codex, fakemodel.GeminiCLI, fakemodel.OpenCode}
+
+// refusal is how a shell reports a refused open or create.
+var refusal = regexp.MustCompile(`Permission denied|Operation not permitted|Read-only file system`)
 
 // sandboxedRealAgent is a's well-known profile, sandboxed, its executable the one .ci/peers
 // installed and the fake model's environment on top; network as given.
@@ -115,7 +115,8 @@ func TestRealAgentSandboxed(t *testing.T) {
 			})
 			t.Run("WritesToTheHostTmpAndTheDataDirAreRefused", func(t *testing.T) {
 				out := w.bash(t, a1, fmt.Sprintf("echo x > /tmp/outside-%s; echo x > %s/planted; echo done", a1, w.data))
-				require.Equal(t, 2, strings.Count(out, "Permission denied"), out)
+				// Both refused, each in the words of the errno the kernel gave the shell.
+				require.Equal(t, 2, len(refusal.FindAllString(out, -1)), out)
 				require.NoFileExists(t, "/tmp/outside-"+a1)
 				require.NoFileExists(t, filepath.Join(w.data, "planted"))
 			})

@@ -39,13 +39,17 @@ const (
 	LimitRateLimited = "rate_limited"
 	// LimitService: category service, action retry (overloaded, a provider error).
 	LimitService = "service"
+	// LimitUsage: category limit without a retry action (a quota, a subscription's usage
+	// limit) whose message gives the time it resets: waited out until then.
+	LimitUsage = "usage_limit"
 )
 
 // LimitInfo is how an attempt was limited, as the runner read the agent's typed failure.
 type LimitInfo struct {
-	// Reason is LimitRateLimited or LimitService.
+	// Reason is LimitRateLimited, LimitService or LimitUsage.
 	Reason string `json:"reason"`
-	// Message is the agent's title of the failure (for a person; never parsed).
+	// Message is the agent's title of the failure, for a person (the runner reads a reset
+	// time from it where the typed failure has none).
 	Message string `json:"message,omitempty"`
 	// RetryAt is when the turn runs again: the reset time the agent gave, else the
 	// runner's backoff (Backoff set).

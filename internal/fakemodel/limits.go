@@ -7,6 +7,8 @@ package fakemodel
 //	                             that carries this line with 429 Too Many Requests and
 //	                             retry-after: N (seconds), every later one as the rest of
 //	                             the script says
+//	usage-limited: N [TAG]       the same, as a usage limit: its message says "resets
+//	                             3:04pm (UTC)", the first minute at least N seconds ahead
 //
 // The line itself is what is limited once (a TAG tells two tests' lines apart): an agent
 // that tries the prompt again may send it merged with the first try's text.
@@ -18,14 +20,16 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+	"time"
 )
 
-// limitLine is the message's "limited: N [TAG]" line and its N (0: none).
+// limitLine is the message's "limited: N [TAG]" or "usage-limited: N [TAG]" line and its N
+// (0: none).
 func limitLine(text string) (string, int) {
 	for _, l := range strings.Split(text, "\n") {
 		l = strings.TrimSpace(l)
 		verb, rest, ok := strings.Cut(l, ":")
-		if !ok || verb != "limited" {
+		if !ok || (verb != "limited" && verb != "usage-limited") {
 			continue
 		}
 		nStr, _, _ := strings.Cut(strings.TrimSpace(rest), " ")
@@ -61,8 +65,15 @@ func (s *Server) limit(w http.ResponseWriter, idx int, lastUser string) bool {
 		return false
 	}
 	msg := "fakemodel: rate limit reached; retry after " + strconv.Itoa(n) + "s"
-	s.answered(idx, Reply{Text: "429 " + msg}, Usage{})
 	w.Header().Set("retry-after", strconv.Itoa(n))
+	if strings.HasPrefix(line, "usage-limited") {
+		// A subscription's usage limit, in the words Claude Code uses: a reset time of day
+		// (the next minute at or after N seconds from now, UTC), no retry-after.
+		at := time.Now().UTC().Add(time.Duration(n) * time.Second).Truncate(time.Minute).Add(time.Minute)
+		msg = "You've hit your usage limit · resets " + at.Format("3:04pm") + " (UTC)"
+		w.Header().Del("retry-after")
+	}
+	s.answered(idx, Reply{Text: "429 " + msg}, Usage{})
 	switch s.Provider {
 	case Anthropic:
 		writeJSON(w, http.StatusTooManyRequests, map[string]any{"type": "error", "error": map[string]any{"type": "rate_limit_error", "message": msg}})

@@ -10,9 +10,11 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -95,6 +97,14 @@ func (b *Box) Command(s Settings, session, workspace string, argv, env []string)
 	if err := s.Check(); err != nil {
 		return nil, nil, err
 	}
+	var own uint16
+	if s.OwnPortFlag != "" {
+		var err error
+		if own, err = freeLoopbackPort(); err != nil {
+			return nil, nil, fmt.Errorf("sandbox: a port for the agent's own server: %w", err)
+		}
+		argv = append(slices.Clone(argv), s.OwnPortFlag, strconv.Itoa(int(own)))
+	}
 	base := filepath.Join(b.Dir, session)
 	req := Request{Argv: argv, Workspace: workspace, Tmp: filepath.Join(base, "tmp"), State: map[string]string{}}
 	if err := os.MkdirAll(req.Tmp, 0o700); err != nil {
@@ -157,7 +167,17 @@ func (b *Box) Command(s Settings, session, workspace string, argv, env []string)
 			return nil, nil, fmt.Errorf("the sandbox's allowlist names port %d, which is the Temporal frontend's or this worker's own: refused", d)
 		}
 	}
-	if p.NetFD, err = b.netFD(network, ports); err != nil {
+	if own != 0 {
+		// The agent's own port makes its ruleset its alone (Start closes it after the fork).
+		p.OwnPort = own
+		if p.NetFD, err = netRuleset(network, ports, b.DenyPorts, own); err != nil {
+			return nil, nil, fmt.Errorf("sandbox network rules: %w", err)
+		}
+		if _, err := unix.FcntlInt(uintptr(p.NetFD), unix.F_SETFD, 0); err != nil {
+			unix.Close(p.NetFD)
+			return nil, nil, err
+		}
+	} else if p.NetFD, err = b.netFD(network, ports); err != nil {
 		return nil, nil, err
 	}
 	js, err := json.Marshal(p)
@@ -180,7 +200,7 @@ func (b *Box) netFD(mode string, ports []uint16) (int, error) {
 	if fd, ok := b.nets[key]; ok {
 		return fd, nil
 	}
-	fd, err := netRuleset(mode, ports, b.DenyPorts)
+	fd, err := netRuleset(mode, ports, b.DenyPorts, 0)
 	if err != nil {
 		return -1, fmt.Errorf("sandbox network rules: %w", err)
 	}
@@ -354,4 +374,14 @@ func appendListening(ports []uint16, f []string, inodes map[string]bool) []uint1
 		return ports
 	}
 	return appendNew(ports, port)
+}
+
+// freeLoopbackPort is a TCP port nothing listens on at 127.0.0.1 now.
+func freeLoopbackPort() (uint16, error) {
+	l, err := net.Listen("tcp4", "127.0.0.1:0")
+	if err != nil {
+		return 0, err
+	}
+	defer l.Close()
+	return uint16(l.Addr().(*net.TCPAddr).Port), nil
 }

@@ -19,7 +19,31 @@ import (
 // the address in the variable (tcp, or mptcp:ADDR) and prints what happened.
 const helperEnv = "SANDBOX_TEST_DIAL"
 
+// ownServerEnv makes the test binary an agent with a server of its own: it listens on the
+// port of its --port flag (or any port without one) and dials itself.
+const ownServerEnv = "SANDBOX_TEST_OWN_SERVER"
+
 func TestMain(m *testing.M) {
+	if _, ok := os.LookupEnv(ownServerEnv); ok {
+		port := "0"
+		for i, a := range os.Args {
+			if a == "--port" && i+1 < len(os.Args) {
+				port = os.Args[i+1]
+			}
+		}
+		l, err := net.Listen("tcp4", "127.0.0.1:"+port)
+		if err != nil {
+			fmt.Println("listen: " + err.Error())
+			os.Exit(0)
+		}
+		go func() {
+			if c, err := l.Accept(); err == nil {
+				c.Close()
+			}
+		}()
+		fmt.Println(dial(l.Addr().String()))
+		os.Exit(0)
+	}
 	if addr, ok := os.LookupEnv(helperEnv); ok {
 		fmt.Println(dial(addr))
 		os.Exit(0)
@@ -191,6 +215,15 @@ func TestSandboxNetwork(t *testing.T) {
 		require.Contains(t, dial(t, al, other.Addr().String()), "permission denied")
 		require.Contains(t, dial(t, al, "udp:"+r.open), "permission denied")
 	})
+	t.Run("AnAllowlistedAgentReachesItsOwnServersPort", func(t *testing.T) {
+		s := Settings{Network: NetworkAllowlist, Allow: []string{r.open}}
+		require.Contains(t, r.run(t, s, []string{ownServerEnv + "=1"}, os.Args[0]), "permission denied", "a port of the agent's choosing")
+		s.OwnPortFlag = "--port"
+		require.Equal(t, "connected", r.run(t, s, []string{ownServerEnv + "=1"}, os.Args[0]), "the port the sandbox gave it")
+		require.Contains(t, dial(t, s, listen(t).Addr().String()), "permission denied", "and no other")
+		_, _, err := r.box.Command(Settings{Network: NetworkNone, OwnPortFlag: "--port"}, "s1", r.ws, []string{"/bin/true"}, os.Environ())
+		require.ErrorContains(t, err, "cannot run with network")
+	})
 	t.Run("AnAllowlistNamingADeniedPortIsRefused", func(t *testing.T) {
 		_, _, err := r.box.Command(Settings{Network: NetworkAllowlist, Allow: []string{r.denied}}, "s1", r.ws, []string{"/bin/true"}, os.Environ())
 		require.ErrorContains(t, err, "refused")
@@ -203,4 +236,23 @@ func TestListeningPortsAreThisProcesssOwn(t *testing.T) {
 	require.Contains(t, ListeningPorts(), port)
 	require.NoError(t, l.Close())
 	require.NotContains(t, ListeningPorts(), port)
+}
+
+// A state seed "~/.config/./opencode" copies ~/.config/opencode's files into the session's
+// folder under opencode/, where the agent looks for them (XDG_CONFIG_HOME/opencode): the
+// "/./" survives the expansion of "~".
+func TestAStateSeedKeepsItsSubfolder(t *testing.T) {
+	home := t.TempDir()
+	require.NoError(t, os.MkdirAll(filepath.Join(home, ".config", "opencode"), 0o755))
+	require.NoError(t, os.WriteFile(filepath.Join(home, ".config", "opencode", "opencode.json"), []byte("{}"), 0o644))
+	box, err := NewBox(t.TempDir(), nil, nil)
+	require.NoError(t, err)
+	defer box.Close()
+	ws := t.TempDir()
+	_, env, err := box.Command(Settings{State: map[string]string{"XDG_CONFIG_HOME": "~/.config/./opencode"}}, "s1", ws,
+		[]string{"/bin/true"}, []string{"HOME=" + home})
+	require.NoError(t, err)
+	dir := envValue(env, "XDG_CONFIG_HOME")
+	require.FileExists(t, filepath.Join(dir, "opencode", "opencode.json"))
+	require.NoFileExists(t, filepath.Join(dir, "opencode.json"))
 }

@@ -109,8 +109,9 @@ func restrictSelf(ruleset int) error {
 }
 
 // netRuleset builds the network layer of a policy: what connect (and, without network, bind)
-// may reach. deny are ports NetworkAll leaves out; ports what an allowlist connects to.
-func netRuleset(mode string, ports, deny []uint16) (int, error) {
+// may reach. deny are ports NetworkAll leaves out; ports what an allowlist connects to; own
+// (0: none) the port of the agent's own server, which it may bind and connect to.
+func netRuleset(mode string, ports, deny []uint16, own uint16) (int, error) {
 	handled := uint64(unix.LANDLOCK_ACCESS_NET_CONNECT_TCP)
 	if mode == NetworkNone {
 		handled = netAll
@@ -145,6 +146,12 @@ func netRuleset(mode string, ports, deny []uint16) (int, error) {
 	default:
 		unix.Close(fd)
 		return -1, fmt.Errorf("network %q", mode)
+	}
+	if own != 0 && mode != NetworkAll {
+		if err := addPortRule(fd, handled, own); err != nil {
+			unix.Close(fd)
+			return -1, err
+		}
 	}
 	return fd, nil
 }

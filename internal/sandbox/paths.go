@@ -135,7 +135,8 @@ func expandHome(p, home string) string {
 		return home
 	}
 	if rest, ok := strings.CutPrefix(p, "~/"); ok && home != "" {
-		return filepath.Join(home, rest)
+		// Not filepath.Join: it would clean away a state seed's "/./" (seedState).
+		return strings.TrimSuffix(home, "/") + "/" + rest
 	}
 	return p
 }

@@ -75,6 +75,13 @@ type Settings struct {
 	// the files of ~/.config/opencode into the folder's opencode/). Each session's agent gets
 	// a folder of its own in the variable, its conversations included.
 	State map[string]string `json:"state,omitempty"`
+	// OwnPortFlag is the flag an agent takes for the loopback port of a server of its own
+	// that it connects to itself (OpenCode's `--port`): the sandbox picks a free port for
+	// each agent start, passes it as the flag's value, and lets that agent connect to it
+	// under an allowlist (which would refuse a port the agent chose at random). Landlock's
+	// port rules know no address: the agent may connect to that one port on any host. A
+	// profile without network cannot have one (its IP sockets are refused outright).
+	OwnPortFlag string `json:"own_port_flag,omitempty"`
 }
 
 // Check reports the first invalid setting.
@@ -90,6 +97,12 @@ func (s Settings) Check() error {
 		if _, _, err := splitHostPort(a); err != nil {
 			return fmt.Errorf("allow %q: %w", a, err)
 		}
+	}
+	if s.OwnPortFlag != "" && !strings.HasPrefix(s.OwnPortFlag, "-") {
+		return fmt.Errorf("own_port_flag %q: want a flag (-…)", s.OwnPortFlag)
+	}
+	if s.OwnPortFlag != "" && n == NetworkNone {
+		return fmt.Errorf("own_port_flag: an agent with a server of its own cannot run with network %q (its sockets are refused); use %q", NetworkNone, NetworkAllowlist)
 	}
 	for _, p := range append(slices.Clone(s.ReadOnly), s.ReadWrite...) {
 		if !filepath.IsAbs(p) && p != "~" && !strings.HasPrefix(p, "~/") {
@@ -142,6 +155,9 @@ type Policy struct {
 	Network      string   `json:"network"`
 	ConnectPorts []uint16 `json:"connect,omitempty"`
 	NetFD        int      `json:"net_fd,omitempty"`
+	// OwnPort is the agent's own server's port (Settings.OwnPortFlag): its network ruleset
+	// is the agent's alone, and Start closes the worker's copy once the agent started.
+	OwnPort uint16 `json:"own_port,omitempty"`
 }
 
 // systemReadOnly are what every agent reads: programs, libraries, configuration, and the

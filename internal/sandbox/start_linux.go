@@ -36,6 +36,9 @@ func Start(cmd *exec.Cmd) error {
 	if err := json.Unmarshal([]byte(v), &p); err != nil {
 		return fmt.Errorf("sandbox policy: %w", err)
 	}
+	if p.OwnPort != 0 {
+		defer unix.Close(p.NetFD) // the agent's alone: forked, it holds its own copy
+	}
 	if len(p.Protect) > 0 && os.Geteuid() != 0 {
 		return cmd.Start() // the sandboxing step, in the namespaces of ForkAttr
 	}
