@@ -9,7 +9,11 @@ package activities
 // The first event of a burst does not wait for the interval: after a quiet spell (a timed
 // flush that found nothing to send, or a batcher that has sent nothing yet) the next event
 // is flushed at once, so a person who sent a prompt sees its first token one signal after
-// the agent wrote it. Events that follow while that flush is in flight wait for the next
+// the agent wrote it. A status update nobody reads as it comes (usage, the session's title,
+// its commands, its mode) is not that event: it waits for the next flush and leaves the
+// spell quiet, so the token that follows it goes out at once (claude-agent-acp writes a
+// usage_update a fraction of a millisecond before its first agent_message_chunk; flushed at
+// once, it made the token wait a whole interval behind it, issue 28). Events that follow while that flush is in flight wait for the next
 // timed flush, as all events do while a turn streams. Each flush at once follows a timed
 // flush that found nothing (or the batcher's start), so a turn sends at most one signal more
 // than it has ticks: a long stream's history budget is what the interval alone gives it.
@@ -25,6 +29,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -78,15 +83,43 @@ func (b *batcher) add(raw json.RawMessage) {
 	if len(ev) > maxEventBytes {
 		ev, _ = json.Marshal(map[string]any{"tacp_truncated": true, "bytes": len(raw)})
 	}
+	status := statusUpdate(ev)
 	b.mu.Lock()
 	b.pending = append(b.pending, ev)
 	b.bytes += len(ev)
-	now := b.bytes >= b.maxBytes || b.quiet // full, or the first event of a burst
-	b.quiet = false
+	now := b.bytes >= b.maxBytes || (b.quiet && !status) // full, or the first event of a burst
+	if !status {
+		b.quiet = false
+	}
 	b.mu.Unlock()
 	if now {
 		b.flushSoon()
 	}
+}
+
+// statusKinds are the session/update kinds that report a state rather than the answer: a
+// viewer shows them when they come, but nobody waits for them.
+var statusKinds = []string{"usage_update", "session_info_update", "available_commands_update", "current_mode_update", "config_option_update"}
+
+// statusUpdate reports whether raw (session/update params) is one of statusKinds. The cheap
+// filter runs first: most events are chunks and are never decoded.
+func statusUpdate(raw json.RawMessage) bool {
+	hit := false
+	for _, k := range statusKinds {
+		if bytes.Contains(raw, []byte(k)) {
+			hit = true
+			break
+		}
+	}
+	if !hit {
+		return false
+	}
+	var p struct {
+		Update struct {
+			Kind string `json:"sessionUpdate"`
+		} `json:"update"`
+	}
+	return json.Unmarshal(raw, &p) == nil && slices.Contains(statusKinds, p.Update.Kind)
 }
 
 // flushSoon asks run to flush now instead of at the next tick.

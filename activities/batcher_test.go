@@ -635,3 +635,31 @@ func TestBatcherSendsAtMostOneSignalMoreThanItsTicks(t *testing.T) {
 		requireNumbered(t, rec.sent())
 	}
 }
+
+// A status update (usage, title, commands, mode) is not the first token a person waits for
+// (issue 28): it neither flushes at once nor ends the quiet spell, so the chunk that follows
+// it does, carrying it along.
+func TestBatcherStatusUpdatesDoNotTakeTheFirstTokensFlush(t *testing.T) {
+	var rec recorder
+	b := newBatcher(never, never, 1<<20, rec.send) // driven by hand: no run goroutine
+	ctx := context.Background()
+	usage := ev(`{"sessionId":"s","update":{"sessionUpdate":"usage_update","used":1,"size":2}}`)
+	chunk := ev(`{"sessionId":"s","update":{"sessionUpdate":"agent_message_chunk","content":{"type":"text","text":"hi"}}}`)
+
+	b.add(usage)
+	require.False(t, kicked(b), "a usage_update waits for the next flush")
+	b.add(chunk)
+	require.True(t, kicked(b), "the first chunk after it flushes at once")
+	b.flush(ctx)
+	require.Equal(t, []string{string(usage), string(chunk)}, rec.events(), "one signal carries both, in order")
+
+	b.tick(ctx) // finds nothing: quiet again
+	b.add(usage)
+	b.tick(ctx) // sends the usage alone: the spell stays quiet
+	b.add(chunk)
+	require.True(t, kicked(b), "a tick that sent only status updates leaves the spell quiet")
+	b.add(ev(`{"sessionId":"s","update":{"sessionUpdate":"agent_message_chunk","content":{"type":"text","text":"usage_update"}}}`))
+	require.False(t, kicked(b), "a chunk whose text names a status kind is a chunk")
+	b.flush(ctx)
+	requireNumbered(t, rec.sent())
+}

@@ -56,6 +56,12 @@ func startGateway(ctx context.Context, t testing.TB) *acpPeer {
 // the bench's server and task queue.
 func starterCmd(t testing.TB, command string, args ...string) *exec.Cmd {
 	t.Helper()
+	return starterCmdOn(t, env.sc.TaskQueue, command, args...)
+}
+
+// starterCmdOn is starterCmd against the task queue of another bench worker.
+func starterCmdOn(t testing.TB, queue, command string, args ...string) *exec.Cmd {
+	t.Helper()
 	bin := os.Getenv("TACP_BENCH_STARTER")
 	if bin == "" {
 		bin = filepath.Join(env.tmp, "starter")
@@ -69,7 +75,7 @@ func starterCmd(t testing.TB, command string, args ...string) *exec.Cmd {
 	if addr == "" {
 		addr = env.srv.HostPort()
 	}
-	cmd := exec.Command(bin, append([]string{command, "--address", addr, "--task-queue", env.sc.TaskQueue}, args...)...)
+	cmd := exec.Command(bin, append([]string{command, "--address", addr, "--task-queue", queue}, args...)...)
 	cmd.Env = append(os.Environ(), "TEMPORAL_NAMESPACE="+orDefault(os.Getenv("TACP_BENCH_NAMESPACE"), "default"))
 	return cmd
 }

@@ -207,18 +207,38 @@ func (g gatedReader) Read(p []byte) (int, error) {
 type stampClient struct {
 	mu  sync.Mutex
 	lat []time.Duration
+	// first is when the first agent_message_chunk since takeFirst came (stamped or not: a
+	// real agent's first token).
+	first time.Time
 }
 
 var errNotOffered = errors.New("bench client: not offered")
 
 func (c *stampClient) SessionUpdate(_ context.Context, n acp.SessionNotification) error {
 	now := time.Now()
+	if n.Update.AgentMessageChunk != nil {
+		c.mu.Lock()
+		if c.first.IsZero() {
+			c.first = now
+		}
+		c.mu.Unlock()
+	}
 	if _, at, ok := parseStamp(chunkText(n)); ok {
 		c.mu.Lock()
 		c.lat = append(c.lat, now.Sub(at))
 		c.mu.Unlock()
 	}
 	return nil
+}
+
+// takeFirst returns when the first agent_message_chunk since the last call came (zero: none)
+// and starts watching for the next.
+func (c *stampClient) takeFirst() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	at := c.first
+	c.first = time.Time{}
+	return at
 }
 
 // take returns and clears the latencies recorded so far.
@@ -444,12 +464,15 @@ type sessionHistory struct {
 	// signaled is when the server recorded the turn_events signal carrying each stamped
 	// chunk, by chunk index.
 	signaled map[int]time.Time
+	// firstChunkSignal is when the server recorded each turn's first turn_events signal that
+	// carried an agent_message_chunk, by turn id.
+	firstChunkSignal map[int64]time.Time
 }
 
 // historySince counts the session's history events after from, following the
 // continue-as-new chain to the current run.
 func (s *tacpSession) historySince(ctx context.Context, from runMark) (sessionHistory, error) {
-	h := sessionHistory{byType: map[string]int{}, signaled: map[int]time.Time{}}
+	h := sessionHistory{byType: map[string]int{}, signaled: map[int]time.Time{}, firstChunkSignal: map[int64]time.Time{}}
 	dc := converter.GetDefaultDataConverter()
 	for runID := from.runID; runID != ""; {
 		h.runs++
@@ -478,6 +501,9 @@ func (s *tacpSession) historySince(ctx context.Context, from runMark) (sessionHi
 				return h, fmt.Errorf("decode turn_events: %w", err)
 			}
 			for _, raw := range sig.Events {
+				if _, seen := h.firstChunkSignal[sig.TurnID]; !seen && strings.Contains(string(raw), `"agent_message_chunk"`) {
+					h.firstChunkSignal[sig.TurnID] = ev.GetEventTime().AsTime()
+				}
 				if i, _, ok := stampOf(raw); ok {
 					h.signaled[i] = ev.GetEventTime().AsTime()
 				}
@@ -494,6 +520,9 @@ type turnWorkflowHistory struct {
 	events            int
 	activityStarted   time.Time
 	activityCompleted time.Time
+	// started is the child's WorkflowExecutionStarted, firstTask its first workflow task's
+	// start and activityScheduled its RunTurn's schedule (the first of each).
+	started, firstTask, activityScheduled time.Time
 }
 
 func (s *tacpSession) turnWorkflowHistory(ctx context.Context, turnID int64) (turnWorkflowHistory, error) {
@@ -505,7 +534,18 @@ func (s *tacpSession) turnWorkflowHistory(ctx context.Context, turnID int64) (tu
 			return h, fmt.Errorf("history of turn %d: %w", turnID, err)
 		}
 		h.events++
+		at := ev.GetEventTime().AsTime()
 		switch ev.GetEventType() {
+		case enumspb.EVENT_TYPE_WORKFLOW_EXECUTION_STARTED:
+			h.started = at
+		case enumspb.EVENT_TYPE_WORKFLOW_TASK_STARTED:
+			if h.firstTask.IsZero() {
+				h.firstTask = at
+			}
+		case enumspb.EVENT_TYPE_ACTIVITY_TASK_SCHEDULED:
+			if h.activityScheduled.IsZero() {
+				h.activityScheduled = at
+			}
 		case enumspb.EVENT_TYPE_ACTIVITY_TASK_STARTED:
 			h.activityStarted = ev.GetEventTime().AsTime()
 		case enumspb.EVENT_TYPE_ACTIVITY_TASK_COMPLETED:
