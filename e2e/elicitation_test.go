@@ -16,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/chromedp/chromedp"
 	"github.com/stretchr/testify/require"
 
 	"github.com/tacp-dev/tacp/deck"
@@ -98,6 +99,39 @@ func TestRealAgentClaudeAsksAPersonAndTheAnswerReachesTheModel(t *testing.T) {
 		evs := endedWith(t, id, turn, "end_turn")
 		require.Contains(t, strings.Join(agentTexts(t, evs, turn), ""), "blue")
 		require.Contains(t, journalDump(evs), `"answered_by":"deck:carol"`)
+	})
+	t.Run("AnsweredInTheDecksPageFromAFormOfItsSchema", func(t *testing.T) {
+		secret := "s-" + signals.NewID()
+		h, err := deck.New(deck.Options{Client: w.sc, ControllerTokens: []string{"dana=" + secret}, PollInterval: 50 * time.Millisecond})
+		require.NoError(t, err)
+		d := &testDeck{Server: httptest.NewServer(h), operator: secret}
+		t.Cleanup(func() { d.CloseClientConnections(); d.Close() })
+		ctx := browser(t)
+		id := session(t)
+		turn := w.prompt(t, signals.SessionConfig{SessionID: id}, "tool: ask Which fruit? | apple | pear")
+		q := elicited(t, id, turn)
+		choice := `#pending .question select[name="question_0"]`
+		require.NoError(t, chromedp.Do(ctx,
+			chromedp.EmulateViewport(390, 844, chromedp.EmulateScale(2), chromedp.EmulateMobile),
+			chromedp.Navigate(d.URL+"/#token="+secret),
+			chromedp.WaitVisible(css(`#sessions`)),
+			chromedp.Evaluate[chromedp.Void](`location.hash = '#/s/' + encodeURIComponent(`+jsString(id)+`); undefined`),
+			chromedp.WaitVisible(css(choice)),
+		))
+		card := textOf(t, ctx, "#pending .question")
+		require.Contains(t, card, "Which fruit?")
+		require.Contains(t, card, "answer within")
+		noOverflow(t, ctx, "a question at 390px")
+		require.NoError(t, chromedp.Do(ctx,
+			chromedp.SetValue(css(choice), "pear"),
+			chromedp.Click(css(`#pending .question button[type="submit"]`)),
+			chromedp.WaitNotPresent(css(`#pending .question`)),
+		))
+		evs := endedWith(t, id, turn, "end_turn")
+		require.Contains(t, strings.Join(agentTexts(t, evs, turn), ""), "pear")
+		require.Contains(t, journalDump(evs), `"answered_by":"deck:dana"`)
+		waitText(t, ctx, "#transcript", "question accept by deck:dana")
+		_ = q
 	})
 	t.Run("DeadlineFailsClosedWithCancel", func(t *testing.T) {
 		id := session(t)

@@ -199,6 +199,7 @@
 
   const refreshKinds = new Set(['prompt.accepted', 'turn.started', 'turn.restarted', 'agent.context_lost', 'turn.cancelling', 'turn.ended',
     'turn.failed', 'steer.accepted', 'permission.requested', 'permission.resolved', 'permission.forgotten',
+    'elicitation.requested', 'elicitation.resolved', 'turn.limited', 'turn.retry_now',
     'policy.changed', 'viewer.grace_started', 'viewer.grace_cancelled', 'session.closed']);
   const quietKinds = new Set(['user_message_chunk', 'available_commands_update', 'current_mode_update',
     'usage_update', 'config_option_update', 'session_info_update']);
@@ -378,6 +379,10 @@
           meta(`permission ${d.outcome}${d.option_id ? ' ' + d.option_id : ''} by ${d.decided_by}${d.remember ? ', remembered' : ''}`);
           break;
         case 'permission.forgotten': meta(`rule forgotten: ${d.tool}`); break;
+        case 'elicitation.requested': meta(`question asked: ${d.message || d.request_id}${d.mode === 'url' ? ' (open ' + d.url + ')' : ''}`); break;
+        case 'elicitation.resolved': meta(`question ${d.action}${d.answered_by ? ' by ' + d.answered_by : ''}`); break;
+        case 'turn.limited': meta(`turn ${t} limited (${d.reason}): runs again at ${new Date(d.retry_at).toISOString().slice(11, 16)} UTC${d.backoff ? ', backing off' : ''}`, 'bad', t); break;
+        case 'turn.retry_now': meta(`retry now${d.answered_by ? ' by ' + d.answered_by : ''}`); break;
         case 'policy.changed': meta(`policy ${d.previous || '?'} → ${d.level}`); break;
         case 'usage.updated': break;
         case 'viewer.grace_started': meta(`no viewer left: the turn is cancelled at ${new Date(d.until).toLocaleTimeString()} unless one attaches`, 'bad'); break;
@@ -480,12 +485,134 @@
       if (!st.rules || !st.rules.length) rules.append(h('li', { class: 'muted', text: 'No remembered rules.' }));
 
       const perms = st.pending_permissions || [];
-      const key = perms.map((p) => p.request_id).join(',');
+      const questions = st.pending_elicitations || [];
+      const wait = st.waiting_limit;
+      const key = perms.map((p) => p.request_id).concat(questions.map((q) => q.request_id),
+        wait ? [`limit:${wait.turn_id}:${wait.attempt}:${wait.retry_at}:${wait.retry_now}`] : []).join(',');
       if (key !== pendingKey) {
         pendingKey = key;
-        pending.replaceChildren(...perms.map(permCard));
+        pending.replaceChildren(...(wait ? [limitCard(wait)] : []), ...perms.map(permCard), ...questions.map(questionCard));
       }
       tick();
+    }
+
+    // A limited turn's wait: when it runs again, why, and "retry now" for operators.
+    function limitCard(w) {
+      const at = new Date(w.retry_at);
+      const what = w.reason === 'service' ? 'the model provider to recover' : 'the usage limit to reset';
+      return h('div', { class: 'card limit', data: { limit: String(w.turn_id) } },
+        h('div', { class: 'title', text: `Waiting for ${what} at ${at.toISOString().slice(11, 16)} UTC` }),
+        h('div', { class: 'meta' }, `turn ${w.turn_id} · attempt ${w.attempt}${w.backoff ? ' · backing off: the agent gave no reset time' : ''} · `,
+          h('span', { class: 'countdown', data: { deadline: w.retry_at, what: 'runs again' } })),
+        w.message ? h('div', { class: 'meta', text: w.message }) : null,
+        h('div', { class: 'row' },
+          h('button', { class: 'btn allow', type: 'button', disabled: !operator || w.retry_now, text: w.retry_now ? 'Retrying…' : 'Retry now',
+            onclick: (e) => retryNow(w, e.currentTarget) })),
+        operator ? null : h('div', { class: 'meta', text: 'Observers cannot retry.' }));
+    }
+
+    async function retryNow(w, btn) {
+      btn.disabled = true;
+      try {
+        await api('POST', `/api/sessions/${enc(id)}/retry`, { turn_id: w.turn_id });
+        toast('Retry now: sent');
+      } catch (e) {
+        toast(`${e.type}: ${e.message}`, true);
+        btn.disabled = !operator;
+      }
+      pendingKey = null;
+      refreshStatus();
+    }
+
+    // A question of the agent's (elicitation): a form built from its schema (ACP's flat
+    // object of strings, numbers, booleans and enums), or the URL to open.
+    function questionCard(q) {
+      let schema = {};
+      try { schema = typeof q.schema === 'string' ? JSON.parse(q.schema) : (q.schema || {}); } catch (e) { schema = {}; }
+      const props = schema.properties || {};
+      const required = new Set(schema.required || []);
+      const fields = Object.keys(props).map((name) => field(name, props[name], required.has(name)));
+      const form = h('form', { class: 'question' }, ...fields.map((f) => f.el));
+      const buttons = [];
+      if (q.mode !== 'url') {
+        buttons.push(h('button', { class: 'btn allow', type: 'submit', disabled: !operator, text: 'Answer' }));
+      } else {
+        buttons.push(h('button', { class: 'btn allow', type: 'submit', disabled: !operator, text: 'Done' }));
+      }
+      buttons.push(h('button', { class: 'btn reject', type: 'button', disabled: !operator, text: 'Decline',
+        onclick: () => answerQuestion(q, 'decline', undefined, form) }));
+      form.append(h('div', { class: 'row' }, ...buttons));
+      form.addEventListener('submit', (e) => {
+        e.preventDefault();
+        const content = {};
+        for (const f of fields) {
+          const v = f.value();
+          if (v !== undefined) content[f.name] = v;
+        }
+        answerQuestion(q, 'accept', q.mode === 'url' ? undefined : content, form);
+      });
+      return h('div', { class: 'card question', data: { request: q.request_id } },
+        h('div', { class: 'title', text: q.message || 'The agent asks' }),
+        h('div', { class: 'meta' }, `question · turn ${q.turn_id} · `,
+          h('span', { class: 'countdown', data: { deadline: q.deadline } })),
+        q.mode === 'url' && q.url ? h('a', { href: q.url, target: '_blank', rel: 'noopener noreferrer', text: q.url }) : null,
+        form,
+        operator ? null : h('div', { class: 'meta', text: 'Observers cannot answer.' }));
+    }
+
+    // field is one input of a question's form: its element, and its value as the schema types it.
+    function field(name, p, required) {
+      const label = (p.title || name) + (required ? ' *' : '');
+      const options = p.enum || (p.oneOf || []).map((o) => o.const);
+      const names = p.enumNames || (p.oneOf || []).map((o) => o.title || o.const);
+      let input, value;
+      if (p.type === 'boolean') {
+        input = h('input', { type: 'checkbox', name });
+        if (p.default === true) input.checked = true;
+        value = () => input.checked;
+      } else if (p.type === 'array') {
+        const items = (p.items && (p.items.enum || (p.items.anyOf || []).map((o) => o.const))) || [];
+        input = h('select', { name, multiple: true }, ...items.map((v) => h('option', { value: v, text: String(v) })));
+        value = () => Array.from(input.selectedOptions).map((o) => o.value);
+      } else if (options.length) {
+        input = h('select', { name, required },
+          ...(required ? [] : [h('option', { value: '', text: '—' })]),
+          ...options.map((v, i) => h('option', { value: v, text: String(names[i] || v) })));
+        if (p.default !== undefined) input.value = p.default;
+        value = () => (input.value === '' ? undefined : input.value);
+      } else if (p.type === 'number' || p.type === 'integer') {
+        input = h('input', { type: 'number', name, required, step: p.type === 'integer' ? '1' : 'any' });
+        if (p.minimum !== undefined) input.min = p.minimum;
+        if (p.maximum !== undefined) input.max = p.maximum;
+        if (p.default !== undefined) input.value = p.default;
+        value = () => (input.value === '' ? undefined : Number(input.value));
+      } else {
+        const type = { email: 'email', uri: 'url', date: 'date', 'date-time': 'datetime-local' }[p.format] || 'text';
+        input = h('input', { type, name, required });
+        if (p.minLength !== undefined) input.minLength = p.minLength;
+        if (p.maxLength !== undefined) input.maxLength = p.maxLength;
+        if (p.default !== undefined) input.value = p.default;
+        value = () => (input.value === '' ? undefined : input.value);
+      }
+      const el = h('label', { class: 'field' }, h('span', { text: label }), input,
+        p.description ? h('span', { class: 'meta', text: p.description }) : null);
+      return { name, el, value };
+    }
+
+    async function answerQuestion(q, action, content, form) {
+      form.querySelectorAll('button').forEach((b) => { b.disabled = true; });
+      try {
+        const r = await api('POST', `/api/sessions/${enc(id)}/questions/${enc(q.request_id)}`, { action, content });
+        const res = r.resolution || {};
+        toast(res.action && res.action !== action ? `Already answered: ${res.action} by ${res.answered_by || 'someone'}` : `${action}: sent`);
+      } catch (e) {
+        // A bad answer (the schema's check) leaves the question open.
+        toast(`${e.type}: ${e.message}`, true);
+        form.querySelectorAll('button').forEach((b) => { b.disabled = !operator; });
+        return;
+      }
+      pendingKey = null;
+      refreshStatus();
     }
 
     function permCard(p) {
@@ -508,11 +635,13 @@
     function tick() {
       for (const el of pending.querySelectorAll('.countdown')) {
         const left = Math.round((Date.parse(el.dataset.deadline) - (Date.now() + skew)) / 1000);
-        if (left <= 0) {
+        const m = Math.floor(Math.max(left, 0) / 60);
+        const s = String(Math.max(left, 0) % 60).padStart(2, '0');
+        if (el.dataset.what) {
+          el.textContent = left <= 0 ? `${el.dataset.what} now` : `${el.dataset.what} in ${m}:${s}`;
+        } else if (left <= 0) {
           el.textContent = 'deadline passed: denying';
         } else {
-          const m = Math.floor(left / 60);
-          const s = String(left % 60).padStart(2, '0');
           el.textContent = `answer within ${m}:${s}`;
         }
         el.classList.toggle('low', left < 60);
