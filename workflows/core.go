@@ -802,4 +802,3 @@ func (s *sessionCore) status() signals.Status {
 	}
 	return st
 }
-

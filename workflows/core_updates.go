@@ -56,8 +56,8 @@ var updates = []updateRule{
 		},
 	},
 	&update[signals.SteerRequest, signals.SteerResult]{
-		name:  signals.UpdateSteer,
-		check: (*sessionCore).checkSteer,
+		name:   signals.UpdateSteer,
+		check:  (*sessionCore).checkSteer,
 		effect: (*sessionCore).steer,
 		rejected: func(s *sessionCore, now time.Time, req signals.SteerRequest, rej *signals.Rejection) {
 			s.journal(now, signals.EventSteerRejected, s.Steer.TurnID, signals.RejectedData{ClientMsgID: req.ClientMsgID, Type: rej.Type, Message: rej.Message, Details: rej.Details})
@@ -65,8 +65,8 @@ var updates = []updateRule{
 		},
 	},
 	&update[signals.CancelRequest, signals.CancelResult]{
-		name:  signals.UpdateCancel,
-		check: (*sessionCore).checkCancel,
+		name:   signals.UpdateCancel,
+		check:  (*sessionCore).checkCancel,
 		effect: (*sessionCore).cancel,
 	},
 	&update[signals.PermissionRespondRequest, signals.PermissionRespondResult]{
@@ -78,41 +78,45 @@ var updates = []updateRule{
 		effect: (*sessionCore).respond,
 	},
 	&update[signals.PermissionForgetRequest, signals.PermissionForgetResult]{
-		name:  signals.UpdatePermissionForget,
-		check: func(_ *sessionCore, req signals.PermissionForgetRequest) *signals.Rejection { return ValidateForget(req.Tool) },
+		name: signals.UpdatePermissionForget,
+		check: func(_ *sessionCore, req signals.PermissionForgetRequest) *signals.Rejection {
+			return ValidateForget(req.Tool)
+		},
 		effect: (*sessionCore).forget,
 	},
 	&update[signals.SetPolicyRequest, signals.SetPolicyResult]{
-		name:  signals.UpdateSetPolicy,
-		check: func(_ *sessionCore, req signals.SetPolicyRequest) *signals.Rejection { return checkPolicyLevel(req.Level) },
+		name: signals.UpdateSetPolicy,
+		check: func(_ *sessionCore, req signals.SetPolicyRequest) *signals.Rejection {
+			return checkPolicyLevel(req.Level)
+		},
 		effect: (*sessionCore).setPolicy,
 	},
 	&update[signals.AttachRequest, signals.Status]{
-		name:  signals.UpdateAttach,
-		check: func(_ *sessionCore, req signals.AttachRequest) *signals.Rejection { return checkAttach(req) },
+		name:   signals.UpdateAttach,
+		check:  func(_ *sessionCore, req signals.AttachRequest) *signals.Rejection { return checkAttach(req) },
 		effect: (*sessionCore).attach,
 	},
 	&update[signals.DetachRequest, signals.DetachResult]{
-		name:  signals.UpdateDetach,
+		name:   signals.UpdateDetach,
 		effect: (*sessionCore).detach,
 	},
 	&update[signals.CloseRequest, signals.CloseResult]{
-		name:  signals.UpdateClose,
+		name:   signals.UpdateClose,
 		effect: (*sessionCore).close,
 	},
 	&update[signals.SetModeRequest, signals.SetModeResult]{
-		name:  signals.UpdateSetMode,
-		check: (*sessionCore).checkSetMode,
+		name:   signals.UpdateSetMode,
+		check:  (*sessionCore).checkSetMode,
 		effect: (*sessionCore).setMode,
 	},
 	&update[signals.SetConfigOptionRequest, signals.SetConfigOptionResult]{
-		name:  signals.UpdateSetConfigOption,
-		check: (*sessionCore).checkSetConfig,
+		name:   signals.UpdateSetConfigOption,
+		check:  (*sessionCore).checkSetConfig,
 		effect: (*sessionCore).setConfig,
 	},
 	&update[signals.RetryNowRequest, signals.RetryNowResult]{
-		name:  signals.UpdateRetryNow,
-		check: (*sessionCore).checkRetryNow,
+		name:   signals.UpdateRetryNow,
+		check:  (*sessionCore).checkRetryNow,
 		effect: (*sessionCore).retryNow,
 	},
 	&update[signals.ElicitationRespondRequest, signals.ElicitationRespondResult]{
@@ -131,8 +135,8 @@ var updates = []updateRule{
 		effect:   (*sessionCore).setMcpServers,
 	},
 	&update[signals.SetTitleRequest, signals.SetTitleResult]{
-		name:  signals.UpdateSetTitle,
-		check: (*sessionCore).checkSetTitle,
+		name:   signals.UpdateSetTitle,
+		check:  (*sessionCore).checkSetTitle,
 		effect: (*sessionCore).setTitle,
 	},
 }
@@ -247,4 +251,3 @@ func (u *update[Req, Res]) twin(s *sessionCore, now time.Time, v any, refused st
 	s.updates++
 	_, _ = u.effect(s, now, req)
 }
-
