@@ -647,3 +647,29 @@ func validateErr(r *coreRig, name string, req any) error {
 	_, err := r.core.Validate(name, req)
 	return err
 }
+
+// Reference: contract §3: every update is in the one table, and the signals drain in the
+// order every recorded history was written with (a new update's twin drains last).
+func TestCore_TheUpdateTableAndTheDrainOrder(t *testing.T) {
+	require.Equal(t, []string{
+		signals.SignalTurnStarted, signals.SignalTurnEvents, signals.SignalTurnLimited,
+		signals.SignalPermissionRequested, signals.SignalElicitationRequested,
+		signals.SignalDeliveryOutcome, signals.SignalTurnFinished,
+		signals.UpdatePrompt, signals.UpdateSteer, signals.UpdateCancel,
+		signals.UpdatePermissionRespond, signals.UpdatePermissionForget, signals.UpdateSetPolicy,
+		signals.UpdateAttach, signals.UpdateDetach, signals.UpdateClose, signals.UpdateSetMode,
+		signals.UpdateSetConfigOption, signals.SignalWake, signals.UpdateRetryNow,
+		signals.UpdateElicitationRespond, signals.UpdateSetMcpServers, signals.UpdateSetTitle,
+	}, signalOrder)
+	for _, u := range updates {
+		_, ok := u.(shellUpdate)
+		require.True(t, ok, "%s registers with the shell", u.Name())
+	}
+	r := newCoreRig(t, signals.SessionConfig{SessionID: "s1"})
+	_, err := r.core.Step(r.now, UpdateInput{Name: "nope"})
+	require.ErrorContains(t, err, `unknown update "nope"`)
+	_, err = r.core.Step(r.now, UpdateInput{Name: signals.UpdateSetTitle, Req: signals.SteerRequest{}})
+	rej, ok := signals.AsRejection(err)
+	require.True(t, ok)
+	require.Equal(t, signals.RejectInvalidRequest, rej.Type, "a request of the wrong type is refused, not a panic")
+}

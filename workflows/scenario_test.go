@@ -213,6 +213,9 @@ func (r *coreRig) scenarioStep(input string) string {
 		st := r.core.status()
 		fmt.Fprintf(&out, "state=%s turn=%d token=%q queue=%d permissions=%d viewers=%d run=%d\n",
 			st.State, st.TurnID, st.SteerToken, len(st.Queue), len(st.PendingPermissions), len(st.Viewers), st.Run)
+		if st.Title != "" {
+			fmt.Fprintf(&out, "title=%q\n", st.Title)
+		}
 	default:
 		r.t.Fatalf("unknown input %q", input)
 	}
