@@ -221,6 +221,12 @@ func (c *Client) SetMcpServers(ctx context.Context, sessionID string, req SetMcp
 	return res, c.update(ctx, sessionID, UpdateSetMcpServers, req, &res)
 }
 
+// SetTitle sets the session's title ("" clears it).
+func (c *Client) SetTitle(ctx context.Context, sessionID string, req SetTitleRequest) (SetTitleResult, error) {
+	var res SetTitleResult
+	return res, c.update(ctx, sessionID, UpdateSetTitle, req, &res)
+}
+
 // Attach attaches (or renews) a viewer and returns the status snapshot.
 func (c *Client) Attach(ctx context.Context, sessionID string, req AttachRequest) (Status, error) {
 	var res Status

@@ -96,6 +96,7 @@ var payloadTypes = []payloadType{
 	pt[GraceData]("GraceData", `{"until":"2026-11-30T09:15:00Z","viewer_id":"v"}`),
 	pt[SetModeRequest]("SetModeRequest", `{"mode_id":"plan","viewer_id":"v"}`),
 	pt[SetConfigOptionRequest]("SetConfigOptionRequest", `{"config_id":"model","value":"opus","viewer_id":"v"}`),
+	pt[SetTitleRequest]("SetTitleRequest", `{"title":"fix the login bug","viewer_id":"v"}`),
 }
 
 // payloadOfName maps every update and signal name to its payload type (by payloadTypes
@@ -112,6 +113,7 @@ var payloadOfName = map[string]string{
 	UpdateClose:               "CloseRequest",
 	UpdateSetMode:             "SetModeRequest",
 	UpdateSetConfigOption:     "SetConfigOptionRequest",
+	UpdateSetTitle:            "SetTitleRequest",
 	SignalTurnStarted:         "TurnStartedSignal",
 	SignalTurnEvents:          "TurnEventsSignal",
 	SignalTurnFinished:        "TurnFinishedSignal",
@@ -124,7 +126,7 @@ func TestFuzzTablesCoverEveryUpdateAndSignal(t *testing.T) {
 	names := []string{
 		UpdatePrompt, UpdateSteer, UpdateCancel, UpdatePermissionRespond, UpdatePermissionForget,
 		UpdateSetPolicy, UpdateAttach, UpdateDetach, UpdateClose, UpdateSetMode, UpdateSetConfigOption,
-		SignalTurnStarted, SignalTurnEvents, SignalTurnFinished, SignalPermissionRequested,
+		UpdateSetTitle, SignalTurnStarted, SignalTurnEvents, SignalTurnFinished, SignalPermissionRequested,
 		SignalDeliveryOutcome, QueryEvents,
 	}
 	byName := map[string]bool{}

@@ -101,6 +101,8 @@ func TestNames_WireStringsMatchDesign(t *testing.T) {
 		{UpdateClose, "close"},
 		{UpdateSetMode, "set_mode"},
 		{UpdateSetConfigOption, "set_config_option"},
+		{UpdateSetTitle, "set_title"},
+		{EventTitleChanged, "title.changed"},
 		{SteerAccepted, "accepted"},
 		{SteerDuplicate, "duplicate"},
 		{CancelCancelling, "cancelling"},

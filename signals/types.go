@@ -158,7 +158,9 @@ type JournalRange struct {
 
 // Status is the answer of the status query: a snapshot of the session.
 type Status struct {
-	SessionID          string              `json:"session_id"`
+	SessionID string `json:"session_id"`
+	// Title is the title a person gave the session (set_title), "" when none.
+	Title              string              `json:"title,omitempty"`
 	State              string              `json:"state"`
 	TurnID             int64               `json:"turn_id"`
 	SteerToken         string              `json:"steer_token"`

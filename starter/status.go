@@ -7,6 +7,7 @@ import (
 	"flag"
 	"fmt"
 	"strings"
+	"time"
 )
 
 func cmdStatus(ctx context.Context, e *env, fs *flag.FlagSet, args []string) int {
@@ -26,6 +27,9 @@ func cmdStatus(ctx context.Context, e *env, fs *flag.FlagSet, args []string) int
 	}
 	fmt.Fprintf(e.out, "session   %s\nstate     %s\nturn      %d\ntoken     %s\nqueue     %d\njournal   %d..%d\nrun       %d (history %d events)\nagent     %s\n",
 		st.SessionID, st.State, st.TurnID, orDash(st.SteerToken), len(st.Queue), st.Journal.FirstSeq, st.Journal.LastSeq, st.Run, st.HistoryLength, orDash(st.Agent))
+	if st.Title != "" {
+		fmt.Fprintf(e.out, "title     %s\n", st.Title)
+	}
 	if st.BuildID != "" {
 		fmt.Fprintf(e.out, "build     %s (pinned: the run stays on it; it moves at its next idle safe point when another build becomes current)\n", st.BuildID)
 	}
@@ -59,13 +63,21 @@ func cmdStatus(ctx context.Context, e *env, fs *flag.FlagSet, args []string) int
 	if len(st.PendingPermissions) > 0 {
 		fmt.Fprintf(e.out, "answer    starter approve|deny --session %s REQUEST_ID [OPTION_ID]\n", st.SessionID)
 	}
-	if len(st.Profiles) > 0 {
-		names := make([]string, len(st.Profiles))
-		for i, p := range st.Profiles {
+	// The session's status holds nothing of the worker that answers it: the profiles come
+	// from the profiles workflow, best effort (no worker: no line).
+	profiles := st.Profiles
+	if len(profiles) == 0 {
+		pctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		profiles, _ = e.c.Profiles(pctx)
+		cancel()
+	}
+	if len(profiles) > 0 {
+		names := make([]string, len(profiles))
+		for i, p := range profiles {
 			names[i] = p.Name
 		}
 		fmt.Fprintf(e.out, "profiles  %s\n", strings.Join(names, ", "))
-		for _, p := range st.Profiles {
+		for _, p := range profiles {
 			if p.Name == st.Agent || (st.Agent == "" || st.Agent == "default") && p.Default {
 				fmt.Fprintf(e.out, "sandbox   %s (profile %s)\n", p.Sandbox.Describe(), p.Name)
 				break

@@ -8,12 +8,16 @@ package workflows
 //     replay on a worker with other settings takes the same path: a refused session fails
 //     at once with invalid_request, and its first prompt (Update-with-Start) gets the reason;
 //   - in the prompt validator, which never runs on replay, so that a session whose profile
-//     the operator has since removed is refused before any turn runs.
+//     the operator has since removed is refused before any turn runs: the core's validator
+//     asks it (Ask.Config) and the shell answers with this worker's Admission, so the core
+//     itself reads nothing of the worker.
 //
 // The runner checks again before every turn: Admission is the clear early answer, the
 // runner the last gate.
 
 import (
+	"encoding/json"
+
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/tacp-dev/tacp/signals"
@@ -73,6 +77,28 @@ func admissionMessage(adm Admission, cfg signals.SessionConfig) string {
 		return rej.Message
 	}
 	return err.Error()
+}
+
+// mcpChecker is the MCP part of an Admission (activities.Trust has it).
+type mcpChecker interface {
+	CheckMCP(servers json.RawMessage) error
+}
+
+// mcpRefusal is the worker's MCP policy's refusal of servers ("" when allowed, and when the
+// admission has no MCP policy: the runner is the last gate). Only the MCP policy is asked,
+// so that a session whose profile the operator removed still loads.
+func mcpRefusal(adm Admission, servers json.RawMessage) string {
+	m, ok := adm.(mcpChecker)
+	if !ok || adm == nil {
+		return ""
+	}
+	if err := m.CheckMCP(servers); err != nil {
+		if rej, ok := err.(*signals.Rejection); ok {
+			return rej.Message
+		}
+		return err.Error()
+	}
+	return ""
 }
 
 // NewProfilesWorkflow returns ProfilesWorkflow bound to a worker's admission: it answers

@@ -2,13 +2,17 @@ package workflows
 
 // The session core: every rule of a session (contract §6) as a state machine in plain Go, in
 // the manner of etcd-io/raft's raft.go. Its inputs are the updates, the signals, the alarm
-// and the results of what it asked for, each with the time `now` handed in by the shell;
-// next says what the shell does next (start a turn, request a cancel, deliver a decision,
-// continue as new, close). It reads no clock, draws no random number and imports no
-// workflow package, so tests drive it synchronously (core_test.go, the scenario files in
-// testdata/scenarios). What only the workflow runtime can answer — a workflow.GetVersion
-// marker, a metric, a log line — it asks of its sessionEnv, which the shell (session.go)
-// implements and tests fake.
+// and the results of what it asked for, each with the time `now` handed in by the shell
+// (Step, core_step.go); Ready says what the shell does next (start a turn, request a cancel,
+// deliver a decision, continue as new, close) with the command's data, the search
+// attributes, the alarm and the metrics. It reads no clock, draws no random number and
+// imports no workflow package, so tests drive it synchronously (core_test.go, the scenario
+// files in testdata/scenarios). What only the workflow runtime can answer — a
+// workflow.GetVersion marker, a log line — it asks of its sessionEnv, which the shell
+// (session.go) implements and tests fake.
+//
+// This file holds the core's state and the turn's life: prompts, cancel and close, the turn
+// runner's reports, usage, status.
 
 import (
 	"encoding/json"
@@ -18,7 +22,6 @@ import (
 	"strconv"
 	"strings"
 	"time"
-	"unicode/utf8"
 
 	"github.com/tacp-dev/tacp/signals"
 )
@@ -31,16 +34,12 @@ const defaultVersion version = -1
 
 // sessionEnv is what the core asks of the workflow runtime that a pure function cannot
 // answer. None of it changes the core's state: a version is the answer the history records
-// (asked at the same point of the run as before the core existed, so every recorded history
-// replays), and metrics and logs write no history at all.
+// (asked in the same workflow task as before the core existed, so every recorded history
+// replays), and logs write no history at all. Metrics are data: Ready hands them out.
 type sessionEnv interface {
 	// version is workflow.GetVersion(change, DefaultVersion, max), for the change ids of
 	// before Worker Versioning that are not removed yet (versioning.go); no new one.
 	version(change string, max version) version
-	turnStarted()
-	turnFinished(outcome string)
-	steered(outcome string)
-	permissionWaited(decidedBy string, waited time.Duration)
 	warn(msg string, keyvals ...any)
 }
 
@@ -49,7 +48,6 @@ type sessionEnv interface {
 type sessionCore struct {
 	sessionState
 	cfg   Config
-	adm   Admission
 	env   sessionEnv
 	build Build
 
@@ -61,9 +59,17 @@ type sessionCore struct {
 	delivering bool
 	inFlight   signals.Delivery // the delivery being sent, while delivering
 
-	// the alarm: when the shell's timer is armed for, and whether it fired
-	alarmAt    time.Time
-	alarmFired bool
+	// alarmAt is when the shell's timer is armed for (the last Ready's Alarm).
+	alarmAt time.Time
+
+	// readied: the run's first Ready is out (it holds no command).
+	readied bool
+	// metrics are the records for the next Ready.
+	metrics []Metric
+	// lastSA is the search attributes last upserted (searchAttrs); waitedUntil: this run
+	// set TacpWaitingUntil (a limit's wait), to unset when it ends.
+	lastSA      string
+	waitedUntil bool
 
 	// inFlightReported: the delivery_outcome of the steer in flight overtook its result.
 	inFlightReported bool
@@ -72,6 +78,7 @@ type sessionCore struct {
 	alarmsVersion   *version
 	settingsVersion *version
 	asyncVersion    *version
+	saVersion       *version
 }
 
 // ask answers the version of change once per run, at its first use.
@@ -161,6 +168,8 @@ type sessionState struct {
 	Withdrawn []withdrawnRequest `json:"withdrawn,omitempty"`
 	// Settings is the agent's offer and the clients' choices (settings.go).
 	Settings *Settings `json:"settings,omitempty"`
+	// Title is the session's title (set_title, core_title.go).
+	Title string `json:"title,omitempty"`
 	// UpgradeWanted: a run saw its deployment's target version change and continued as new
 	// pinned (busy, or for its history's size); the next run moves at its first idle safe
 	// point without being told again (versioning.go).
@@ -200,30 +209,7 @@ func (s *sessionCore) checkPrompt(req signals.PromptRequest) *signals.Rejection 
 	return rej
 }
 
-func (s *sessionCore) validatePrompt(req signals.PromptRequest) error {
-	if rej := s.checkPrompt(req); rej != nil {
-		return rej.ApplicationError()
-	}
-	// Content is kept as the client's bytes (text fields are decoded, and Go's decoder
-	// replaces invalid UTF-8 in them); refuse bytes that are not UTF-8 before they reach the
-	// journal and the agent. Only the validator checks it: validators do not run on replay,
-	// so a prompt an older worker accepted replays as it was.
-	if !utf8.Valid(req.Content) {
-		return signals.Reject(signals.RejectInvalidRequest, "prompt content is not valid UTF-8").ApplicationError()
-	}
-	// The worker may no longer offer what the session names (a profile removed, a workspace
-	// that became a symlink out of its root): refuse before any turn runs (contract §10).
-	if msg := admissionMessage(s.adm, s.cfg.SessionConfig); msg != "" {
-		return signals.Reject(signals.RejectInvalidRequest, "%s", msg).ApplicationError()
-	}
-	return nil
-}
-
 func (s *sessionCore) prompt(now time.Time, req signals.PromptRequest) (signals.PromptResult, error) {
-	s.updates++
-	if rej := s.checkPrompt(req); rej != nil {
-		return signals.PromptResult{}, rej.ApplicationError()
-	}
 	res, rej := s.Queue.Offer(req, s.busy())
 	if rej != nil {
 		return res, rej.ApplicationError()
@@ -246,26 +232,20 @@ func journalText(text string) (string, bool) {
 
 // --- steer ---
 
-func (s *sessionCore) validateSteer(req signals.SteerRequest) error {
+func (s *sessionCore) checkSteer(req signals.SteerRequest) *signals.Rejection {
 	if rej := s.forbidden(req.ViewerID); rej != nil {
-		return rej.ApplicationError()
+		return rej
 	}
-	if _, rej := s.Steer.Decide(req, s.steerChannel()); rej != nil {
-		return rej.ApplicationError()
-	}
-	return nil
+	_, rej := s.Steer.Decide(req, s.steerChannel())
+	return rej
 }
 
 func (s *sessionCore) steer(now time.Time, req signals.SteerRequest) (signals.SteerResult, error) {
-	s.updates++
-	if rej := s.forbidden(req.ViewerID); rej != nil {
-		return signals.SteerResult{}, rej.ApplicationError()
-	}
 	res, rej := s.Steer.Accept(req, s.steerChannel())
 	if rej != nil {
 		return res, rej.ApplicationError()
 	}
-	s.env.steered(res.Outcome)
+	s.metric(MetricSteers, map[string]string{"outcome": res.Outcome})
 	if res.Outcome == signals.SteerAccepted {
 		text, cut := journalText(req.Text)
 		s.journal(now, signals.EventSteerAccepted, res.Ref.TurnID, signals.SteerAcceptedData{
@@ -278,12 +258,12 @@ func (s *sessionCore) steer(now time.Time, req signals.SteerRequest) (signals.St
 
 // --- cancel and close ---
 
-func (s *sessionCore) validateCancel(req signals.CancelRequest) error {
+func (s *sessionCore) checkCancel(req signals.CancelRequest) *signals.Rejection {
 	if rej := s.forbidden(req.ViewerID); rej != nil {
-		return rej.ApplicationError()
+		return rej
 	}
 	if s.Turn == nil || (req.TurnID != 0 && req.TurnID != s.Turn.TurnID) {
-		return signals.Reject(signals.RejectNoLiveTurn, "no turn %s is running", turnLabel(req.TurnID)).ApplicationError()
+		return signals.Reject(signals.RejectNoLiveTurn, "no turn %s is running", turnLabel(req.TurnID))
 	}
 	return nil
 }
@@ -296,10 +276,6 @@ func turnLabel(id int64) string {
 }
 
 func (s *sessionCore) cancel(now time.Time, req signals.CancelRequest) (signals.CancelResult, error) {
-	s.updates++
-	if err := s.validateCancel(req); err != nil {
-		return signals.CancelResult{}, err
-	}
 	if s.Turn.Cancelling {
 		return signals.CancelResult{Outcome: signals.CancelAlreadyCancelling}, nil
 	}
@@ -324,7 +300,6 @@ func (s *sessionCore) startCancel(now time.Time, reason string) {
 }
 
 func (s *sessionCore) close(now time.Time, req signals.CloseRequest) (signals.CloseResult, error) {
-	s.updates++
 	if s.Closing {
 		return signals.CloseResult{}, nil
 	}
@@ -529,7 +504,7 @@ func (s *sessionCore) maybeFinish(now time.Time) {
 		s.journal(now, signals.EventTurnEnded, t.TurnID, signals.TurnEndedData{StopReason: fin.StopReason})
 		s.LastOutcome = fin.StopReason
 	}
-	s.env.turnFinished(turnOutcome(fin))
+	s.metric(MetricTurnsFinished, map[string]string{"outcome": turnOutcome(fin)})
 	s.Turn = nil
 	s.Steer.Halt()
 }
@@ -555,12 +530,16 @@ func (s *sessionCore) state() string {
 	}
 }
 
-// currentDetails is the session's Current Details in the Temporal UI (markdown): its state,
+// details is the session's Current Details in the Temporal UI (markdown): its state,
 // what it waits for (the open requests with their titles and deadlines), the steer token,
 // the queue, the last outcome.
-func (s *sessionCore) currentDetails(state string, turn int64) string {
+func (s *sessionCore) details() string {
+	state, turn, _ := s.searchAttributes()
 	var b strings.Builder
 	fmt.Fprintf(&b, "**%s** · turn %d", state, turn)
+	if s.Title != "" {
+		fmt.Fprintf(&b, " · %q", s.Title)
+	}
 	if s.Turn != nil && !s.Turn.Cancelling {
 		fmt.Fprintf(&b, " · steer token `%s`", s.Steer.Token())
 	}
@@ -688,20 +667,13 @@ func (s *sessionCore) next(info runInfo) command {
 	return cmdNone
 }
 
-// closeSession drops the queue and journals session.closed (cmdClose).
+// closeSession drops the queue and journals session.closed (Close).
 func (s *sessionCore) closeSession(now time.Time) {
 	dropped := s.Queue.Drain()
 	s.journal(now, signals.EventSessionClosed, 0, signals.SessionClosedData{Reason: s.CloseReason, Dropped: dropped})
 }
 
-// requestCancel records that the cancel of the live turn is being requested
-// (cmdRequestCancel) and returns the turn's id.
-func (s *sessionCore) requestCancel() int64 {
-	s.Turn.CancelSent = true
-	return s.Turn.TurnID
-}
-
-// beginTurn makes the next queued prompt the live turn (cmdStartTurn) and returns the input
+// beginTurn makes the next queued prompt the live turn (StartTurn) and returns the input
 // of its TurnWorkflow.
 func (s *sessionCore) beginTurn(now time.Time) signals.TurnInput {
 	p, _ := s.Queue.Pop()
@@ -710,7 +682,7 @@ func (s *sessionCore) beginTurn(now time.Time) signals.TurnInput {
 	s.Turn = t
 	s.Steer.Begin(t.TurnID)
 	s.journal(now, signals.EventTurnStarted, t.TurnID, signals.TurnStartedData{Attempt: 1, PromptClientMessageID: p.ClientMessageID})
-	s.env.turnStarted()
+	s.metric(MetricTurnsStarted, nil)
 	return signals.TurnInput{
 		SessionID:       s.cfg.SessionID,
 		TurnID:          t.TurnID,
@@ -795,7 +767,9 @@ func (s *sessionCore) searchAttributes() (state string, turn int64, awaiting boo
 	return s.state(), turn, len(s.Permissions) > 0 || len(s.Elicitations) > 0
 }
 
-// status is the status query's answer; the shell adds the run's history length.
+// status is the status query's answer; the shell adds the run's history length and build.
+// It holds nothing of the worker that answers (not its profiles, not its default profile's
+// name): every worker answers a session the same (contract §4).
 func (s *sessionCore) status() signals.Status {
 	st := signals.Status{
 		SessionID:           s.cfg.SessionID,
@@ -810,16 +784,13 @@ func (s *sessionCore) status() signals.Status {
 		Usage:               usageView(s.Usage, s.UsageLatest),
 		Journal:             s.Journal.Range(),
 		Agent:               sessionAgent(s.cfg.Agent),
-		Profiles:            s.offer(),
+		Title:               s.Title,
 		AgentSessionID:      s.AgentSessionID,
 		AgentSettings:       s.Settings.View(),
 		AgentHost:           s.AgentHost,
 		ContextLost:         s.ContextLost,
 		WaitingLimit:        s.limitView(),
 		Run:                 s.Run,
-	}
-	if s.cfg.Agent == "" && s.adm != nil {
-		st.Agent = s.adm.DefaultProfile() // a query reads the worker's settings, not history
 	}
 	if s.Turn != nil {
 		st.TurnID = s.Turn.TurnID
@@ -830,12 +801,4 @@ func (s *sessionCore) status() signals.Status {
 		}
 	}
 	return st
-}
-
-// offer lists the profiles the worker answering a status query offers.
-func (s *sessionCore) offer() []signals.ProfileInfo {
-	if s.adm == nil {
-		return nil
-	}
-	return s.adm.Offer()
 }

@@ -94,18 +94,7 @@ func checkAttach(req signals.AttachRequest) *signals.Rejection {
 	return nil
 }
 
-func (s *sessionCore) validateAttach(req signals.AttachRequest) error {
-	if rej := checkAttach(req); rej != nil {
-		return rej.ApplicationError()
-	}
-	return nil
-}
-
 func (s *sessionCore) attach(now time.Time, req signals.AttachRequest) (signals.Status, error) {
-	s.updates++
-	if rej := checkAttach(req); rej != nil {
-		return signals.Status{}, rej.ApplicationError()
-	}
 	v := viewer{ID: req.ViewerID, Role: req.Role, LeaseUntil: now.Add(time.Duration(req.LeaseSeconds) * time.Second)}
 	if i := s.findViewer(req.ViewerID); i >= 0 {
 		s.Viewers[i] = v
@@ -123,7 +112,6 @@ func (s *sessionCore) attach(now time.Time, req signals.AttachRequest) (signals.
 }
 
 func (s *sessionCore) detach(now time.Time, req signals.DetachRequest) (signals.DetachResult, error) {
-	s.updates++
 	if i := s.findViewer(req.ViewerID); i >= 0 {
 		s.Viewers = append(s.Viewers[:i:i], s.Viewers[i+1:]...)
 		s.maybeStartGrace(now)
@@ -158,18 +146,14 @@ func (s *sessionCore) viewersView() []signals.Viewer {
 
 // --- policy and rules ---
 
-func (s *sessionCore) validateSetPolicy(req signals.SetPolicyRequest) error {
-	if !ValidPolicyLevel(req.Level) {
-		return signals.Reject(signals.RejectInvalidRequest, "policy %q: want allow_all, ask_for_risky or ask_always", req.Level).ApplicationError()
+func checkPolicyLevel(level string) *signals.Rejection {
+	if !ValidPolicyLevel(level) {
+		return signals.Reject(signals.RejectInvalidRequest, "policy %q: want allow_all, ask_for_risky or ask_always", level)
 	}
 	return nil
 }
 
 func (s *sessionCore) setPolicy(now time.Time, req signals.SetPolicyRequest) (signals.SetPolicyResult, error) {
-	s.updates++
-	if err := s.validateSetPolicy(req); err != nil {
-		return signals.SetPolicyResult{}, err
-	}
 	if prev := s.Policy.Level; prev != req.Level {
 		s.Policy.Level = req.Level
 		s.journal(now, signals.EventPolicyChanged, s.turnID(), signals.PolicyChangedData{Level: req.Level, Previous: prev})
@@ -177,18 +161,7 @@ func (s *sessionCore) setPolicy(now time.Time, req signals.SetPolicyRequest) (si
 	return signals.SetPolicyResult{Level: s.Policy.Level}, nil
 }
 
-func (s *sessionCore) validateForget(req signals.PermissionForgetRequest) error {
-	if rej := ValidateForget(req.Tool); rej != nil {
-		return rej.ApplicationError()
-	}
-	return nil
-}
-
 func (s *sessionCore) forget(now time.Time, req signals.PermissionForgetRequest) (signals.PermissionForgetResult, error) {
-	s.updates++
-	if err := s.validateForget(req); err != nil {
-		return signals.PermissionForgetResult{}, err
-	}
 	forgotten := s.Policy.Forget(req.Tool)
 	if forgotten {
 		s.journal(now, signals.EventPermissionForgotten, s.turnID(), signals.PermissionForgottenData{Tool: req.Tool})
@@ -287,15 +260,9 @@ func (s *sessionCore) setAlarm() (time.Time, string, bool) {
 	return at, summary, true
 }
 
-// alarmRang: the timer set for alarmAt fired.
-func (s *sessionCore) alarmRang() {
-	s.alarmAt, s.alarmFired = time.Time{}, true
-}
-
 // fireAlarms handles everything due by now: expired leases (and the grace they start),
 // expired permission requests, the end of grace, the turn's deadline.
 func (s *sessionCore) fireAlarms(now time.Time) {
-	s.alarmFired = false
 	kept := s.Viewers[:0:0]
 	lapsed := false
 	for _, v := range s.Viewers {

@@ -354,15 +354,7 @@ func (s *sessionCore) checkRespond(req signals.PermissionRespondRequest) (signal
 	return res, false, signals.Reject(signals.RejectInvalidOption, "request %s offers no option %q", req.RequestID, req.OptionID)
 }
 
-func (s *sessionCore) validateRespond(req signals.PermissionRespondRequest) error {
-	if _, _, rej := s.checkRespond(req); rej != nil {
-		return rej.ApplicationError()
-	}
-	return nil
-}
-
 func (s *sessionCore) respond(now time.Time, req signals.PermissionRespondRequest) (signals.PermissionRespondResult, error) {
-	s.updates++
 	res, done, rej := s.checkRespond(req)
 	if rej != nil {
 		return signals.PermissionRespondResult{}, rej.ApplicationError()

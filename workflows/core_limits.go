@@ -6,7 +6,7 @@ package workflows
 // (state waiting_limit, status.waiting_limit, Current Details, TacpWaitingUntil), pauses the
 // turn's clock, and takes no steers until the next attempt starts, whose turn.restarted
 // says the wait is over. A person's retry_now is journaled turn.retry_now and signalled to
-// the TurnWorkflow (cmdRetryNow); cancel ends the wait as it ends any turn.
+// the TurnWorkflow (RetryNow); cancel ends the wait as it ends any turn.
 
 import (
 	"fmt"
@@ -96,19 +96,8 @@ func (s *sessionCore) checkRetryNow(req signals.RetryNowRequest) *signals.Reject
 	return nil
 }
 
-func (s *sessionCore) validateRetryNow(req signals.RetryNowRequest) error {
-	if rej := s.checkRetryNow(req); rej != nil {
-		return rej.ApplicationError()
-	}
-	return nil
-}
-
 // retryNow ends the live turn's wait: the TurnWorkflow runs the prompt now.
 func (s *sessionCore) retryNow(now time.Time, req signals.RetryNowRequest) (signals.RetryNowResult, error) {
-	s.updates++
-	if rej := s.checkRetryNow(req); rej != nil {
-		return signals.RetryNowResult{}, rej.ApplicationError()
-	}
 	t := s.Turn
 	if !t.Limited.RetryNow {
 		t.Limited.RetryNow, t.Limited.RetryNowBy = true, answeredBy(req.AnsweredBy, req.ViewerID)
@@ -121,13 +110,6 @@ func (s *sessionCore) retryNow(now time.Time, req signals.RetryNowRequest) (sign
 func (s *sessionCore) wantsRetryNow() bool {
 	t := s.Turn
 	return t != nil && t.Started && t.Limited != nil && t.Limited.RetryNow && !t.Limited.RetryNowSent && !t.Cancelling
-}
-
-// sendRetryNow records that the retry_now is being signalled (cmdRetryNow) and returns the
-// turn's id.
-func (s *sessionCore) sendRetryNow() int64 {
-	s.Turn.Limited.RetryNowSent = true
-	return s.Turn.TurnID
 }
 
 // limitView is status's waiting_limit.

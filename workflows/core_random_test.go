@@ -51,19 +51,17 @@ func randomInput(r *coreRig, rng *rand.Rand) string {
 	switch {
 	case n == 0:
 		id := fmt.Sprintf("m%d", rng.IntN(8))
-		_, _ = c.prompt(r.now, signals.PromptRequest{Text: "p " + id, ClientMessageID: id})
+		_, _ = r.update(signals.UpdatePrompt, signals.PromptRequest{Text: "p " + id, ClientMessageID: id})
 		return "prompt " + id
 	case n == 1 && t != nil:
 		tok := c.Steer.Token()
 		if rng.IntN(4) == 0 {
 			tok = "1"
 		}
-		if c.validateSteer(signals.SteerRequest{Text: "s", ExpectedTurnID: tok}) == nil {
-			_, _ = c.steer(r.now, signals.SteerRequest{Text: "s", ExpectedTurnID: tok})
-		}
+		_, _ = r.update(signals.UpdateSteer, signals.SteerRequest{Text: "s", ExpectedTurnID: tok})
 		return "steer " + tok
 	case n == 2 && t != nil && rng.IntN(3) == 0:
-		_, _ = c.cancel(r.now, signals.CancelRequest{})
+		_, _ = r.update(signals.UpdateCancel, signals.CancelRequest{})
 		return "cancel"
 	case n == 3 && t != nil:
 		attempt := t.Attempt
@@ -85,7 +83,7 @@ func randomInput(r *coreRig, rng *rand.Rand) string {
 		return "permission_requested " + id
 	case n == 7 && len(c.Permissions) > 0:
 		p := c.Permissions[rng.IntN(len(c.Permissions))]
-		_, _ = c.respond(r.now, signals.PermissionRespondRequest{RequestID: p.RequestID, OptionID: "y"})
+		_, _ = r.update(signals.UpdatePermissionRespond, signals.PermissionRespondRequest{RequestID: p.RequestID, OptionID: "y"})
 		return "respond " + p.RequestID
 	case n == 8 && r.sent != nil:
 		return "answer " + answerRandomly(r, rng)
@@ -101,21 +99,21 @@ func randomInput(r *coreRig, rng *rand.Rand) string {
 		return "outcome " + d.DeliveryID
 	case n == 10 && t != nil && rng.IntN(3) == 0:
 		if rng.IntN(2) == 0 {
-			c.turnWorkflowEnded(r.now, t.TurnID)
+			r.input(ChildEnded{TurnID: t.TurnID})
 			return "turn workflow ended"
 		}
-		c.turnWorkflowFailed(r.now, t.TurnID, "terminated")
+		r.input(ChildEnded{TurnID: t.TurnID, Failure: "terminated"})
 		return "turn workflow failed"
 	case n == 11:
-		_, _ = c.attach(r.now, signals.AttachRequest{ViewerID: fmt.Sprintf("v%d", rng.IntN(2)), Role: signals.RoleController, LeaseSeconds: 1 + rng.IntN(40)})
+		_, _ = r.update(signals.UpdateAttach, signals.AttachRequest{ViewerID: fmt.Sprintf("v%d", rng.IntN(2)), Role: signals.RoleController, LeaseSeconds: 1 + rng.IntN(40)})
 		return "attach"
 	case n == 12:
-		_, _ = c.detach(r.now, signals.DetachRequest{ViewerID: fmt.Sprintf("v%d", rng.IntN(2))})
+		_, _ = r.update(signals.UpdateDetach, signals.DetachRequest{ViewerID: fmt.Sprintf("v%d", rng.IntN(2))})
 		return "detach"
 	case n == 13 && rng.IntN(10) == 0:
-		_, _ = c.close(r.now, signals.CloseRequest{})
+		_, _ = r.update(signals.UpdateClose, signals.CloseRequest{})
 		return "close"
-	case n == 14 && !c.alarmAt.IsZero():
+	case n == 14 && r.alarm != nil:
 		r.ring()
 		return "alarm"
 	}
@@ -155,17 +153,17 @@ func rest(r *coreRig, rng *rand.Rand) {
 		case r.core.Turn != nil && r.core.Turn.Finished.Batches > r.core.Turn.LastBatch && r.core.Turn.Finished.Attempt == r.core.Turn.Attempt:
 			t := r.core.Turn
 			r.signal(signals.SignalTurnEvents, signals.TurnEventsSignal{TurnID: t.TurnID, Attempt: t.Attempt, Batch: t.LastBatch + 1, Events: []json.RawMessage{chunk("late")}})
-		case r.core.Turn != nil && !r.core.alarmAt.IsZero():
+		case r.core.Turn != nil && r.alarm != nil:
 			r.ring()
 		case r.core.Turn != nil:
-			r.core.turnWorkflowEnded(r.now, r.core.Turn.TurnID)
+			r.input(ChildEnded{TurnID: r.core.Turn.TurnID})
 		case len(r.core.Queue.Items) > 0 || len(r.core.Deliveries) > 0:
 		default:
 			return
 		}
 	}
 	c := r.core
-	r.t.Fatalf("the core did not come to rest: awaiting %+v finished %+v turn %+v queue %d deliveries %+v delivering %t next %s alarm %s\n%s", c.Awaiting, c.Turn.Finished, c.Turn, len(c.Queue.Items), c.Deliveries, c.delivering, c.next(runInfo{}), c.alarmAt, describe(c.Journal.Events))
+	r.t.Fatalf("the core did not come to rest: awaiting %+v finished %+v turn %+v queue %d deliveries %+v delivering %t next %s alarm %s\n%s", c.Awaiting, c.Turn.Finished, c.Turn, len(c.Queue.Items), c.Deliveries, c.delivering, c.next(runInfo{}), r.alarm, describe(c.Journal.Events))
 }
 
 // checkCoreJournal checks the journal of a core at rest.

@@ -144,18 +144,7 @@ func (s *sessionCore) checkSetMode(req signals.SetModeRequest) *signals.Rejectio
 	return s.settings().CheckMode(req.ModeID)
 }
 
-func (s *sessionCore) validateSetMode(req signals.SetModeRequest) error {
-	if rej := s.checkSetMode(req); rej != nil {
-		return rej.ApplicationError()
-	}
-	return nil
-}
-
 func (s *sessionCore) setMode(now time.Time, req signals.SetModeRequest) (signals.SetModeResult, error) {
-	s.updates++
-	if rej := s.checkSetMode(req); rej != nil {
-		return signals.SetModeResult{}, rej.ApplicationError()
-	}
 	// Setting the mode it has records the choice (re-applied to new agent processes) and
 	// journals nothing.
 	if prev := s.Settings.SetMode(req.ModeID); prev != req.ModeID {
@@ -172,18 +161,7 @@ func (s *sessionCore) checkSetConfig(req signals.SetConfigOptionRequest) *signal
 	return s.settings().CheckConfig(req.ConfigID, req.Value)
 }
 
-func (s *sessionCore) validateSetConfig(req signals.SetConfigOptionRequest) error {
-	if rej := s.checkSetConfig(req); rej != nil {
-		return rej.ApplicationError()
-	}
-	return nil
-}
-
 func (s *sessionCore) setConfig(now time.Time, req signals.SetConfigOptionRequest) (signals.SetConfigOptionResult, error) {
-	s.updates++
-	if rej := s.checkSetConfig(req); rej != nil {
-		return signals.SetConfigOptionResult{}, rej.ApplicationError()
-	}
 	if prev := s.Settings.SetConfig(req.ConfigID, req.Value); prev != req.Value {
 		s.journal(now, signals.EventConfigOptionChanged, s.turnID(), signals.ConfigOptionChangedData{ConfigID: req.ConfigID, Value: req.Value, Previous: prev, ViewerID: req.ViewerID})
 		s.deliverSettings(signals.SessionChoices{ConfigOptions: []signals.ConfigChoice{{ConfigID: req.ConfigID, Value: req.Value}}})

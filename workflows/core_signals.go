@@ -1,9 +1,9 @@
 package workflows
 
 // The session core's signals: the turn runner's reports and the signal twins of the
-// updates. A signal cannot be refused: a rejected twin changes no state beyond the one
-// prompt.rejected / steer.rejected event that tells its sender why (contract §3), and a
-// payload that does not decode is dropped with a warning.
+// updates (the update table, core_updates.go). A signal cannot be refused: a rejected twin
+// changes no state beyond the one prompt.rejected / steer.rejected event that tells its
+// sender why (contract §3), and a payload that does not decode is dropped with a warning.
 
 import (
 	"encoding/json"
@@ -12,12 +12,11 @@ import (
 	"github.com/tacp-dev/tacp/signals"
 )
 
-// signalOrder lists the signals the core takes, in the order the shell drains them within a
+// runnerSignals are the turn runner's reports, in the order the shell drains them within a
 // workflow task: a turn's start, its events, its requests, the outcomes of the steers it
 // took (before its end: the runner sends them first), its end (turn_finished also waits for
-// its last batch, whatever the order), then the clients' signals. The shell handles
-// set_mcp_servers itself, after these (its policy check is a SideEffect).
-var signalOrder = []string{
+// its last batch, whatever the order).
+var runnerSignals = []string{
 	signals.SignalTurnStarted,
 	signals.SignalTurnEvents,
 	signals.SignalTurnLimited,
@@ -25,34 +24,46 @@ var signalOrder = []string{
 	signals.SignalElicitationRequested,
 	signals.SignalDeliveryOutcome,
 	signals.SignalTurnFinished,
-	signals.UpdatePrompt,
-	signals.UpdateSteer,
-	signals.UpdateCancel,
-	signals.UpdatePermissionRespond,
-	signals.UpdatePermissionForget,
-	signals.UpdateSetPolicy,
-	signals.UpdateAttach,
-	signals.UpdateDetach,
-	signals.UpdateClose,
-	signals.UpdateSetMode,
-	signals.UpdateSetConfigOption,
-	signals.SignalWake, // counted, nothing else: its workflow task is the point (versioning.go)
-	signals.UpdateRetryNow,
-	signals.UpdateElicitationRespond,
 }
 
+// signalOrder lists every signal the core takes, in the order the shell drains them within
+// a workflow task: the runner's, then the twins of the update table in its order, wake
+// (counted, nothing else: its workflow task is the point, versioning.go) draining after
+// set_config_option, where it always has (the order is recorded in every history).
+var signalOrder = func() []string {
+	out := append([]string{}, runnerSignals...)
+	for _, u := range updates {
+		out = append(out, u.Name())
+		if u.Name() == signals.UpdateSetConfigOption {
+			out = append(out, signals.SignalWake)
+		}
+	}
+	return out
+}()
+
 // signal takes one signal of signalOrder.
-func (s *sessionCore) signal(now time.Time, name string, raw json.RawMessage) {
+func (s *sessionCore) signal(now time.Time, in SignalInput) {
 	s.signalsSeen++
-	if name == signals.SignalWake {
+	if in.Name == signals.SignalWake {
 		// A worker of the current version found this run on another: move at the next idle
 		// safe point, also on a server that does not flag the target's change (versioning.go).
 		s.UpgradeWanted = true
 		return
 	}
-	if !s.runnerSignal(now, name, raw) {
-		s.twinSignal(now, name, raw)
+	if s.runnerSignal(now, in.Name, in.Raw) {
+		return
 	}
+	u, ok := updateByName[in.Name]
+	if !ok {
+		s.env.warn("dropping a signal the session does not take", "name", in.Name)
+		return
+	}
+	req, err := u.decode(in.Raw)
+	if err != nil {
+		s.env.warn("dropping malformed signal", "error", err)
+		return
+	}
+	u.twin(s, now, req, in.Refused)
 }
 
 // runnerSignal takes a signal of the turn runner, reporting whether name is one.
@@ -78,77 +89,6 @@ func (s *sessionCore) runnerSignal(now time.Time, name string, raw json.RawMessa
 	return true
 }
 
-// twinSignal takes the signal twin of an update: a rejected one changes nothing beyond its
-// prompt.rejected or steer.rejected event.
-func (s *sessionCore) twinSignal(now time.Time, name string, raw json.RawMessage) {
-	switch name {
-	case signals.UpdatePrompt:
-		decode(s, raw, func(req signals.PromptRequest) {
-			if rej := s.checkPrompt(req); rej != nil {
-				s.journal(now, signals.EventPromptRejected, 0, signals.RejectedData{ClientMessageID: req.ClientMessageID, Type: rej.Type, Message: rej.Message})
-				return
-			}
-			_, _ = s.prompt(now, req)
-		})
-	case signals.UpdateSteer:
-		decode(s, raw, func(req signals.SteerRequest) {
-			if err := s.validateSteer(req); err != nil {
-				rej, _ := signals.AsRejection(err)
-				s.journal(now, signals.EventSteerRejected, s.Steer.TurnID, signals.RejectedData{ClientMsgID: req.ClientMsgID, Type: rej.Type, Message: rej.Message, Details: rej.Details})
-				s.env.steered(rej.Type)
-				return
-			}
-			_, _ = s.steer(now, req)
-		})
-	case signals.UpdateCancel:
-		decode(s, raw, func(req signals.CancelRequest) {
-			if s.validateCancel(req) == nil {
-				_, _ = s.cancel(now, req)
-			}
-		})
-	case signals.UpdatePermissionRespond:
-		decode(s, raw, func(req signals.PermissionRespondRequest) {
-			if s.validateRespond(req) == nil {
-				_, _ = s.respond(now, req)
-			}
-		})
-	case signals.UpdatePermissionForget:
-		decode(s, raw, func(req signals.PermissionForgetRequest) { _, _ = s.forget(now, req) })
-	case signals.UpdateSetPolicy:
-		decode(s, raw, func(req signals.SetPolicyRequest) { _, _ = s.setPolicy(now, req) })
-	case signals.UpdateAttach:
-		decode(s, raw, func(req signals.AttachRequest) { _, _ = s.attach(now, req) })
-	case signals.UpdateDetach:
-		decode(s, raw, func(req signals.DetachRequest) { _, _ = s.detach(now, req) })
-	case signals.UpdateClose:
-		decode(s, raw, func(req signals.CloseRequest) { _, _ = s.close(now, req) })
-	case signals.UpdateSetMode:
-		decode(s, raw, func(req signals.SetModeRequest) {
-			if s.checkSetMode(req) == nil {
-				_, _ = s.setMode(now, req)
-			}
-		})
-	case signals.UpdateSetConfigOption:
-		decode(s, raw, func(req signals.SetConfigOptionRequest) {
-			if s.checkSetConfig(req) == nil {
-				_, _ = s.setConfig(now, req)
-			}
-		})
-	case signals.UpdateElicitationRespond:
-		decode(s, raw, func(req signals.ElicitationRespondRequest) {
-			if s.validateElicitationRespond(req) == nil {
-				_, _ = s.elicitationRespond(now, req)
-			}
-		})
-	case signals.UpdateRetryNow:
-		decode(s, raw, func(req signals.RetryNowRequest) {
-			if s.checkRetryNow(req) == nil {
-				_, _ = s.retryNow(now, req)
-			}
-		})
-	}
-}
-
 // decode hands raw to h as a T; a payload that does not decode is logged and dropped (a
 // signal cannot be refused).
 func decode[T any](s *sessionCore, raw json.RawMessage, h func(T)) {
@@ -162,8 +102,8 @@ func decode[T any](s *sessionCore, raw json.RawMessage, h func(T)) {
 
 // newSessionCore starts a run's core: from the state the previous run carried, or, for a
 // new session, empty with session.started journaled.
-func newSessionCore(now time.Time, cfg Config, adm Admission, env sessionEnv, carried json.RawMessage) (*sessionCore, error) {
-	s := &sessionCore{cfg: cfg, adm: adm, env: env}
+func newSessionCore(now time.Time, cfg Config, build Build, env sessionEnv, carried json.RawMessage) (*sessionCore, error) {
+	s := &sessionCore{cfg: cfg, build: build, env: env}
 	if len(carried) > 0 {
 		if err := json.Unmarshal(carried, &s.sessionState); err != nil {
 			return nil, err

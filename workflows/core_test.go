@@ -20,11 +20,10 @@ import (
 var coreEpoch = time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC)
 
 // fakeEnv answers the core's sessionEnv: every change at its newest version unless the test
-// pins it, and metrics and warnings recorded as lines.
+// pins it, and warnings recorded as lines.
 type fakeEnv struct {
 	versions map[string]version
 	asked    []string
-	metrics  []string
 	warnings []string
 }
 
@@ -35,29 +34,42 @@ func (e *fakeEnv) version(change string, max version) version {
 	}
 	return max
 }
-func (e *fakeEnv) turnStarted() { e.metrics = append(e.metrics, "turn_started") }
-func (e *fakeEnv) turnFinished(outcome string) {
-	e.metrics = append(e.metrics, "turn_finished "+outcome)
-}
-func (e *fakeEnv) steered(outcome string) { e.metrics = append(e.metrics, "steer "+outcome) }
-func (e *fakeEnv) permissionWaited(by string, d time.Duration) {
-	e.metrics = append(e.metrics, fmt.Sprintf("permission_wait %s %s", by, d))
-}
 func (e *fakeEnv) warn(msg string, kv ...any) {
 	e.warnings = append(e.warnings, fmt.Sprint(append([]any{msg}, kv...)...))
 }
 
-// coreRig is a session core with its clock and what it was last asked to deliver.
+// coreRig is a session core driven as the shell drives it: every input through Step, then
+// the shell's loop (wake: Ready, carried out by carryOut) with the rig as its executor. The
+// TurnWorkflow's start and a cancel or retry request are answered at once; a delivery stays
+// in flight until the test answers it; continue-as-new starts the next run's core from the
+// carried state.
 type coreRig struct {
 	t    testing.TB
 	core *sessionCore
 	env  *fakeEnv
 	now  time.Time
 	seen int64 // the last journal seq reported
-	// sent is the delivery in flight (takeDelivery), when there is one.
+	// info is what the run reports of its history: a test makes it continue as new.
+	info runInfo
+	// holdStarts: a TurnWorkflow's start is not answered (its ChildStarted never comes).
+	holdStarts bool
+	// sent is the delivery in flight, when there is one.
 	sent *signals.Delivery
-	// closed: the run ended with session.closed (cmdClose); it takes no more commands.
+	// closed: the run ended with session.closed (Close); it takes no more commands.
 	closed bool
+	// alarm is the timer armed; sa the search attributes last upserted; details the
+	// Current Details last set.
+	alarm   *Alarm
+	sa      *SearchAttrs
+	details string
+	// cmds are the commands carried out since the last settle, as the scenarios print them.
+	cmds    []string
+	metrics []string
+	// cmdLog is every command carried out, as cmds prints it.
+	cmdLog []string
+	// what the scenario printed last
+	printedAlarm *Alarm
+	printedSA    *SearchAttrs
 }
 
 func newCoreRig(t testing.TB, cfg signals.SessionConfig) *coreRig {
@@ -65,16 +77,131 @@ func newCoreRig(t testing.TB, cfg signals.SessionConfig) *coreRig {
 	c, err := ResolveConfig(cfg)
 	require.NoError(t, err)
 	env := &fakeEnv{versions: map[string]version{}}
-	core, err := newSessionCore(coreEpoch, c, nil, env, nil)
+	core, err := newSessionCore(coreEpoch, c, Build{}, env, nil)
 	require.NoError(t, err)
-	return &coreRig{t: t, core: core, env: env, now: coreEpoch}
+	r := &coreRig{t: t, core: core, env: env, now: coreEpoch}
+	r.run()
+	return r
+}
+
+// rigExec is the rig as the shell's executor.
+type rigExec struct{ r *coreRig }
+
+func (r *coreRig) did(cmd string) {
+	r.cmds = append(r.cmds, cmd)
+	r.cmdLog = append(r.cmdLog, cmd)
+}
+
+func (x rigExec) startTurn(c StartTurn) {
+	x.r.did("start-turn")
+	if !x.r.holdStarts {
+		x.r.input(ChildStarted{TurnID: c.Input.TurnID})
+	}
+}
+
+func (x rigExec) deliver(c Deliver) {
+	d := c.Delivery
+	x.r.sent = &d
+	x.r.did(fmt.Sprintf("deliver %s turn=%d attempt=%d async=%t id=%s host=%s", d.Kind, d.TurnID, d.Attempt, d.Async, d.DeliveryID, c.HostQueue))
+}
+
+func (x rigExec) requestCancel(RequestCancel) {
+	x.r.did("request-cancel")
+	x.r.input(RequestDone{})
+}
+
+func (x rigExec) retryNow(RetryNow) {
+	x.r.did("retry-now")
+	x.r.input(RequestDone{})
+}
+
+func (x rigExec) close(Close) (bool, error) {
+	x.r.did("close")
+	x.r.closed = true
+	return true, nil
+}
+
+// continueAsNew starts the next run from the carried state, as SessionWorkflow does; its
+// history starts short.
+func (x rigExec) continueAsNew(c ContinueAsNew) (bool, error) {
+	r := x.r
+	r.did(fmt.Sprintf("continue-as-new auto-upgrade=%t", c.AutoUpgrade))
+	cfg, err := ResolveConfig(c.Input.SessionConfig)
+	require.NoError(r.t, err)
+	next, err := newSessionCore(r.now, cfg, r.core.build, r.env, c.Input.Carried)
+	require.NoError(r.t, err)
+	r.core, r.info, r.alarm = next, runInfo{}, nil
+	return false, nil
+}
+
+func (x rigExec) show(sa *SearchAttrs, details string) {
+	x.r.details = details
+	if sa != nil {
+		x.r.sa = sa
+	}
+}
+
+func (x rigExec) arm(a *Alarm) {
+	if a != nil {
+		x.r.alarm = a
+	}
+}
+
+func (x rigExec) record(ms []Metric) {
+	for _, m := range ms {
+		x.r.metrics = append(x.r.metrics, fmt.Sprintf("%s %v", m.Name, m.Tags))
+	}
+}
+
+// run turns the shell's loop until it has nothing ready: what the shell does after every
+// input that wakes it.
+func (r *coreRig) run() {
+	r.t.Helper()
+	for range 100 {
+		if r.closed || !r.core.HasReady(r.info) {
+			return
+		}
+		end, err := wake(r.core, rigExec{r}, r.now, r.info, false)
+		require.NoError(r.t, err)
+		if end {
+			return
+		}
+	}
+	r.t.Fatalf("the core kept having something ready")
+}
+
+// input steps the core with one input (not an update) and runs the loop.
+func (r *coreRig) input(in Input) {
+	r.t.Helper()
+	_, err := r.core.Step(r.now, in)
+	require.NoError(r.t, err)
+	r.run()
+}
+
+// update sends an update as the SDK does: its validator, then its handler; then the loop.
+func (r *coreRig) update(name string, req any) (any, error) {
+	r.t.Helper()
+	if _, err := r.core.Validate(name, req); err != nil {
+		return nil, err
+	}
+	res, err := r.core.Step(r.now, UpdateInput{Name: name, Req: req})
+	r.run()
+	return res, err
+}
+
+// do is update with the result's type.
+func do[Res any](r *coreRig, name string, req any) (Res, error) {
+	r.t.Helper()
+	res, err := r.update(name, req)
+	out, _ := res.(Res)
+	return out, err
 }
 
 // steerSent starts turn 1 and steers it ("left"), the steer's delivery sent: r.sent.
 func (r *coreRig) steerSent() {
 	r.t.Helper()
 	r.startTurn("go", "m1")
-	_, err := r.core.steer(r.now, signals.SteerRequest{Text: "left", ExpectedTurnID: "1"})
+	_, err := do[signals.SteerResult](r, signals.UpdateSteer, signals.SteerRequest{Text: "left", ExpectedTurnID: "1"})
 	require.NoError(r.t, err)
 	r.settle()
 }
@@ -96,78 +223,53 @@ func (r *coreRig) newEvents() []signals.Event {
 	return out
 }
 
-// signal feeds one signal.
+// signal feeds one signal (JSON-encoded payload) and runs the loop.
 func (r *coreRig) signal(name string, payload any) {
+	r.t.Helper()
 	raw, err := json.Marshal(payload)
 	require.NoError(r.t, err)
-	r.core.signal(r.now, name, raw)
+	r.input(SignalInput{Name: name, Raw: raw})
 }
 
-// step carries out what next says once, as the shell's loop does, and returns it; the
-// TurnWorkflow and cancel requests are taken as done at once.
-func (r *coreRig) step() command {
-	if r.closed {
-		return cmdNone
+// settle runs the loop and returns the commands carried out since the last settle (their
+// names).
+func (r *coreRig) settle() []string {
+	r.run()
+	var out []string
+	for _, c := range r.cmds {
+		name, _, _ := strings.Cut(c, " ")
+		out = append(out, name)
 	}
-	cmd := r.core.next(runInfo{})
-	switch cmd {
-	case cmdClose:
-		r.core.closeSession(r.now)
-		r.closed = true
-	case cmdRequestCancel:
-		r.core.requestCancel()
-	case cmdDeliver:
-		if d, ok := r.core.takeDelivery(r.now); ok {
-			r.sent = &d
-		}
-	case cmdStartTurn:
-		in := r.core.beginTurn(r.now)
-		r.core.turnWorkflowStarted(in.TurnID)
-	case cmdRetryNow:
-		r.core.sendRetryNow()
-	}
-	return cmd
-}
-
-// settle steps until next has nothing to do or a delivery is in flight, and arms the alarm
-// as the shell does; it returns the commands carried out.
-func (r *coreRig) settle() []command {
-	var out []command
-	for range 100 {
-		cmd := r.step()
-		if cmd == cmdNone {
-			break
-		}
-		out = append(out, cmd)
-		if cmd == cmdClose || cmd == cmdContinueAsNew || r.core.delivering {
-			break
-		}
-	}
-	r.core.setAlarm()
+	r.cmds = nil
 	return out
 }
 
 // answer feeds the result of the delivery in flight.
 func (r *coreRig) answer(res signals.DeliveryResult, err error, hostGone bool) signals.Delivery {
+	r.t.Helper()
 	require.NotNil(r.t, r.sent, "no delivery in flight")
 	d := *r.sent
 	r.sent = nil
-	r.core.deliveryDone(r.now, d, res, err, hostGone)
+	r.input(DeliveryAnswered{Delivery: d, Result: res, Err: err, HostGone: hostGone})
 	return d
 }
 
-// ring moves the clock to the armed alarm and fires it, as the shell's timer does.
+// ring moves the clock to the armed alarm, which fires, as the shell's timer does.
 func (r *coreRig) ring() {
-	require.False(r.t, r.core.alarmAt.IsZero(), "no alarm armed")
-	r.now = r.core.alarmAt
-	r.core.alarmRang()
-	r.core.alarmFired = false
-	r.core.fireAlarms(r.now)
+	r.t.Helper()
+	require.NotNil(r.t, r.alarm, "no alarm armed")
+	r.now, r.alarm = r.alarm.At, nil
+	end, err := wake(r.core, rigExec{r}, r.now, r.info, true)
+	require.NoError(r.t, err)
+	if !end {
+		r.run()
+	}
 }
 
 // startTurn prompts and starts the turn on host1: the usual start of a test.
 func (r *coreRig) startTurn(text, id string) int64 {
-	res, err := r.core.prompt(r.now, signals.PromptRequest{Text: text, ClientMessageID: id})
+	r.t.Helper()
+	res, err := do[signals.PromptResult](r, signals.UpdatePrompt, signals.PromptRequest{Text: text, ClientMessageID: id})
 	require.NoError(r.t, err)
 	r.settle()
 	r.signal(signals.SignalTurnStarted, signals.TurnStartedSignal{TurnID: res.TurnID, Attempt: 1, HostQueue: "host1"})
@@ -207,19 +309,19 @@ func (c command) String() string {
 func TestCore_PromptsQueueBehindTheRunningTurn(t *testing.T) {
 	r := newCoreRig(t, signals.SessionConfig{SessionID: "s1"})
 	r.newEvents()
-	first, err := r.core.prompt(r.now, signals.PromptRequest{Text: "one", ClientMessageID: "m1"})
+	first, err := do[signals.PromptResult](r, signals.UpdatePrompt, signals.PromptRequest{Text: "one", ClientMessageID: "m1"})
 	require.NoError(t, err)
-	require.Equal(t, []command{cmdStartTurn}, r.settle())
-	second, err := r.core.prompt(r.now, signals.PromptRequest{Text: "two", ClientMessageID: "m2"})
+	require.Equal(t, []string{"start-turn"}, r.settle())
+	second, err := do[signals.PromptResult](r, signals.UpdatePrompt, signals.PromptRequest{Text: "two", ClientMessageID: "m2"})
 	require.NoError(t, err)
 	require.Equal(t, 1, second.Position)
-	again, err := r.core.prompt(r.now, signals.PromptRequest{Text: "one", ClientMessageID: "m1"})
+	again, err := do[signals.PromptResult](r, signals.UpdatePrompt, signals.PromptRequest{Text: "one", ClientMessageID: "m1"})
 	require.NoError(t, err)
 	require.True(t, again.Duplicate)
 	require.Equal(t, first.TurnID, again.TurnID)
 	require.Empty(t, r.settle(), "nothing starts while turn 1 runs")
 	r.signal(signals.SignalTurnFinished, signals.TurnFinishedSignal{TurnID: 1, StopReason: "end_turn"})
-	require.Equal(t, []command{cmdStartTurn}, r.settle())
+	require.Equal(t, []string{"start-turn"}, r.settle())
 	require.Equal(t, []string{"prompt.accepted", "turn.started", "prompt.accepted", "turn.ended", "turn.started"}, eventKinds(r.newEvents()))
 }
 
@@ -290,16 +392,16 @@ func nilIfEmpty(s []string) []string {
 func TestCore_AsyncSteerFreesTheLaneAndItsOutcomeIsJournaled(t *testing.T) {
 	r := newCoreRig(t, signals.SessionConfig{SessionID: "s1"})
 	r.startTurn("go", "m1")
-	_, err := r.core.steer(r.now, signals.SteerRequest{Text: "left", ExpectedTurnID: "1", ClientMsgID: "c1"})
+	_, err := do[signals.SteerResult](r, signals.UpdateSteer, signals.SteerRequest{Text: "left", ExpectedTurnID: "1", ClientMsgID: "c1"})
 	require.NoError(t, err)
-	require.Equal(t, []command{cmdDeliver}, r.settle())
+	require.Equal(t, []string{"deliver"}, r.settle())
 	require.True(t, r.sent.Async)
 	require.NotEmpty(t, r.sent.DeliveryID)
 	steer := r.answer(signals.DeliveryResult{Taken: true}, nil, false)
 	r.newEvents()
-	_, err = r.core.cancel(r.now, signals.CancelRequest{})
+	_, err = do[signals.CancelResult](r, signals.UpdateCancel, signals.CancelRequest{})
 	require.NoError(t, err)
-	require.Equal(t, []command{cmdRequestCancel, cmdDeliver}, r.settle(), "the cancel goes out while the steer's round trip runs")
+	require.Equal(t, []string{"request-cancel", "deliver"}, r.settle(), "the cancel goes out while the steer's round trip runs")
 	require.Equal(t, signals.DeliverCancel, r.sent.Kind)
 	r.answer(signals.DeliveryResult{Taken: true}, nil, false)
 	r.signal(signals.SignalDeliveryOutcome, signals.DeliveryOutcome{DeliveryID: steer.DeliveryID, Kind: signals.DeliverSteer, TurnID: 1, Attempt: 1, Offset: 1, How: signals.HowInterrupted})
@@ -322,18 +424,17 @@ func TestCore_ATakenSteerWithoutOutcomeFailsBeforeTheTurnEnds(t *testing.T) {
 		{"the turn's end waits, then its workflow ends", func(r *coreRig) {
 			r.signal(signals.SignalTurnFinished, signals.TurnFinishedSignal{TurnID: 1, Attempt: 1, StopReason: "end_turn"})
 			require.Empty(r.t, r.newEvents(), "the end waits for the steer's outcome")
-			r.core.turnWorkflowEnded(r.now, 1)
+			r.input(ChildEnded{TurnID: 1})
 		}, []string{"steer.delivered", "turn.ended"}, "the turn ended before it reported the steer"},
 		{"the turn's end waits, then the alarm gives up", func(r *coreRig) {
 			r.signal(signals.SignalTurnFinished, signals.TurnFinishedSignal{TurnID: 1, Attempt: 1, StopReason: "end_turn"})
 			require.Empty(r.t, r.newEvents(), "the end waits for the steer's outcome")
-			r.core.setAlarm()
 			start := r.now
 			r.ring()
 			require.Equal(r.t, outcomeWait, r.now.Sub(start))
 		}, []string{"steer.delivered", "turn.ended"}, "the turn ended before it reported the steer"},
 		{"the turn workflow fails", func(r *coreRig) {
-			r.core.turnWorkflowFailed(r.now, 1, "terminated")
+			r.input(ChildEnded{TurnID: 1, Failure: "terminated"})
 		}, []string{"steer.delivered", "turn.failed"}, "the turn ended before it reported the steer"},
 		{"the attempt is lost", func(r *coreRig) {
 			r.signal(signals.SignalTurnStarted, signals.TurnStartedSignal{TurnID: 1, Attempt: 2, HostQueue: "host2"})
@@ -371,7 +472,7 @@ func TestCore_UnknownOrStaleDeliveryOutcomesAreIgnored(t *testing.T) {
 	} {
 		r.signal(signals.SignalDeliveryOutcome, o)
 	}
-	r.core.signal(r.now, signals.SignalDeliveryOutcome, json.RawMessage(`"not an object"`))
+	r.input(SignalInput{Name: signals.SignalDeliveryOutcome, Raw: json.RawMessage(`"not an object"`)})
 	require.Empty(t, r.newEvents())
 	require.Len(t, r.env.warnings, 1)
 	r.signal(signals.SignalDeliveryOutcome, signals.DeliveryOutcome{DeliveryID: d.DeliveryID, Kind: signals.DeliverSteer, TurnID: 1, Attempt: 1, How: signals.HowInjected})
@@ -428,13 +529,13 @@ func TestCore_Alarms(t *testing.T) {
 		kinds []string
 	}{
 		{"grace ends: the turn is cancelled", func(r *coreRig) {
-			_, err := r.core.attach(r.now, signals.AttachRequest{ViewerID: "v1", Role: signals.RoleController, LeaseSeconds: 3600})
+			_, err := do[signals.Status](r, signals.UpdateAttach, signals.AttachRequest{ViewerID: "v1", Role: signals.RoleController, LeaseSeconds: 3600})
 			require.NoError(r.t, err)
-			_, err = r.core.detach(r.now, signals.DetachRequest{ViewerID: "v1"})
+			_, err = do[signals.DetachResult](r, signals.UpdateDetach, signals.DetachRequest{ViewerID: "v1"})
 			require.NoError(r.t, err)
 		}, []string{"viewer.grace_started", "turn.cancelling"}},
 		{"a lease lapses: grace starts", func(r *coreRig) {
-			_, err := r.core.attach(r.now, signals.AttachRequest{ViewerID: "v1", Role: signals.RoleController, LeaseSeconds: 30})
+			_, err := do[signals.Status](r, signals.UpdateAttach, signals.AttachRequest{ViewerID: "v1", Role: signals.RoleController, LeaseSeconds: 30})
 			require.NoError(r.t, err)
 		}, []string{"viewer.grace_started"}},
 		{"the deadline passes", func(r *coreRig) {}, []string{"turn.cancelling"}},
@@ -449,7 +550,6 @@ func TestCore_Alarms(t *testing.T) {
 			r.startTurn("go", "m1")
 			r.newEvents()
 			tc.setup(r)
-			r.core.setAlarm()
 			r.ring()
 			require.Equal(t, tc.kinds, eventKinds(r.newEvents()))
 		})
@@ -483,12 +583,13 @@ func TestCore_NextContinuesAsNewOnlyWithNothingInFlight(t *testing.T) {
 		{"a running turn past max_run_events", func(r *coreRig) { r.startTurn("go", "m1") }, runInfo{historyLength: 8000}, cmdContinueAsNew},
 		{"a command in flight", func(r *coreRig) { r.core.pending = 1 }, runInfo{suggested: true}, cmdNone},
 		{"a turn whose workflow is not known to exist yet", func(r *coreRig) {
-			_, err := r.core.prompt(r.now, signals.PromptRequest{Text: "go", ClientMessageID: "m1"})
+			r.holdStarts = true
+			_, err := do[signals.PromptResult](r, signals.UpdatePrompt, signals.PromptRequest{Text: "go", ClientMessageID: "m1"})
 			require.NoError(r.t, err)
-			r.core.beginTurn(r.now)
+			require.Equal(r.t, []string{"start-turn"}, r.settle())
 		}, runInfo{suggested: true}, cmdNone},
 		{"closing with nothing in flight closes first", func(r *coreRig) {
-			_, err := r.core.close(r.now, signals.CloseRequest{})
+			_, err := do[signals.CloseResult](r, signals.UpdateClose, signals.CloseRequest{})
 			require.NoError(r.t, err)
 		}, runInfo{suggested: true}, cmdClose},
 	}
@@ -506,13 +607,13 @@ func TestCore_NextContinuesAsNewOnlyWithNothingInFlight(t *testing.T) {
 func TestCore_NextRequestsTheCancelOnce(t *testing.T) {
 	r := newCoreRig(t, signals.SessionConfig{SessionID: "s1"})
 	r.startTurn("go", "m1")
-	res, err := r.core.cancel(r.now, signals.CancelRequest{})
+	res, err := do[signals.CancelResult](r, signals.UpdateCancel, signals.CancelRequest{})
 	require.NoError(t, err)
 	require.Equal(t, signals.CancelCancelling, res.Outcome)
-	res, err = r.core.cancel(r.now, signals.CancelRequest{TurnID: 1})
+	res, err = do[signals.CancelResult](r, signals.UpdateCancel, signals.CancelRequest{TurnID: 1})
 	require.NoError(t, err)
 	require.Equal(t, signals.CancelAlreadyCancelling, res.Outcome)
-	require.Equal(t, []command{cmdRequestCancel, cmdDeliver}, r.settle())
+	require.Equal(t, []string{"request-cancel", "deliver"}, r.settle())
 	require.Equal(t, signals.DeliverCancel, r.sent.Kind)
 	r.answer(signals.DeliveryResult{Taken: true}, nil, false)
 	require.Empty(t, r.settle())
@@ -527,18 +628,48 @@ func TestCore_CarriedStateContinuesTheTurn(t *testing.T) {
 	steer := r.answer(signals.DeliveryResult{Taken: true}, nil, false)
 	r.signal(signals.SignalPermissionRequested, signals.PermissionRequestedSignal{TurnID: 1, Attempt: 1, RequestID: "p1",
 		ToolCall: json.RawMessage(`{"kind":"edit","title":"e"}`), Options: []signals.PermissionOption{{OptionID: "y", Kind: "allow_once"}}})
-	require.Equal(t, cmdContinueAsNew, r.core.next(runInfo{suggested: true}))
-	carried, err := json.Marshal(r.core.sessionState)
-	require.NoError(t, err)
-
-	next, err := newSessionCore(r.now, r.core.cfg, nil, r.env, carried)
-	require.NoError(t, err)
-	r.core, r.seen = next, next.Journal.LastSeq
+	r.settle()
+	r.info.suggested = true
+	require.Equal(t, []string{"continue-as-new"}, r.settle())
+	next := r.core
 	require.Equal(t, 2, next.Run)
 	require.Equal(t, signals.StateSuspended, next.state())
+	r.newEvents()
 	r.signal(signals.SignalDeliveryOutcome, signals.DeliveryOutcome{DeliveryID: steer.DeliveryID, Kind: signals.DeliverSteer, TurnID: 1, Attempt: 1, How: signals.HowInjected})
-	_, err = next.respond(r.now, signals.PermissionRespondRequest{RequestID: "p1", OptionID: "y"})
+	_, err := do[signals.PermissionRespondResult](r, signals.UpdatePermissionRespond, signals.PermissionRespondRequest{RequestID: "p1", OptionID: "y"})
 	require.NoError(t, err)
 	r.signal(signals.SignalTurnFinished, signals.TurnFinishedSignal{TurnID: 1, Attempt: 1, StopReason: "end_turn"})
 	require.Equal(t, []string{"steer.delivered", "permission.resolved", "turn.ended"}, eventKinds(r.newEvents()))
+}
+
+// validateErr is an update's validator's answer.
+func validateErr(r *coreRig, name string, req any) error {
+	_, err := r.core.Validate(name, req)
+	return err
+}
+
+// Reference: contract §3: every update is in the one table, and the signals drain in the
+// order every recorded history was written with (a new update's twin drains last).
+func TestCore_TheUpdateTableAndTheDrainOrder(t *testing.T) {
+	require.Equal(t, []string{
+		signals.SignalTurnStarted, signals.SignalTurnEvents, signals.SignalTurnLimited,
+		signals.SignalPermissionRequested, signals.SignalElicitationRequested,
+		signals.SignalDeliveryOutcome, signals.SignalTurnFinished,
+		signals.UpdatePrompt, signals.UpdateSteer, signals.UpdateCancel,
+		signals.UpdatePermissionRespond, signals.UpdatePermissionForget, signals.UpdateSetPolicy,
+		signals.UpdateAttach, signals.UpdateDetach, signals.UpdateClose, signals.UpdateSetMode,
+		signals.UpdateSetConfigOption, signals.SignalWake, signals.UpdateRetryNow,
+		signals.UpdateElicitationRespond, signals.UpdateSetMcpServers, signals.UpdateSetTitle,
+	}, signalOrder)
+	for _, u := range updates {
+		_, ok := u.(shellUpdate)
+		require.True(t, ok, "%s registers with the shell", u.Name())
+	}
+	r := newCoreRig(t, signals.SessionConfig{SessionID: "s1"})
+	_, err := r.core.Step(r.now, UpdateInput{Name: "nope"})
+	require.ErrorContains(t, err, `unknown update "nope"`)
+	_, err = r.core.Step(r.now, UpdateInput{Name: signals.UpdateSetTitle, Req: signals.SteerRequest{}})
+	rej, ok := signals.AsRejection(err)
+	require.True(t, ok)
+	require.Equal(t, signals.RejectInvalidRequest, rej.Type, "a request of the wrong type is refused, not a panic")
 }

@@ -9,34 +9,42 @@
 //
 // The cores (pure):
 //
-//   - core.go: sessionCore, the session's state machine: the state carried across
-//     continue-as-new, prompts, steers, cancel and close, the turn runner's reports
-//     (attempt watermarks, turn.restarted, "finish waits for the last batch"), status, and
-//     next, which alone says what the shell does next.
-//   - core_signals.go: the signals the core takes, their drain order, the signal twins of
-//     the updates; the start of a run (newSessionCore).
+//   - core_step.go: the session core's two entry points, as raft's RawNode: Step(now, Input)
+//     over a closed set of inputs (an update, a raw signal, a delivery's answer, a child
+//     started or ended, a request done, the alarm) and Ready(runInfo), everything the shell
+//     must do with its data (Cmd: StartTurn | Deliver | RequestCancel | RetryNow |
+//     ContinueAsNew | Close; SearchAttrs, Details, Alarm, Metrics); the one dispatch (wake,
+//     carryOut) that the shell and the tests' rig both turn, each with its executor.
+//   - core_updates.go: the update table (name, request type, check, apply): the handlers,
+//     the validators, the signal twins and the scenario verbs come from it.
+//   - core.go: sessionCore's state (carried across continue-as-new), prompts, cancel and
+//     close, the turn runner's reports (attempt watermarks, turn.restarted, "finish waits
+//     for the last batch"), usage, status, the continue-as-new policy and next, which alone
+//     says which command Ready hands out.
+//   - core_signals.go: the runner's signals, the drain order, the start of a run
+//     (newSessionCore).
 //   - core_delivery.go: the delivery lane (Async deliveries, DeliveryID, the steer
 //     outcomes awaited, the steer-before-end hold) and the permission lifecycle.
 //   - core_belts.go: viewers, grace, the turn deadline and its paused clock, policy
 //     changes, and the alarm clock (which alarm is next, what fires when it rings).
-//   - core_settings.go, core_mcp.go: the agent's offer and the clients' choices,
-//     set_mcp_servers.
+//   - core_settings.go, core_mcp.go, core_limits.go, core_title.go, request_elicitation.go:
+//     the agent's offer and the clients' choices, set_mcp_servers, a limited turn's wait,
+//     set_title, the agent's questions.
 //   - steer.go (the steer CAS of contract §6), queue.go, journal.go, dedup.go,
 //     permission.go (the policy), settings.go (the agent's offer), affinity.go,
 //     config.go, transcript.go, metrics.go (metric names and outcomes).
 //
 // The shell (uses workflow.Context):
 //
-//   - session.go: SessionWorkflow: registers the update, query and signal handlers, feeds
-//     them to the core with workflow.Now, runs the main loop (await next, carry it out:
-//     start a TurnWorkflow, request its cancel, continue as new, close), upserts the search
-//     attributes, and answers the core's sessionEnv (the last GetVersion ids, metrics, logs).
-//   - delivery.go: runs each delivery the core takes off the lane as a Deliver activity on
-//     the turn's host queue.
-//   - belts.go: the one alarm timer.
-//   - mcp.go: set_mcp_servers' signal twin, whose policy check is a SideEffect.
-//   - admission.go: the worker's check of a session's config at its start (a SideEffect)
-//     and ProfilesWorkflow.
+//   - session.go: SessionWorkflow: registers the update table's handlers and validators
+//     (answering what a validator asks of the worker: admission, the MCP policy) and the
+//     queries, feeds every input to the core's Step with workflow.Now, runs the main loop
+//     (await HasReady, wake), and carries out each command as its executor (runtimeExec):
+//     a TurnWorkflow child, a Deliver activity, a cancel request, a retry-now signal, a
+//     continue-as-new, a close with ReleaseAgent; the search attributes, the one alarm
+//     timer, the metrics, and the core's sessionEnv (GetVersion ids, logs).
+//   - admission.go: the worker's check of a session's config at its start (a SideEffect),
+//     its answers to the core's Ask, and ProfilesWorkflow.
 //   - versioning.go: Worker Versioning: the build's options, the removal rule of the
 //     GetVersion ids.
 //   - turn.go: TurnWorkflow, which runs the RunTurn activity with its retries and

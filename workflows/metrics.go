@@ -57,5 +57,6 @@ func (s *sessionCore) timePermissionWait(now time.Time, p openPermission, res si
 	if res.DecidedBy == signals.DecidedByPolicy || res.DecidedBy == signals.DecidedByRule {
 		return
 	}
-	s.env.permissionWaited(res.DecidedBy, max(now.Sub(p.Deadline.Add(-s.cfg.PermissionTimeout)), time.Duration(0)))
+	s.metrics = append(s.metrics, Metric{Name: MetricPermissionWaits, Tags: map[string]string{"decided_by": res.DecidedBy}, Timer: true,
+		Duration: max(now.Sub(p.Deadline.Add(-s.cfg.PermissionTimeout)), time.Duration(0))})
 }

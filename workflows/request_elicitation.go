@@ -94,15 +94,7 @@ func (s *sessionCore) checkElicitationRespond(req signals.ElicitationRespondRequ
 	return res, false, nil
 }
 
-func (s *sessionCore) validateElicitationRespond(req signals.ElicitationRespondRequest) error {
-	if _, _, rej := s.checkElicitationRespond(req); rej != nil {
-		return rej.ApplicationError()
-	}
-	return nil
-}
-
 func (s *sessionCore) elicitationRespond(now time.Time, req signals.ElicitationRespondRequest) (signals.ElicitationRespondResult, error) {
-	s.updates++
 	res, done, rej := s.checkElicitationRespond(req)
 	if rej != nil {
 		return signals.ElicitationRespondResult{}, rej.ApplicationError()

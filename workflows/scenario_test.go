@@ -12,8 +12,11 @@ package workflows
 //	config {SessionConfig}            a new session (the first block of a file)
 //	update <name> {request}           the update's validator, then its handler
 //	signal <name> {payload}           a signal
-//	run                               carry out next until nothing is left (a delivery
-//	                                  stays in flight until answered)
+//	run                               turn the shell's loop (every input does so after it:
+//	                                  a delivery stays in flight until answered)
+//	history <n>|suggested|target-changed   what the run reports of its history; the
+//	                                  loop may continue as new (a new run starts from the
+//	                                  carried state, with a short history)
 //	answer taken|how=<how>|error=<e>|host-gone   the result of the delivery in flight
 //	turn-workflow-ended <turn>        the TurnWorkflow completed or ended cancelled
 //	turn-workflow-failed <turn> <error>          the TurnWorkflow ended without reporting
@@ -21,10 +24,12 @@ package workflows
 //	alarm                             the clock moves to the armed alarm, which fires
 //	status                            the state as status shows it
 //
-// Outputs: "ok {result}" or "rejected <type>" for an update, "cmd <command>" for each
-// command run does ("deliver <kind> turn=<t> attempt=<a> async=<bool> id=<id>" for a
-// delivery), "alarm +<since start>", then one line per event journaled: "<seq> <kind>
-// turn=<t> <data>".
+// Outputs, what the shell's loop did with the core's Ready after the input: "ok {result}" or
+// "rejected <type>" for an update, "cmd <command>" for each command carried out ("deliver
+// <kind> turn=<t> attempt=<a> async=<bool> id=<id> host=<queue>" for a delivery,
+// "continue-as-new auto-upgrade=<bool>"), "alarm +<since start>" when the alarm rang,
+// "timer +<at, since start> <summary>" when a timer was set, "search-attrs ..." when they
+// were upserted, then one line per event journaled: "<seq> <kind> turn=<t> <data>".
 
 import (
 	"encoding/json"
@@ -101,7 +106,7 @@ func runScenario(t *testing.T, file string) {
 			var cfg signals.SessionConfig
 			require.NoError(t, json.Unmarshal([]byte(strings.TrimPrefix(blk.input, "config ")), &cfg))
 			r = newCoreRig(t, cfg)
-			got = r.journalLines()
+			got = r.readyLines() + r.journalLines()
 		} else {
 			require.NotNil(t, r, "%s: the first block is config", file)
 			got = r.scenarioStep(blk.input)
@@ -131,47 +136,20 @@ func (r *coreRig) journalLines() string {
 	return b.String()
 }
 
-// scenarioUpdates are the updates a scenario can send: the core's validator, then its
-// handler, as the SDK runs them.
-var scenarioUpdates = map[string]func(r *coreRig, raw []byte) (any, error){
-	signals.UpdatePrompt:            scenarioUpdate((*sessionCore).validatePrompt, (*sessionCore).prompt),
-	signals.UpdateSteer:             scenarioUpdate((*sessionCore).validateSteer, (*sessionCore).steer),
-	signals.UpdateCancel:            scenarioUpdate((*sessionCore).validateCancel, (*sessionCore).cancel),
-	signals.UpdatePermissionRespond: scenarioUpdate((*sessionCore).validateRespond, (*sessionCore).respond),
-	signals.UpdatePermissionForget:  scenarioUpdate((*sessionCore).validateForget, (*sessionCore).forget),
-	signals.UpdateSetPolicy:         scenarioUpdate((*sessionCore).validateSetPolicy, (*sessionCore).setPolicy),
-	signals.UpdateAttach: scenarioUpdate((*sessionCore).validateAttach, func(s *sessionCore, now time.Time, req signals.AttachRequest) (string, error) {
-		st, err := s.attach(now, req)
-		return st.State, err
-	}),
-	signals.UpdateDetach: scenarioUpdate(nil, (*sessionCore).detach),
-	signals.UpdateClose:  scenarioUpdate(nil, (*sessionCore).close),
-}
-
-func scenarioUpdate[Req, Res any](validate func(*sessionCore, Req) error, handle func(*sessionCore, time.Time, Req) (Res, error)) func(r *coreRig, raw []byte) (any, error) {
-	return func(r *coreRig, raw []byte) (any, error) {
-		var req Req
-		if err := json.Unmarshal(raw, &req); err != nil {
-			return nil, err
-		}
-		if validate != nil {
-			if err := validate(r.core, req); err != nil {
-				return nil, err
-			}
-		}
-		return handle(r.core, r.now, req)
-	}
-}
-
 func (r *coreRig) scenarioStep(input string) string {
 	verb, rest, _ := strings.Cut(input, " ")
 	var out strings.Builder
 	switch verb {
 	case "update":
 		name, raw, _ := strings.Cut(rest, " ")
-		h, ok := scenarioUpdates[name]
+		u, ok := updateByName[name]
 		require.True(r.t, ok, "unknown update %q", name)
-		res, err := h(r, []byte(raw))
+		req, err := u.decode(json.RawMessage(raw))
+		require.NoError(r.t, err)
+		res, err := r.update(name, req)
+		if st, ok := res.(signals.Status); ok {
+			res = st.State // attach answers with status: the state says enough
+		}
 		if rej, ok := signals.AsRejection(err); ok {
 			fmt.Fprintf(&out, "rejected %s\n", rej.Type)
 		} else {
@@ -181,15 +159,23 @@ func (r *coreRig) scenarioStep(input string) string {
 		}
 	case "signal":
 		name, raw, _ := strings.Cut(rest, " ")
-		r.core.signal(r.now, name, json.RawMessage(raw))
+		r.input(SignalInput{Name: name, Raw: json.RawMessage(raw)})
 	case "run":
-		for _, c := range r.settle() {
-			if c == cmdDeliver && r.sent != nil {
-				fmt.Fprintf(&out, "cmd deliver %s turn=%d attempt=%d async=%t id=%s\n", r.sent.Kind, r.sent.TurnID, r.sent.Attempt, r.sent.Async, r.sent.DeliveryID)
-				continue
-			}
-			fmt.Fprintf(&out, "cmd %s\n", c)
+		r.run()
+	case "history":
+		// What the run reports of its history: a length, "suggested" (the server suggests
+		// continue-as-new), or "target-changed" (the deployment's target version moved).
+		switch rest {
+		case "suggested":
+			r.info.suggested = true
+		case "target-changed":
+			r.info.targetChanged = true
+		default:
+			n, err := strconv.Atoi(rest)
+			require.NoError(r.t, err)
+			r.info.historyLength = n
 		}
+		r.run()
 	case "answer":
 		var res signals.DeliveryResult
 		var err error
@@ -211,11 +197,11 @@ func (r *coreRig) scenarioStep(input string) string {
 		turn, msg, _ := strings.Cut(rest, " ")
 		id, err := strconv.ParseInt(turn, 10, 64)
 		require.NoError(r.t, err)
-		r.core.turnWorkflowFailed(r.now, id, msg)
+		r.input(ChildEnded{TurnID: id, Failure: msg})
 	case "turn-workflow-ended":
 		id, err := strconv.ParseInt(rest, 10, 64)
 		require.NoError(r.t, err)
-		r.core.turnWorkflowEnded(r.now, id)
+		r.input(ChildEnded{TurnID: id})
 	case "advance":
 		d, err := time.ParseDuration(rest)
 		require.NoError(r.t, err)
@@ -225,13 +211,34 @@ func (r *coreRig) scenarioStep(input string) string {
 		fmt.Fprintf(&out, "alarm +%s\n", r.now.Sub(coreEpoch))
 	case "status":
 		st := r.core.status()
-		fmt.Fprintf(&out, "state=%s turn=%d token=%q queue=%d permissions=%d viewers=%d\n",
-			st.State, st.TurnID, st.SteerToken, len(st.Queue), len(st.PendingPermissions), len(st.Viewers))
+		fmt.Fprintf(&out, "state=%s turn=%d token=%q queue=%d permissions=%d viewers=%d run=%d\n",
+			st.State, st.TurnID, st.SteerToken, len(st.Queue), len(st.PendingPermissions), len(st.Viewers), st.Run)
+		if st.Title != "" {
+			fmt.Fprintf(&out, "title=%q\n", st.Title)
+		}
 	default:
 		r.t.Fatalf("unknown input %q", input)
 	}
-	// As the shell's loop does after every input: the alarm follows the earliest due.
-	r.core.setAlarm()
+	out.WriteString(r.readyLines())
 	out.WriteString(r.journalLines())
+	return out.String()
+}
+
+// readyLines prints what the shell's loop did after the input (Ready, carried out): its
+// commands, the timer it set, the search attributes it upserted.
+func (r *coreRig) readyLines() string {
+	var out strings.Builder
+	for _, c := range r.cmds {
+		fmt.Fprintf(&out, "cmd %s\n", c)
+	}
+	r.cmds = nil
+	if r.alarm != nil && r.alarm != r.printedAlarm {
+		fmt.Fprintf(&out, "timer +%s %s\n", r.alarm.At.Sub(coreEpoch), r.alarm.Summary)
+		r.printedAlarm = r.alarm
+	}
+	if r.sa != nil && r.sa != r.printedSA {
+		fmt.Fprintf(&out, "search-attrs state=%s turn=%d awaiting=%t outcome=%q\n", r.sa.State, r.sa.Turn, r.sa.Awaiting, r.sa.LastOutcome)
+		r.printedSA = r.sa
+	}
 	return out.String()
 }

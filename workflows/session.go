@@ -1,17 +1,21 @@
 package workflows
 
-// SessionWorkflow is the shell around the session core (core.go), in the manner of
-// etcd-io/raft's node.go around raft.go: it registers the handlers, feeds every update,
-// signal and alarm into the core with workflow.Now, carries out what the core's next says
-// (start a turn, request its cancel, deliver a decision, continue as new, close), keeps the
-// one alarm timer (belts.go), and answers the core's sessionEnv (versions, metrics, logs).
-// Handlers only change state and never block; the main loop alone issues commands, so that a
-// run can continue as new at any workflow-task boundary, a running turn included (contract §6).
+// SessionWorkflow is the shell around the session core (core_step.go), in the manner of
+// etcd-io/raft's node.go around its RawNode: it registers the handlers of the update table,
+// feeds every update, signal, result and alarm into the core's Step with workflow.Now, and
+// carries out what the core's Ready says — the command with its data (start a turn, request
+// its cancel, deliver a decision, signal a retry, continue as new, close), the search
+// attributes, the Current Details, the one alarm timer, the metrics — through wake and
+// carryOut (core_step.go), the one dispatch, which the tests' rig (core_test.go) turns too
+// with its own executor. It holds the core as a field
+// and never reads or writes its state. It answers what the core asks of the worker (Ask:
+// admission, the MCP policy) and of the runtime (sessionEnv: versions, logs). Handlers only
+// step the core and never block; the main loop alone issues commands, so that a run can
+// continue as new at any workflow-task boundary, a running turn included (contract §6).
 
 import (
 	"encoding/json"
 	"errors"
-	"fmt"
 	"time"
 
 	enumspb "go.temporal.io/api/enums/v1"
@@ -23,18 +27,16 @@ import (
 
 // session is one run of SessionWorkflow: the core and what only the workflow runtime holds.
 type session struct {
-	*sessionCore
+	core  *sessionCore
+	adm   Admission
+	build Build
 
 	receivers []signalReceiver
-	lastSA    string
-	saVersion *workflow.Version
 
-	// the alarm timer of this run (belts.go)
+	// the alarm timer of this run: its generation, its cancel, and whether it rang
 	alarmGen    int
 	cancelAlarm workflow.CancelFunc
-
-	// waitedUntil: this run set TacpWaitingUntil (a limit's wait), to unset when it ends.
-	waitedUntil bool
+	alarmRang   bool
 }
 
 // SessionWorkflow runs one tacp session with no admission of its own (tests; a worker
@@ -73,132 +75,123 @@ func sessionWorkflow(ctx workflow.Context, in sessionInput, adm Admission, build
 		}
 		return temporal.NewNonRetryableApplicationError(err.Error(), signals.RejectInvalidRequest, nil)
 	}
-	core, err := newSessionCore(workflow.Now(ctx), cfg, adm, runtimeEnv{ctx}, in.Carried)
+	core, err := newSessionCore(workflow.Now(ctx), cfg, build, runtimeEnv{ctx}, in.Carried)
 	if err != nil {
 		return temporal.NewNonRetryableApplicationError("decode carried state: "+err.Error(), "carried_state", nil)
 	}
-	core.build = build
-	s := &session{sessionCore: core}
+	s := &session{core: core, adm: adm, build: build}
 	if err := s.register(ctx); err != nil {
 		return err
 	}
 	return s.loop(ctx)
 }
 
-func (s *session) register(ctx workflow.Context) error {
-	type reg struct {
-		name      string
-		handler   any
-		validator any
+// --- handlers ---
+
+// shellUpdate is an entry of the update table as the shell registers it.
+type shellUpdate interface {
+	register(ctx workflow.Context, s *session) error
+}
+
+// register sets the update's handler, which steps the core, and its validator, which asks
+// the core and then the worker what the core asks of it.
+func (u *update[Req, Res]) register(ctx workflow.Context, s *session) error {
+	handler := func(ctx workflow.Context, req Req) (Res, error) {
+		res, err := s.core.Step(workflow.Now(ctx), UpdateInput{Name: u.name, Req: req})
+		out, _ := res.(Res)
+		if st, ok := any(&out).(*signals.Status); ok && err == nil {
+			st.HistoryLength = workflow.GetInfo(ctx).GetCurrentHistoryLength() // attach answers with status
+		}
+		return out, err
 	}
-	for _, r := range []reg{
-		{signals.UpdatePrompt, handler(s.prompt), validator(s.validatePrompt)},
-		{signals.UpdateSteer, handler(s.steer), validator(s.validateSteer)},
-		{signals.UpdateCancel, handler(s.cancel), validator(s.validateCancel)},
-		{signals.UpdatePermissionRespond, handler(s.respond), validator(s.validateRespond)},
-		{signals.UpdatePermissionForget, handler(s.forget), validator(s.validateForget)},
-		{signals.UpdateSetPolicy, handler(s.setPolicy), validator(s.validateSetPolicy)},
-		{signals.UpdateAttach, s.attachUpdate, validator(s.validateAttach)},
-		{signals.UpdateDetach, handler(s.detach), nil},
-		{signals.UpdateClose, handler(s.close), nil},
-		{signals.UpdateSetMode, handler(s.setMode), validator(s.validateSetMode)},
-		{signals.UpdateSetConfigOption, handler(s.setConfig), validator(s.validateSetConfig)},
-		{signals.UpdateSetMcpServers, handler(s.setMcpServers), validator(s.validateSetMcpServers)},
-		{signals.UpdateRetryNow, handler(s.retryNow), validator(s.validateRetryNow)},
-		{signals.UpdateElicitationRespond, handler(s.elicitationRespond), validator(s.validateElicitationRespond)},
-	} {
-		if err := workflow.SetUpdateHandlerWithOptions(ctx, r.name, r.handler, workflow.UpdateHandlerOptions{Validator: r.validator}); err != nil {
+	var validator any // none for an update with no rule (detach, close)
+	if u.check != nil || u.strict != nil || u.ask != nil {
+		validator = func(_ workflow.Context, req Req) error {
+			ask, err := s.core.Validate(u.name, req)
+			if err != nil {
+				return err
+			}
+			if msg := s.answer(ask); msg != "" {
+				return signals.Reject(signals.RejectInvalidRequest, "%s", msg).ApplicationError()
+			}
+			return nil
+		}
+	}
+	return workflow.SetUpdateHandlerWithOptions(ctx, u.name, handler, workflow.UpdateHandlerOptions{Validator: validator})
+}
+
+// answer is the worker's answer to what the core asks of it: a refusal's message, "" when
+// the worker allows it (admission.go).
+func (s *session) answer(ask Ask) string {
+	switch {
+	case ask.Config != nil:
+		return admissionMessage(s.adm, *ask.Config)
+	case ask.McpServers != nil:
+		return mcpRefusal(s.adm, ask.McpServers)
+	}
+	return ""
+}
+
+func (s *session) register(ctx workflow.Context) error {
+	for _, u := range updates {
+		if err := u.(shellUpdate).register(ctx, s); err != nil {
 			return err
 		}
 	}
 	if err := workflow.SetQueryHandler(ctx, signals.QueryStatus, func() (signals.Status, error) {
-		return s.statusQuery(ctx), nil
+		st := s.core.status()
+		st.HistoryLength = workflow.GetInfo(ctx).GetCurrentHistoryLength()
+		st.BuildID = workflow.GetInfo(ctx).GetCurrentBuildID()
+		return st, nil
 	}); err != nil {
 		return err
 	}
 	if err := workflow.SetQueryHandler(ctx, signals.QueryEvents, func(req signals.EventsRequest) (signals.EventsResult, error) {
-		return s.Journal.Since(req.AfterSeq, req.Limit), nil
+		return s.core.events(req), nil
 	}); err != nil {
 		return err
 	}
 	// The transcript is asked for by a runner that could not load the agent's session, at
 	// the moment it needs it: a query costs no history, so the warm path pays nothing.
 	if err := workflow.SetQueryHandler(ctx, signals.QueryTranscript, func(req signals.TranscriptRequest) (signals.TranscriptResult, error) {
-		return BuildTranscript(s.Journal.Events, req.BeforeTurn, req.MaxBytes), nil
+		return s.core.transcript(req), nil
 	}); err != nil {
 		return err
 	}
 	for _, name := range signalOrder {
-		s.receivers = append(s.receivers, signalReceiver{name: name, handle: func(ctx workflow.Context, raw json.RawMessage) {
-			s.signal(workflow.Now(ctx), name, raw)
-		}})
-	}
-	s.receivers = append(s.receivers, s.mcpSignal())
-	for i := range s.receivers {
-		s.receivers[i].ch = workflow.GetSignalChannel(ctx, s.receivers[i].name)
+		s.receivers = append(s.receivers, signalReceiver{name: name, ch: workflow.GetSignalChannel(ctx, name)})
 	}
 	return nil
 }
 
-// handler adapts a core update handler to the SDK's: the core takes workflow.Now.
-func handler[Req, Res any](f func(time.Time, Req) (Res, error)) func(workflow.Context, Req) (Res, error) {
-	return func(ctx workflow.Context, req Req) (Res, error) { return f(workflow.Now(ctx), req) }
-}
-
-// validator adapts a core validator to the SDK's.
-func validator[Req any](f func(Req) error) func(workflow.Context, Req) error {
-	return func(_ workflow.Context, req Req) error { return f(req) }
-}
-
-// attachUpdate answers attach with the status query's snapshot.
-func (s *session) attachUpdate(ctx workflow.Context, req signals.AttachRequest) (signals.Status, error) {
-	st, err := s.attach(workflow.Now(ctx), req)
-	if err == nil {
-		st.HistoryLength = workflow.GetInfo(ctx).GetCurrentHistoryLength()
-	}
-	return st, err
-}
-
-// statusQuery is the core's status and the run's history length.
-func (s *session) statusQuery(ctx workflow.Context) signals.Status {
-	st := s.status()
-	st.HistoryLength = workflow.GetInfo(ctx).GetCurrentHistoryLength()
-	st.BuildID = workflow.GetInfo(ctx).GetCurrentBuildID()
-	return st
-}
-
-// signalReceiver is one signal channel and its handler. Signals are handled by the main
-// loop, not by coroutines of their own: a signal a coroutine has been handed but not yet run
-// would be lost by a continue-as-new in the same workflow task.
+// signalReceiver is one signal channel. Signals are handled by the main loop, not by
+// coroutines of their own: a signal a coroutine has been handed but not yet run would be
+// lost by a continue-as-new in the same workflow task.
 type signalReceiver struct {
-	name   string
-	handle func(workflow.Context, json.RawMessage)
-	ch     workflow.ReceiveChannel
+	name string
+	ch   workflow.ReceiveChannel
 }
 
-// runtimeEnv answers the core's sessionEnv from the workflow runtime. Metrics go through
-// the SDK's workflow metrics handler, which drops every record while a workflow task
-// replays (metrics.go).
+// signalIn feeds one signal to the core. A twin that asks the worker (set_mcp_servers) and
+// passes the core's rule has the worker's answer recorded in a SideEffect first (a signal has
+// no validator), so that a replay on a worker with another policy takes the same path.
+func (s *session) signalIn(ctx workflow.Context, name string, raw json.RawMessage) {
+	in := SignalInput{Name: name, Raw: raw}
+	if u, ok := updateByName[name]; ok && u.asksInTwin() {
+		if req, err := u.decode(raw); err == nil {
+			if ask, err := s.core.Validate(name, req); err == nil {
+				_ = workflow.SideEffect(ctx, func(workflow.Context) any { return s.answer(ask) }).Get(&in.Refused)
+			}
+		}
+	}
+	_, _ = s.core.Step(workflow.Now(ctx), in)
+}
+
+// runtimeEnv answers the core's sessionEnv from the workflow runtime.
 type runtimeEnv struct{ ctx workflow.Context }
 
 func (e runtimeEnv) version(change string, max version) version {
 	return version(workflow.GetVersion(e.ctx, change, workflow.DefaultVersion, workflow.Version(max)))
-}
-
-func (e runtimeEnv) turnStarted() {
-	workflow.GetMetricsHandler(e.ctx).Counter(MetricTurnsStarted).Inc(1)
-}
-
-func (e runtimeEnv) turnFinished(outcome string) {
-	workflow.GetMetricsHandler(e.ctx).WithTags(map[string]string{"outcome": outcome}).Counter(MetricTurnsFinished).Inc(1)
-}
-
-func (e runtimeEnv) steered(outcome string) {
-	workflow.GetMetricsHandler(e.ctx).WithTags(map[string]string{"outcome": outcome}).Counter(MetricSteers).Inc(1)
-}
-
-func (e runtimeEnv) permissionWaited(decidedBy string, waited time.Duration) {
-	workflow.GetMetricsHandler(e.ctx).WithTags(map[string]string{"decided_by": decidedBy}).Timer(MetricPermissionWaits).Record(waited)
 }
 
 func (e runtimeEnv) warn(msg string, keyvals ...any) {
@@ -217,7 +210,7 @@ func (s *session) signalsPending() bool {
 	return false
 }
 
-// drainSignals handles every signal received so far, channel by channel.
+// drainSignals feeds every signal received so far, channel by channel.
 func (s *session) drainSignals(ctx workflow.Context) {
 	for _, r := range s.receivers {
 		for {
@@ -225,7 +218,7 @@ func (s *session) drainSignals(ctx workflow.Context) {
 			if !r.ch.ReceiveAsync(&raw) {
 				break
 			}
-			r.handle(ctx, raw)
+			s.signalIn(ctx, r.name, raw)
 		}
 	}
 }
@@ -240,89 +233,133 @@ func (s *session) runInfo(ctx workflow.Context) runInfo {
 	}
 }
 
-// loop feeds the core and carries out what its next says. It wakes for a signal, the alarm,
-// an alarm that moved, or a command; the core alone says which command.
+// loop feeds the core and carries out its Ready (wake, core_step.go). It wakes for a
+// signal, the alarm, or whatever the core has ready (a command, an alarm that moved).
 func (s *session) loop(ctx workflow.Context) error {
+	x := runtimeExec{ctx: ctx, s: s}
+	s.drainSignals(ctx)
+	if _, err := carryOut(x, s.core.Ready(workflow.Now(ctx), s.runInfo(ctx))); err != nil {
+		return err // the run's first Ready holds no command
+	}
 	for {
-		s.drainSignals(ctx)
-		s.upsertSearchAttributes(ctx)
-		s.armAlarm(ctx)
 		err := workflow.Await(ctx, func() bool {
-			return s.signalsPending() || s.alarmFired || s.alarmNeedsArming() || s.next(s.runInfo(ctx)) != cmdNone
+			return s.signalsPending() || s.alarmRang || s.core.HasReady(s.runInfo(ctx))
 		})
 		if err != nil {
 			return err
 		}
 		s.drainSignals(ctx)
-		if s.alarmFired {
-			s.fireAlarms(workflow.Now(ctx))
-		}
-		switch s.next(s.runInfo(ctx)) {
-		case cmdClose:
-			s.closeSession(workflow.Now(ctx))
-			s.upsertSearchAttributes(ctx)
-			s.stopAgent(ctx)
-			return workflow.Await(ctx, func() bool { return workflow.AllHandlersFinished(ctx) })
-		case cmdContinueAsNew:
-			return s.continueAsNew(ctx)
-		case cmdRequestCancel:
-			turnID := s.requestCancel()
-			s.track(ctx, workflow.RequestCancelExternalWorkflow(ctx, signals.TurnWorkflowID(s.cfg.SessionID, turnID), ""), nil)
-		case cmdDeliver:
-			s.deliverNext(ctx)
-		case cmdStartTurn:
-			s.startTurn(ctx)
-		case cmdRetryNow:
-			turnID := s.sendRetryNow()
-			s.track(ctx, workflow.SignalExternalWorkflow(ctx, signals.TurnWorkflowID(s.cfg.SessionID, turnID), "", signals.SignalTurnRetryNow, nil), nil)
+		rang := s.alarmRang
+		s.alarmRang = false
+		if end, err := wake(s.core, x, workflow.Now(ctx), s.runInfo(ctx), rang); end || err != nil {
+			return err
 		}
 	}
 }
 
-// track counts a command's future as pending until it resolves, so that continue-as-new and
-// close wait for it; done, if set, runs with its error.
-func (s *session) track(ctx workflow.Context, f workflow.Future, done func(error)) {
-	s.pending++
-	workflow.Go(ctx, func(ctx workflow.Context) {
-		err := f.Get(ctx, nil)
-		s.pending--
-		if done != nil {
-			done(err)
+// runtimeExec carries out the core's commands in the workflow runtime.
+type runtimeExec struct {
+	ctx workflow.Context
+	s   *session
+}
+
+func (x runtimeExec) close(c Close) (bool, error) {
+	x.s.stopAgent(x.ctx, c)
+	return true, workflow.Await(x.ctx, func() bool { return workflow.AllHandlersFinished(x.ctx) })
+}
+
+func (x runtimeExec) continueAsNew(c ContinueAsNew) (bool, error) {
+	ctx := x.ctx
+	if !workflow.AllHandlersFinished(ctx) || x.s.signalsPending() {
+		// A handler still runs (or a signal came): wait for it, then ask again, so that the
+		// carried state holds what it did.
+		if err := workflow.Await(ctx, func() bool { return workflow.AllHandlersFinished(ctx) }); err != nil {
+			return true, err
 		}
+		x.s.drainSignals(ctx)
+		return false, nil
+	}
+	opts := workflow.ContinueAsNewErrorOptions{}
+	if c.AutoUpgrade {
+		opts.InitialVersioningBehavior = workflow.ContinueAsNewVersioningBehaviorAutoUpgrade
+	}
+	return true, workflow.NewContinueAsNewErrorWithOptions(ctx, opts, SessionWorkflow, c.Input)
+}
+
+func (x runtimeExec) requestCancel(c RequestCancel) {
+	x.s.whenDone(x.ctx, workflow.RequestCancelExternalWorkflow(x.ctx, c.WorkflowID, ""))
+}
+
+func (x runtimeExec) retryNow(c RetryNow) {
+	x.s.whenDone(x.ctx, workflow.SignalExternalWorkflow(x.ctx, c.WorkflowID, "", signals.SignalTurnRetryNow, nil))
+}
+
+func (x runtimeExec) deliver(c Deliver)              { x.s.deliver(x.ctx, c) }
+func (x runtimeExec) startTurn(c StartTurn)          { x.s.startTurn(x.ctx, c) }
+func (x runtimeExec) show(sa *SearchAttrs, d string) { x.s.show(x.ctx, sa, d) }
+func (x runtimeExec) arm(a *Alarm)                   { x.s.arm(x.ctx, a) }
+func (x runtimeExec) record(ms []Metric)             { x.s.record(x.ctx, ms) }
+
+// whenDone feeds RequestDone once f resolves.
+func (s *session) whenDone(ctx workflow.Context, f workflow.Future) {
+	workflow.Go(ctx, func(ctx workflow.Context) {
+		_ = f.Get(ctx, nil)
+		_, _ = s.core.Step(workflow.Now(ctx), RequestDone{})
 	})
 }
 
-// startTurn starts the next queued prompt's TurnWorkflow and feeds the core what becomes of
-// it: in this run the child's end is visible too.
-func (s *session) startTurn(ctx workflow.Context) {
+// startTurn starts the TurnWorkflow and feeds the core what becomes of it: its start, and
+// (in this run) its end.
+func (s *session) startTurn(ctx workflow.Context, c StartTurn) {
 	if s.build.TurnMarkerForTest {
 		_ = workflow.SideEffect(ctx, func(workflow.Context) any { return true }).Get(nil)
 	}
-	in := s.beginTurn(workflow.Now(ctx))
-	turnID := in.TurnID
 	cctx := workflow.WithChildOptions(ctx, workflow.ChildWorkflowOptions{
-		WorkflowID:            signals.TurnWorkflowID(s.cfg.SessionID, turnID),
+		WorkflowID:            c.WorkflowID,
 		ParentClosePolicy:     enumspb.PARENT_CLOSE_POLICY_ABANDON,
 		WorkflowIDReusePolicy: enumspb.WORKFLOW_ID_REUSE_POLICY_REJECT_DUPLICATE,
-		StaticSummary:         fmt.Sprintf("turn %d of session %s", turnID, s.cfg.SessionID),
+		StaticSummary:         c.Summary,
 	})
-	child := workflow.ExecuteChildWorkflow(cctx, signals.TurnWorkflowType, in)
-	s.track(ctx, child.GetChildWorkflowExecution(), func(err error) {
+	turnID := c.Input.TurnID
+	child := workflow.ExecuteChildWorkflow(cctx, signals.TurnWorkflowType, c.Input)
+	workflow.Go(ctx, func(ctx workflow.Context) {
+		err := child.GetChildWorkflowExecution().Get(ctx, nil)
+		started := ChildStarted{TurnID: turnID}
 		if err != nil {
-			s.turnStartFailed(workflow.Now(ctx), turnID, err.Error())
-			return
+			started.Err = err.Error()
 		}
-		if !s.turnWorkflowStarted(turnID) {
+		_, _ = s.core.Step(workflow.Now(ctx), started)
+		if err != nil {
 			return
 		}
 		workflow.Go(ctx, func(ctx workflow.Context) {
-			err := child.Get(ctx, nil)
-			if err == nil || temporal.IsCanceledError(err) {
-				s.turnWorkflowEnded(workflow.Now(ctx), turnID)
-				return
+			ended := ChildEnded{TurnID: turnID}
+			if err := child.Get(ctx, nil); err != nil && !temporal.IsCanceledError(err) {
+				ended.Failure = err.Error()
 			}
-			s.turnWorkflowFailed(workflow.Now(ctx), turnID, err.Error())
+			_, _ = s.core.Step(workflow.Now(ctx), ended)
 		})
+	})
+}
+
+// deliver runs one delivery as a Deliver activity on the task queue of the worker hosting
+// the turn, and feeds its result back. A host that is gone shows as a schedule-to-start
+// timeout.
+func (s *session) deliver(ctx workflow.Context, c Deliver) {
+	actx := workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
+		TaskQueue:              c.HostQueue,
+		ScheduleToStartTimeout: deliverScheduleToStart,
+		StartToCloseTimeout:    deliverStartToClose,
+		RetryPolicy:            &temporal.RetryPolicy{MaximumAttempts: 1},
+		Summary:                c.Summary,
+	})
+	f := workflow.ExecuteActivity(actx, signals.ActivityDeliver, c.Delivery)
+	workflow.Go(ctx, func(ctx workflow.Context) {
+		var res signals.DeliveryResult
+		err := f.Get(ctx, &res)
+		var timeout *temporal.TimeoutError
+		hostGone := errors.As(err, &timeout) && timeout.TimeoutType() == enumspb.TIMEOUT_TYPE_SCHEDULE_TO_START
+		_, _ = s.core.Step(workflow.Now(ctx), DeliveryAnswered{Delivery: c.Delivery, Result: res, Err: err, HostGone: hostGone})
 	})
 }
 
@@ -334,100 +371,91 @@ const closeStopsAgentChange = "close-stops-agent"
 // closed with session/close where the agent offers it, its process stopped), instead of
 // leaving it to the idle TTL. Best effort and bounded: a host that is gone took its agents
 // with it (the reaper).
-func (s *session) stopAgent(ctx workflow.Context) {
-	if s.AgentHost == "" || workflow.GetVersion(ctx, closeStopsAgentChange, workflow.DefaultVersion, 1) < 1 {
+func (s *session) stopAgent(ctx workflow.Context, c Close) {
+	if c.AgentHost == "" || workflow.GetVersion(ctx, closeStopsAgentChange, workflow.DefaultVersion, 1) < 1 {
 		return
 	}
 	actx := workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
-		TaskQueue:              s.AgentHost,
+		TaskQueue:              c.AgentHost,
 		ScheduleToStartTimeout: releaseTimeout,
 		StartToCloseTimeout:    releaseTimeout,
 		RetryPolicy:            &temporal.RetryPolicy{MaximumAttempts: 1},
 		Summary:                "end the closed session's agent on the worker that holds it",
 	})
-	err := workflow.ExecuteActivity(actx, signals.ActivityReleaseAgent, signals.ReleaseAgentRequest{SessionID: s.cfg.SessionID, Closed: true}).Get(actx, nil)
+	err := workflow.ExecuteActivity(actx, signals.ActivityReleaseAgent, signals.ReleaseAgentRequest{SessionID: c.SessionID, Closed: true}).Get(actx, nil)
 	if err != nil {
-		workflow.GetLogger(ctx).Info("the closed session's agent was not stopped by its host (gone, or slow): its idle TTL will", "host", s.AgentHost, "error", err)
+		workflow.GetLogger(ctx).Info("the closed session's agent was not stopped by its host (gone, or slow): its idle TTL will", "host", c.AgentHost, "error", err)
 	}
 }
 
-func (s *session) upsertSearchAttributes(ctx workflow.Context) {
-	state, turn, awaiting := s.searchAttributes()
-	// What the session is doing and waiting for, for the Temporal UI's Current Details (not
-	// history: the SDK answers it from the workflow's state).
-	workflow.SetCurrentDetails(ctx, s.currentDetails(state, turn))
-	outcome := ""
-	v := s.searchAttrsVersion(ctx)
-	if v > workflow.DefaultVersion {
-		outcome = s.LastOutcome
-	}
-	waiting := s.waitingUntil()
-	key := fmt.Sprintf("%s/%d/%t/%s", state, turn, awaiting, outcome)
-	if waiting != nil || s.waitedUntil {
-		key += "/" + fmt.Sprint(waiting) // only a session that waited for a limit upserts TacpWaitingUntil
-	}
-	if key == s.lastSA {
+// show sets the Current Details (the Temporal UI's, not history) and upserts the search
+// attributes when they changed.
+func (s *session) show(ctx workflow.Context, sa *SearchAttrs, details string) {
+	workflow.SetCurrentDetails(ctx, details)
+	if sa == nil {
 		return
 	}
-	s.lastSA = key
 	attrs := []temporal.SearchAttributeUpdate{
-		temporal.NewSearchAttributeKeyKeyword(signals.SearchAttrSessionState).ValueSet(state),
-		temporal.NewSearchAttributeKeyInt64(signals.SearchAttrTurn).ValueSet(turn),
-		temporal.NewSearchAttributeKeyKeyword(signals.SearchAttrAgent).ValueSet(agentName(s.cfg.Agent)),
-		temporal.NewSearchAttributeKeyBool(signals.SearchAttrAwaitingApproval).ValueSet(awaiting),
+		temporal.NewSearchAttributeKeyKeyword(signals.SearchAttrSessionState).ValueSet(sa.State),
+		temporal.NewSearchAttributeKeyInt64(signals.SearchAttrTurn).ValueSet(sa.Turn),
+		temporal.NewSearchAttributeKeyKeyword(signals.SearchAttrAgent).ValueSet(sa.Agent),
+		temporal.NewSearchAttributeKeyBool(signals.SearchAttrAwaitingApproval).ValueSet(sa.Awaiting),
 	}
-	if v > workflow.DefaultVersion {
-		attrs = append(attrs, temporal.NewSearchAttributeKeyTime(signals.SearchAttrLastActivity).ValueSet(workflow.Now(ctx)))
+	if sa.LastActivity != nil {
+		attrs = append(attrs, temporal.NewSearchAttributeKeyTime(signals.SearchAttrLastActivity).ValueSet(*sa.LastActivity))
 	}
-	if outcome != "" {
-		attrs = append(attrs, temporal.NewSearchAttributeKeyKeyword(signals.SearchAttrLastOutcome).ValueSet(outcome))
+	if sa.LastOutcome != "" {
+		attrs = append(attrs, temporal.NewSearchAttributeKeyKeyword(signals.SearchAttrLastOutcome).ValueSet(sa.LastOutcome))
 	}
-	attrs = append(attrs, s.waitingAttr(waiting)...)
+	// TacpWaitingUntil is newer than the others, and a namespace that lacks it fails the
+	// workflow task that names it: only a session that waited for a limit upserts it.
+	waiting := temporal.NewSearchAttributeKeyTime(signals.SearchAttrWaitingUntil)
+	switch {
+	case sa.WaitingUntil != nil:
+		attrs = append(attrs, waiting.ValueSet(*sa.WaitingUntil))
+	case sa.UnsetWaitingUntil:
+		attrs = append(attrs, waiting.ValueUnset())
+	}
 	if err := workflow.UpsertTypedSearchAttributes(ctx, attrs...); err != nil {
 		workflow.GetLogger(ctx).Warn("upsert search attributes", "error", err)
 	}
 }
 
-// searchAttrsChange guards the TacpLastOutcome and TacpLastActivity search attributes for
-// runs that upserted without them.
-const searchAttrsChange = "search-attributes-v2"
-
-// searchAttrsVersion is asked once per run, at its first upsert.
-func (s *session) searchAttrsVersion(ctx workflow.Context) workflow.Version {
-	if s.saVersion == nil {
-		v := workflow.GetVersion(ctx, searchAttrsChange, workflow.DefaultVersion, 1)
-		s.saVersion = &v
+// arm keeps one timer running for the alarm Ready names (nil: the armed timer stands).
+func (s *session) arm(ctx workflow.Context, a *Alarm) {
+	if a == nil {
+		return
 	}
-	return *s.saVersion
+	if s.cancelAlarm != nil {
+		s.cancelAlarm()
+	}
+	s.alarmGen++
+	gen := s.alarmGen
+	tctx, cancel := workflow.WithCancel(ctx)
+	s.cancelAlarm = cancel
+	d := max(a.At.Sub(workflow.Now(ctx)), time.Millisecond)
+	timer := workflow.NewTimerWithOptions(tctx, d, workflow.TimerOptions{Summary: a.Summary})
+	workflow.Go(ctx, func(ctx workflow.Context) {
+		if timer.Get(ctx, nil) == nil && gen == s.alarmGen {
+			s.alarmRang = true
+		}
+	})
 }
 
-// --- continue-as-new ---
-
-func (s *session) continueAsNew(ctx workflow.Context) error {
-	if err := workflow.Await(ctx, func() bool { return workflow.AllHandlersFinished(ctx) }); err != nil {
-		return err
+// record records the metrics through the SDK's workflow metrics handler, which drops every
+// record while a workflow task replays (metrics.go).
+func (s *session) record(ctx workflow.Context, ms []Metric) {
+	for _, m := range ms {
+		h := workflow.GetMetricsHandler(ctx)
+		if m.Tags != nil {
+			h = h.WithTags(m.Tags)
+		}
+		if m.Timer {
+			h.Timer(m.Name).Record(m.Duration)
+		} else {
+			h.Counter(m.Name).Inc(1)
+		}
 	}
-	s.drainSignals(ctx)
-	// Moving to the new target version is decided last, on the state the next run takes:
-	// a signal drained above may have made the session busy again, and then it stays pinned.
-	info := s.runInfo(ctx)
-	upgrade := s.upgradeDue(info)
-	s.UpgradeWanted = !upgrade && (s.UpgradeWanted || info.targetChanged)
-	if upgrade {
-		// The new run starts on the target version; it may find the agent's host gone with
-		// the old build, so its first turn goes to the session queue (affinity resumes there).
-		s.AgentHost = ""
-	}
-	carried, err := json.Marshal(s.sessionState)
-	if err != nil {
-		return fmt.Errorf("encode carried state: %w", err)
-	}
-	next := sessionInput{SessionConfig: s.cfg.SessionConfig, Carried: carried}
-	opts := workflow.ContinueAsNewErrorOptions{}
-	if upgrade {
-		opts.InitialVersioningBehavior = workflow.ContinueAsNewVersioningBehaviorAutoUpgrade
-	}
-	return workflow.NewContinueAsNewErrorWithOptions(ctx, opts, SessionWorkflow, next)
 }
 
 // IsContinueAsNew reports whether err is the continue-as-new a run ends with.

@@ -13,18 +13,21 @@ import (
 func TestUpgrade_OnlyAtAnIdleSafePoint(t *testing.T) {
 	changed := runInfo{targetChanged: true}
 	r := newCoreRig(t, signals.SessionConfig{SessionID: "s1"})
-	require.Equal(t, cmdContinueAsNew, r.core.next(changed), "idle: moves now")
-	require.True(t, r.core.upgradeDue(changed))
+	require.True(t, r.core.upgradeDue(changed), "idle: moves now")
 
 	r.startTurn("work", "m1")
-	require.False(t, r.core.upgradeDue(changed), "a running turn is no safe point")
-	require.NotEqual(t, cmdContinueAsNew, r.core.next(changed))
-	_, err := r.core.prompt(r.now, signals.PromptRequest{Text: "next", ClientMessageID: "m2"})
+	r.settle()
+	r.info = changed
+	require.Empty(t, r.settle(), "a running turn is no safe point")
+	_, err := do[signals.PromptResult](r, signals.UpdatePrompt, signals.PromptRequest{Text: "next", ClientMessageID: "m2"})
 	require.NoError(t, err)
 
 	r.signal(signals.SignalTurnFinished, signals.TurnFinishedSignal{TurnID: 1, Attempt: 1, StopReason: "end_turn"})
-	require.False(t, r.core.upgradeDue(changed), "a queued prompt runs on this build first")
-	require.Equal(t, cmdStartTurn, r.core.next(changed))
+	require.Equal(t, []string{"start-turn"}, r.settle(), "a queued prompt runs on this build first")
+	r.signal(signals.SignalTurnFinished, signals.TurnFinishedSignal{TurnID: 2, Attempt: 1, StopReason: "end_turn"})
+	require.Equal(t, []string{"continue-as-new"}, r.settle(), "idle: the session moves")
+	require.Contains(t, r.cmdLog, "continue-as-new auto-upgrade=true")
+	require.False(t, r.core.UpgradeWanted, "the new run is on the target version")
 }
 
 // Reference: versioning.go: a wake from a worker of the current version is an upgrade
@@ -35,9 +38,14 @@ func TestUpgrade_WakeIsAnUpgradeWanted(t *testing.T) {
 	r.signal(signals.SignalWake, struct{}{})
 	require.True(t, r.core.UpgradeWanted)
 	require.False(t, r.core.upgradeDue(runInfo{}))
+	r.info.suggested = true // the run continues as new busy: the wish is carried
+	r.settle()
+	require.Contains(t, r.cmdLog, "continue-as-new auto-upgrade=false")
+	require.Equal(t, 2, r.core.Run)
+	require.True(t, r.core.UpgradeWanted)
 	r.signal(signals.SignalTurnFinished, signals.TurnFinishedSignal{TurnID: 1, Attempt: 1, StopReason: "end_turn"})
-	require.True(t, r.core.upgradeDue(runInfo{}), "idle again: the wanted upgrade is due")
-	require.Equal(t, cmdContinueAsNew, r.core.next(runInfo{}))
+	require.Contains(t, r.cmdLog, "continue-as-new auto-upgrade=true", "idle again: the wanted upgrade is due")
+	require.Equal(t, 3, r.core.Run)
 }
 
 // Reference: versioning.go, Build.NoUpgradeForTest: the broken build the e2e test fails

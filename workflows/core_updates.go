@@ -1,0 +1,253 @@
+package workflows
+
+// The update table: every update a session takes, once. From it come the update handlers
+// and their validators (session.go), the signal twins and their place in the drain order
+// (core_signals.go), the scenario files' `update` verb (scenario_test.go) and the names the
+// tests check against signals/. Adding an update is a request and result type and a name in
+// signals/, and one entry here with its rule and its effect.
+//
+// Each entry says, for its request type:
+//
+//   - check: the rule on the session's state, pure. The update's validator, its handler
+//     (after the validator, which may have passed on an older state) and its signal twin
+//     all run it, so a twin is refused exactly when the update would be.
+//   - strict: what only the validator checks beyond check. Validators never run on replay,
+//     so strict may refuse what a recorded twin once took.
+//   - ask: what the validator asks of the worker (admission, the MCP policy): the core
+//     reads no worker's settings; the shell asks its worker (session.go).
+//   - apply: the update's effect and answer, once check passed.
+//   - rejected: what a refused twin journals to tell its sender why (contract §3); a twin
+//     without it is dropped silently.
+//   - twinAsks: the twin asks the worker too, its answer recorded by the shell (a SideEffect).
+
+import (
+	"encoding/json"
+	"time"
+	"unicode/utf8"
+
+	"github.com/tacp-dev/tacp/signals"
+)
+
+// updates is the table, in the order their twins drain within a workflow task (wake drains
+// after set_config_option, where it always has: see signalOrder).
+var updates = []updateRule{
+	&update[signals.PromptRequest, signals.PromptResult]{
+		name:  signals.UpdatePrompt,
+		check: (*sessionCore).checkPrompt,
+		strict: func(req signals.PromptRequest) *signals.Rejection {
+			// Content is kept as the client's bytes (text fields are decoded, and Go's decoder
+			// replaces invalid UTF-8 in them); refuse bytes that are not UTF-8 before they
+			// reach the journal and the agent.
+			if !utf8.Valid(req.Content) {
+				return signals.Reject(signals.RejectInvalidRequest, "prompt content is not valid UTF-8")
+			}
+			return nil
+		},
+		// The worker may no longer offer what the session names (a profile removed, a
+		// workspace that became a symlink out of its root): refuse before any turn runs
+		// (contract §10).
+		ask: func(s *sessionCore, _ signals.PromptRequest) Ask {
+			cfg := s.cfg.SessionConfig
+			return Ask{Config: &cfg}
+		},
+		effect: (*sessionCore).prompt,
+		rejected: func(s *sessionCore, now time.Time, req signals.PromptRequest, rej *signals.Rejection) {
+			s.journal(now, signals.EventPromptRejected, 0, signals.RejectedData{ClientMessageID: req.ClientMessageID, Type: rej.Type, Message: rej.Message})
+		},
+	},
+	&update[signals.SteerRequest, signals.SteerResult]{
+		name:   signals.UpdateSteer,
+		check:  (*sessionCore).checkSteer,
+		effect: (*sessionCore).steer,
+		rejected: func(s *sessionCore, now time.Time, req signals.SteerRequest, rej *signals.Rejection) {
+			s.journal(now, signals.EventSteerRejected, s.Steer.TurnID, signals.RejectedData{ClientMsgID: req.ClientMsgID, Type: rej.Type, Message: rej.Message, Details: rej.Details})
+			s.metric(MetricSteers, map[string]string{"outcome": rej.Type})
+		},
+	},
+	&update[signals.CancelRequest, signals.CancelResult]{
+		name:   signals.UpdateCancel,
+		check:  (*sessionCore).checkCancel,
+		effect: (*sessionCore).cancel,
+	},
+	&update[signals.PermissionRespondRequest, signals.PermissionRespondResult]{
+		name: signals.UpdatePermissionRespond,
+		check: func(s *sessionCore, req signals.PermissionRespondRequest) *signals.Rejection {
+			_, _, rej := s.checkRespond(req)
+			return rej
+		},
+		effect: (*sessionCore).respond,
+	},
+	&update[signals.PermissionForgetRequest, signals.PermissionForgetResult]{
+		name: signals.UpdatePermissionForget,
+		check: func(_ *sessionCore, req signals.PermissionForgetRequest) *signals.Rejection {
+			return ValidateForget(req.Tool)
+		},
+		effect: (*sessionCore).forget,
+	},
+	&update[signals.SetPolicyRequest, signals.SetPolicyResult]{
+		name: signals.UpdateSetPolicy,
+		check: func(_ *sessionCore, req signals.SetPolicyRequest) *signals.Rejection {
+			return checkPolicyLevel(req.Level)
+		},
+		effect: (*sessionCore).setPolicy,
+	},
+	&update[signals.AttachRequest, signals.Status]{
+		name:   signals.UpdateAttach,
+		check:  func(_ *sessionCore, req signals.AttachRequest) *signals.Rejection { return checkAttach(req) },
+		effect: (*sessionCore).attach,
+	},
+	&update[signals.DetachRequest, signals.DetachResult]{
+		name:   signals.UpdateDetach,
+		effect: (*sessionCore).detach,
+	},
+	&update[signals.CloseRequest, signals.CloseResult]{
+		name:   signals.UpdateClose,
+		effect: (*sessionCore).close,
+	},
+	&update[signals.SetModeRequest, signals.SetModeResult]{
+		name:   signals.UpdateSetMode,
+		check:  (*sessionCore).checkSetMode,
+		effect: (*sessionCore).setMode,
+	},
+	&update[signals.SetConfigOptionRequest, signals.SetConfigOptionResult]{
+		name:   signals.UpdateSetConfigOption,
+		check:  (*sessionCore).checkSetConfig,
+		effect: (*sessionCore).setConfig,
+	},
+	&update[signals.RetryNowRequest, signals.RetryNowResult]{
+		name:   signals.UpdateRetryNow,
+		check:  (*sessionCore).checkRetryNow,
+		effect: (*sessionCore).retryNow,
+	},
+	&update[signals.ElicitationRespondRequest, signals.ElicitationRespondResult]{
+		name: signals.UpdateElicitationRespond,
+		check: func(s *sessionCore, req signals.ElicitationRespondRequest) *signals.Rejection {
+			_, _, rej := s.checkElicitationRespond(req)
+			return rej
+		},
+		effect: (*sessionCore).elicitationRespond,
+	},
+	&update[signals.SetMcpServersRequest, signals.SetMcpServersResult]{
+		name:     signals.UpdateSetMcpServers,
+		check:    (*sessionCore).checkSetMcpServers,
+		ask:      func(_ *sessionCore, req signals.SetMcpServersRequest) Ask { return Ask{McpServers: req.McpServers} },
+		twinAsks: true,
+		effect:   (*sessionCore).setMcpServers,
+	},
+	&update[signals.SetTitleRequest, signals.SetTitleResult]{
+		name:   signals.UpdateSetTitle,
+		check:  (*sessionCore).checkSetTitle,
+		effect: (*sessionCore).setTitle,
+	},
+}
+
+// updateByName indexes the table.
+var updateByName = func() map[string]updateRule {
+	m := make(map[string]updateRule, len(updates))
+	for _, u := range updates {
+		if _, dup := m[u.Name()]; dup {
+			panic("update " + u.Name() + " is in the table twice")
+		}
+		m[u.Name()] = u
+	}
+	return m
+}()
+
+// updateRule is one entry of the table, its request and result types erased.
+type updateRule interface {
+	Name() string
+	// decode reads a request from its JSON (a signal twin's payload, a scenario's line).
+	decode(raw json.RawMessage) (any, error)
+	validate(s *sessionCore, req any) (Ask, error)
+	apply(s *sessionCore, now time.Time, req any) (any, error)
+	// twin takes the update's signal twin: refused, it changes nothing beyond its rejected
+	// event; refused is the worker's recorded answer when twinAsks.
+	twin(s *sessionCore, now time.Time, req any, refused string)
+	asksInTwin() bool
+}
+
+// update is one entry of the table for the request type Req and the result type Res.
+type update[Req, Res any] struct {
+	name     string
+	check    func(*sessionCore, Req) *signals.Rejection
+	strict   func(Req) *signals.Rejection
+	ask      func(*sessionCore, Req) Ask
+	effect   func(*sessionCore, time.Time, Req) (Res, error)
+	rejected func(*sessionCore, time.Time, Req, *signals.Rejection)
+	twinAsks bool
+}
+
+func (u *update[Req, Res]) Name() string     { return u.name }
+func (u *update[Req, Res]) asksInTwin() bool { return u.twinAsks }
+
+func (u *update[Req, Res]) decode(raw json.RawMessage) (any, error) {
+	var req Req
+	if err := json.Unmarshal(raw, &req); err != nil {
+		return nil, err
+	}
+	return req, nil
+}
+
+func (u *update[Req, Res]) req(v any) (Req, error) {
+	req, ok := v.(Req)
+	if !ok {
+		return req, signals.Reject(signals.RejectInvalidRequest, "%s: want a %T, not a %T", u.name, req, v).ApplicationError()
+	}
+	return req, nil
+}
+
+func (u *update[Req, Res]) checked(s *sessionCore, req Req) *signals.Rejection {
+	if u.check == nil {
+		return nil
+	}
+	return u.check(s, req)
+}
+
+func (u *update[Req, Res]) validate(s *sessionCore, v any) (Ask, error) {
+	req, err := u.req(v)
+	if err != nil {
+		return Ask{}, err
+	}
+	if rej := u.checked(s, req); rej != nil {
+		return Ask{}, rej.ApplicationError()
+	}
+	if u.strict != nil {
+		if rej := u.strict(req); rej != nil {
+			return Ask{}, rej.ApplicationError()
+		}
+	}
+	if u.ask == nil {
+		return Ask{}, nil
+	}
+	return u.ask(s, req), nil
+}
+
+func (u *update[Req, Res]) apply(s *sessionCore, now time.Time, v any) (any, error) {
+	req, err := u.req(v)
+	if err != nil {
+		return nil, err
+	}
+	if rej := u.checked(s, req); rej != nil {
+		var zero Res
+		return zero, rej.ApplicationError()
+	}
+	return u.effect(s, now, req)
+}
+
+func (u *update[Req, Res]) twin(s *sessionCore, now time.Time, v any, refused string) {
+	req, err := u.req(v)
+	if err != nil {
+		return
+	}
+	if rej := u.checked(s, req); rej != nil {
+		if u.rejected != nil {
+			u.rejected(s, now, req, rej)
+		}
+		return
+	}
+	if refused != "" {
+		return
+	}
+	s.updates++
+	_, _ = u.effect(s, now, req)
+}
