@@ -202,6 +202,13 @@ func (s *Server) status(w http.ResponseWriter, r *http.Request, _ string) {
 		s.fail(w, r, err)
 		return
 	}
+	// The session's status is the same from every worker; what the workers offer (the
+	// profiles, their sandboxes) is the Profiles workflow's, asked beside it.
+	if len(st.Profiles) == 0 {
+		pctx, pcancel := context.WithTimeout(ctx, 5*time.Second)
+		st.Profiles, _ = s.c.Profiles(pctx)
+		pcancel()
+	}
 	writeJSON(w, http.StatusOK, statusResult{Status: st, ServerTime: time.Now().UTC()})
 }
 

@@ -216,7 +216,7 @@
     // sandboxLine says what the kernel sandbox of the session's agent profile lets it do
     // (signals.SandboxInfo.Describe).
     const sandboxLine = (st) => {
-      const p = st.profiles.find((x) => x.name === st.agent) || st.profiles.find((x) => x.default);
+      const p = (st.profiles || []).find((x) => x.name === st.agent) || (st.profiles || []).find((x) => x.default);
       const sb = p && p.sandbox;
       if (!sb) return 'off';
       let line = `on · network ${sb.network}`;
