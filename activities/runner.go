@@ -414,7 +414,8 @@ func (t *turnRun) open(setupCtx context.Context, ag *hostedAgent, s turnSetup) (
 	r.Trust.Profiles.Opened(s.profile.Name)
 	t.res.AgentSessionID = string(sid)
 	offered := r.applyChoices(setupCtx, ag, sid, t.in, t.log)
-	started := signals.TurnStartedSignal{TurnID: t.in.TurnID, Attempt: t.attempt, HostQueue: r.Host.Queue, AgentSessionID: t.res.AgentSessionID, Settings: offered}
+	started := signals.TurnStartedSignal{TurnID: t.in.TurnID, Attempt: t.attempt, HostQueue: r.Host.Queue, AgentSessionID: t.res.AgentSessionID, Settings: offered,
+		Sandbox: s.profile.SandboxInfo().Describe()}
 	prompt := s.prompt
 	switch {
 	case lost != "":

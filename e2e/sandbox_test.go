@@ -158,6 +158,12 @@ func TestSandboxTestAgent(t *testing.T) {
 		out, errOut, code = starter(t, "status", "--task-queue", sw.qc.TaskQueue, "--session", a)
 		require.Equal(t, 0, code, errOut)
 		require.Contains(t, out, "sandbox   "+line+" (profile default)", "starter status")
+		// The session itself says what its last attempt ran in, whichever worker answers,
+		// and so does the Temporal UI's Current Details.
+		st, err := sw.qc.Status(ctxFor(t, 10*time.Second), a)
+		require.NoError(t, err)
+		require.Equal(t, line, st.Sandbox)
+		require.Contains(t, currentDetails(t, a), "sandbox: "+line)
 	})
 }
 

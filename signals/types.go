@@ -186,6 +186,9 @@ type Status struct {
 	// AgentHost is the host queue of the worker that holds the session's live agent (the one
 	// that ran its last attempt): the next turn goes there first.
 	AgentHost string `json:"agent_host,omitempty"`
+	// Sandbox is the kernel sandbox the session's last attempt ran its agent in, as that
+	// worker said ("off", or what it allows; "" before any turn ran).
+	Sandbox string `json:"sandbox,omitempty"`
 	// ContextLost is the last agent.context_lost of the session, with its turn (nil: the
 	// agent has kept the whole conversation).
 	ContextLost *ContextLostView `json:"context_lost,omitempty"`
@@ -332,6 +335,9 @@ type TurnStartedSignal struct {
 	Resumed bool `json:"resumed,omitempty"`
 	// WorkspaceMissing is set when the session's workspace was not found on this host.
 	WorkspaceMissing *WorkspaceMissingData `json:"workspace_missing,omitempty"`
+	// Sandbox is the kernel sandbox this attempt's agent runs in (SandboxInfo.Describe:
+	// "off", or what it allows); "" from a runner that did not say.
+	Sandbox string `json:"sandbox,omitempty"`
 }
 
 // TurnEventsSignal carries a batch of raw ACP session/update params. It is idempotent on

@@ -135,6 +135,8 @@ type sessionState struct {
 	// AgentHost is the host queue of the worker that ran the last attempt, which holds the
 	// live agent: the next turn goes there first (affinity, contract §10).
 	AgentHost string `json:"agent_host,omitempty"`
+	// Sandbox is the kernel sandbox of the last attempt's agent, as its worker said.
+	Sandbox string `json:"sandbox,omitempty"`
 	// ContextLost is the last agent.context_lost, for status.
 	ContextLost *signals.ContextLostView `json:"context_lost,omitempty"`
 	Closing     bool                     `json:"closing,omitempty"`
@@ -372,6 +374,9 @@ func (s *sessionCore) turnStarted(now time.Time, sig signals.TurnStartedSignal) 
 	if sig.AgentSessionID != "" {
 		s.AgentSessionID = sig.AgentSessionID
 	}
+	if sig.Sandbox != "" {
+		s.Sandbox = sig.Sandbox
+	}
 	s.offered(now, t.TurnID, sig.Settings)
 	if w := sig.WorkspaceMissing; w != nil {
 		s.journal(now, signals.EventWorkspaceMissing, t.TurnID, *w)
@@ -549,6 +554,9 @@ func (s *sessionCore) details() string {
 	fmt.Fprintf(&b, " · %d queued", len(s.Queue.Items))
 	if s.LastOutcome != "" {
 		fmt.Fprintf(&b, " · last turn: %s", s.LastOutcome)
+	}
+	if s.Sandbox != "" {
+		fmt.Fprintf(&b, " · sandbox: %s", s.Sandbox)
 	}
 	for _, p := range s.pendingPermissions() {
 		title := p.Title
@@ -788,6 +796,7 @@ func (s *sessionCore) status() signals.Status {
 		AgentSessionID:      s.AgentSessionID,
 		AgentSettings:       s.Settings.View(),
 		AgentHost:           s.AgentHost,
+		Sandbox:             s.Sandbox,
 		ContextLost:         s.ContextLost,
 		WaitingLimit:        s.limitView(),
 		Run:                 s.Run,
