@@ -150,8 +150,10 @@ func (b *Box) Command(s Settings, session, workspace string, argv, env []string)
 		for _, k := range []string{"HTTPS_PROXY", "HTTP_PROXY", "ALL_PROXY", "https_proxy", "http_proxy", "all_proxy"} {
 			env = setEnv(env, k, u)
 		}
-		env = setEnv(env, "NO_PROXY", "")
-		env = setEnv(env, "no_proxy", "")
+		// Loopback goes direct: the kernel decides which of its ports the agent reaches (the
+		// allowlist's, its own server's), and the proxy would refuse its own server's port.
+		env = setEnv(env, "NO_PROXY", "localhost,127.0.0.1,::1")
+		env = setEnv(env, "no_proxy", "localhost,127.0.0.1,::1")
 	}
 	req.Env = env
 	p, err := Plan(s, req, b.Protected, readMounts())
