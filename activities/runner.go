@@ -17,6 +17,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -420,6 +421,12 @@ func (t *turnRun) open(setupCtx context.Context, ag *hostedAgent, s turnSetup) (
 	switch {
 	case lost != "":
 		started.ContextLost, prompt = t.contextLost(setupCtx, lost, sid, prompt)
+	case t.in.ForkOf != nil && t.in.AgentSessionID == "":
+		// A fork's first agent session: it starts from the origin's conversation, and the
+		// journal says so (agent.context_lost's reason names the fork: its agent holds no
+		// memory of its own, only what tacp carried).
+		lost = fmt.Sprintf("a fork of session %s: its agent starts from that session's conversation", t.in.ForkOf.SessionID)
+		started.ContextLost, prompt = t.contextLost(setupCtx, lost, sid, prompt)
 	case before.PromptSent && before.AgentSessionID == string(sid):
 		// The agent session holds the prompt already (the lost attempt sent it, and the agent
 		// keeps what it was told): sending it again would show the model the prompt twice.
@@ -643,10 +650,38 @@ const (
 // transcript asks the session for its conversation before this turn, for seeding a new
 // agent session (a query: no history, asked only when the agent's session was lost).
 func (r *Runner) transcript(ctx context.Context, in signals.RunTurnInput) (signals.TranscriptResult, error) {
-	var res signals.TranscriptResult
-	v, err := r.Client.QueryWorkflow(ctx, in.SessionWorkflowID, "", signals.QueryTranscript, signals.TranscriptRequest{
-		BeforeTurn: in.TurnID, MaxBytes: r.CarryContextBytes,
+	own, err := r.queryTranscript(ctx, in.SessionWorkflowID, signals.TranscriptRequest{BeforeTurn: in.TurnID, MaxBytes: r.CarryContextBytes})
+	if err != nil || in.ForkOf == nil {
+		return own, err
+	}
+	// A fork's conversation begins in its origin: that part first, under a header that says
+	// where it comes from, within what the fork's own part leaves of the bound.
+	limit := r.CarryContextBytes
+	if limit <= 0 {
+		limit = signals.DefaultTranscriptBytes
+	}
+	budget := limit - len(own.Text) - 2
+	if budget < 2*signals.MaxTranscriptHeaderBytes {
+		own.Truncated = true
+		return own, nil
+	}
+	origin, err := r.queryTranscript(ctx, signals.SessionWorkflowID(in.ForkOf.SessionID), signals.TranscriptRequest{
+		BeforeTurn: in.ForkOf.BeforeTurn, MaxBytes: budget, Header: signals.ForkTranscriptHeader(*in.ForkOf),
 	})
+	if err != nil {
+		return own, fmt.Errorf("the conversation of session %s, which this session forks: %w", in.ForkOf.SessionID, err)
+	}
+	res := signals.TranscriptResult{Text: origin.Text, Turns: origin.Turns + own.Turns, Truncated: origin.Truncated || own.Truncated}
+	if own.Text != "" {
+		res.Text = strings.TrimPrefix(res.Text+"\n\n"+own.Text, "\n\n")
+	}
+	return res, nil
+}
+
+// queryTranscript asks workflow id for its transcript.
+func (r *Runner) queryTranscript(ctx context.Context, id string, req signals.TranscriptRequest) (signals.TranscriptResult, error) {
+	var res signals.TranscriptResult
+	v, err := r.Client.QueryWorkflow(ctx, id, "", signals.QueryTranscript, req)
 	if err != nil {
 		return res, err
 	}

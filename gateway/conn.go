@@ -75,6 +75,7 @@ func (c *conn) Initialize(ctx context.Context, req acp.InitializeRequest) (acp.I
 				List:   &acp.SessionListCapabilities{},
 				Resume: &acp.SessionResumeCapabilities{},
 				Close:  &acp.SessionCloseCapabilities{},
+				Fork:   &acp.SessionForkCapabilities{},
 			},
 			McpCapabilities: offer.mcp,
 			Meta:            steering,
@@ -125,6 +126,61 @@ func (c *conn) NewSession(ctx context.Context, p acp.NewSessionRequest) (acp.New
 	}
 	modes, opts := c.sessionOffer(cctx, id)
 	return acp.NewSessionResponse{SessionId: acp.SessionId(id), Meta: at.meta(), Modes: modes, ConfigOptions: opts}, nil
+}
+
+// UnstableForkSession answers session/fork: a new durable session whose agent starts from
+// this one's conversation (signals.Client.Fork; _meta.tacp.before_turn takes it before that
+// turn), attached like session/new's. The origin's agent session is not forked on the
+// agent: tacp carries the conversation from its journal, as it does to any new agent.
+func (c *conn) UnstableForkSession(ctx context.Context, p acp.UnstableForkSessionRequest) (acp.UnstableForkSessionResponse, error) {
+	if c.observer() {
+		return acp.UnstableForkSessionResponse{}, forbidden("fork sessions")
+	}
+	before, err := metaBeforeTurn(p.Meta)
+	if err != nil {
+		return acp.UnstableForkSessionResponse{}, err
+	}
+	req := signals.ForkRequest{BeforeTurn: before, Workspace: c.g.o.Workspace}
+	if req.Workspace == "" && !c.g.o.IgnoreClientCwd {
+		req.Workspace = p.Cwd
+	}
+	if len(p.McpServers) > 0 {
+		raw, err := json.Marshal(p.McpServers)
+		if err != nil {
+			return acp.UnstableForkSessionResponse{}, invalidParams("mcpServers: %v", err)
+		}
+		req.McpServers = raw
+	}
+	cctx, cancel := c.callCtx(ctx)
+	defer cancel()
+	cfg, err := c.client().Fork(cctx, string(p.SessionId), req)
+	if err != nil {
+		return acp.UnstableForkSessionResponse{}, rpcErr(err)
+	}
+	_, at, err := c.attachStarting(cctx, cfg.SessionID, noReplay, nil)
+	if err != nil {
+		return acp.UnstableForkSessionResponse{}, err
+	}
+	modes, opts := c.sessionOffer(cctx, cfg.SessionID)
+	res := acp.UnstableForkSessionResponse{SessionId: acp.SessionId(cfg.SessionID), Meta: at.meta(), Modes: modes}
+	if raw, err := json.Marshal(opts); err == nil && len(opts) > 0 {
+		_ = json.Unmarshal(raw, &res.ConfigOptions) // the same options, as the unstable type names them
+	}
+	return res, nil
+}
+
+// metaBeforeTurn reads session/fork's _meta.tacp.before_turn (0 when absent).
+func metaBeforeTurn(meta map[string]any) (int64, error) {
+	t, _ := meta["tacp"].(map[string]any)
+	v, ok := t["before_turn"]
+	if !ok {
+		return 0, nil
+	}
+	n, ok := v.(float64)
+	if !ok || n < 0 || n != float64(int64(n)) {
+		return 0, invalidParams("_meta.tacp.before_turn: want a turn number, got %v", v)
+	}
+	return int64(n), nil
 }
 
 // metaPolicy is the permission level a client asks for a new session in

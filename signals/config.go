@@ -5,6 +5,7 @@ package signals
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -67,6 +68,17 @@ func ValidateSessionConfigFormat(cfg SessionConfig) error {
 	}
 	if cfg.Policy != "" && !ValidPolicyLevel(cfg.Policy) {
 		return fmt.Errorf("invalid policy %q: want allow_all, ask_for_risky or ask_always", cfg.Policy)
+	}
+	if f := cfg.ForkOf; f != nil {
+		if err := ValidateSessionID(f.SessionID); err != nil {
+			return fmt.Errorf("fork_of: %w", err)
+		}
+		if f.SessionID == cfg.SessionID {
+			return errors.New("fork_of: a session cannot be a fork of itself")
+		}
+		if f.BeforeTurn < 0 {
+			return fmt.Errorf("fork_of: before_turn %d: want 0 (all) or a turn", f.BeforeTurn)
+		}
 	}
 	for _, f := range []struct{ name, value string }{
 		{"grace_window", cfg.GraceWindow},

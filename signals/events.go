@@ -38,6 +38,8 @@ type SessionStartedData struct {
 	Agent     string `json:"agent,omitempty"`
 	Workspace string `json:"workspace,omitempty"`
 	Run       int    `json:"run"`
+	// ForkOf is set on a fork: what it was taken from.
+	ForkOf *ForkOrigin `json:"fork_of,omitempty"`
 }
 
 // PromptAcceptedData is the data of prompt.accepted. Text is cut to MaxJournalTextBytes

@@ -30,6 +30,9 @@ type SessionConfig struct {
 	// mcpServers), as JSON: kept in the session, encrypted with its payloads when the codec
 	// is on, never logged or journaled, and checked by the worker's MCP policy.
 	McpServers json.RawMessage `json:"mcp_servers,omitempty"`
+	// ForkOf makes the session a fork of another's conversation (contract §3 "Forks"): its
+	// agent starts from that session's transcript before ForkOf.BeforeTurn.
+	ForkOf *ForkOrigin `json:"fork_of,omitempty"`
 }
 
 // PromptRequest is the payload of the prompt update and signal.
@@ -236,7 +239,10 @@ type TurnInput struct {
 	// HostQueue is the host queue of the worker that ran the session's last turn, which
 	// holds its live agent: the turn goes there first (affinity, contract §10) and to the
 	// session queue only when that worker does not take it within AffinityWait.
-	HostQueue    string        `json:"host_queue,omitempty"`
+	HostQueue string `json:"host_queue,omitempty"`
+	// ForkOf is the session's SessionConfig.ForkOf: a new agent session of a fork starts
+	// from the origin's transcript.
+	ForkOf       *ForkOrigin   `json:"fork_of,omitempty"`
 	AffinityWait time.Duration `json:"affinity_wait,omitempty"`
 }
 
@@ -269,7 +275,14 @@ type TurnProgress struct {
 type TranscriptRequest struct {
 	BeforeTurn int64 `json:"before_turn,omitempty"`
 	MaxBytes   int   `json:"max_bytes,omitempty"`
+	// Header, when set (at most MaxTranscriptHeaderBytes), opens the transcript in place of
+	// the default, which says the agent's own session could not be loaded (a fork's says
+	// where it was taken from).
+	Header string `json:"header,omitempty"`
 }
+
+// MaxTranscriptHeaderBytes bounds TranscriptRequest.Header.
+const MaxTranscriptHeaderBytes = 1024
 
 // TranscriptResult answers the transcript query. Truncated is set when older parts were
 // left out to stay within MaxBytes.

@@ -53,6 +53,7 @@ var commands = []command{
 	{"list", "[--awaiting-approval]", "list sessions (from visibility)", cmdList},
 	{"deployment", "[current BUILD_ID | drained BUILD_ID [--wait D]]", "show the workers' Worker Deployment (current version, pinned runs left on each), make a build current, or say whether an old build may be stopped", cmdDeployment},
 	{"profiles", "", "list the agent profiles the workers offer (what --agent may name)", cmdProfiles},
+	{"fork", "[--before-turn N] [--new ID] [--workspace DIR]", "start a new session whose agent starts from this one's conversation (before turn N)", cmdFork},
 	{"close", "[--reason TEXT]", "close the session (cancels its turn, drops its queue)", cmdClose},
 	{"demo", "", "moved: the demo is 'go run ./demo' (this binary does not carry the Temporal server)", cmdDemo},
 	{"setup", "", "register tacp's search attributes on the cluster's namespace", cmdSetup},

@@ -703,6 +703,7 @@ func (s *sessionCore) beginTurn(now time.Time) signals.TurnInput {
 		Choices:         t.Choices,
 		McpServers:      s.cfg.McpServers,
 		HostQueue:       s.AgentHost,
+		ForkOf:          s.cfg.ForkOf,
 		AffinityWait:    s.cfg.AffinityWait,
 		StartToClose:    s.cfg.Deadline + turnStartToCloseSlack,
 		Heartbeat:       TurnHeartbeat,

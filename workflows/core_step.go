@@ -405,7 +405,7 @@ func (s *sessionCore) events(req signals.EventsRequest) signals.EventsResult {
 
 // transcript is the transcript query's answer.
 func (s *sessionCore) transcript(req signals.TranscriptRequest) signals.TranscriptResult {
-	return BuildTranscript(s.Journal.Events, req.BeforeTurn, req.MaxBytes)
+	return BuildTranscriptUnder(s.Journal.Events, req.BeforeTurn, req.MaxBytes, req.Header)
 }
 
 // metric records one counter increment for the next Ready.

@@ -51,10 +51,19 @@ func (t *turnTranscript) add(line string) {
 // (0: all turns), within maxBytes (<= 0: signals.DefaultTranscriptBytes), newest kept. It
 // returns "" when there is nothing to carry.
 func BuildTranscript(events []signals.Event, beforeTurn int64, maxBytes int) signals.TranscriptResult {
+	return BuildTranscriptUnder(events, beforeTurn, maxBytes, "")
+}
+
+// BuildTranscriptUnder is BuildTranscript under header ("" or one over
+// signals.MaxTranscriptHeaderBytes: TranscriptHeader).
+func BuildTranscriptUnder(events []signals.Event, beforeTurn int64, maxBytes int, header string) signals.TranscriptResult {
 	if maxBytes <= 0 {
 		maxBytes = signals.DefaultTranscriptBytes
 	}
-	return fitTranscript(transcriptBlocks(transcribeTurns(events, beforeTurn)), maxBytes)
+	if header == "" || len(header) > signals.MaxTranscriptHeaderBytes {
+		header = TranscriptHeader
+	}
+	return fitTranscript(transcriptBlocks(transcribeTurns(events, beforeTurn)), maxBytes, header)
 }
 
 // transcribeTurns reads the journal's events of the turns before beforeTurn (all when 0)
@@ -132,14 +141,14 @@ func transcriptBlocks(turns []*turnTranscript) []string {
 }
 
 // fitTranscript joins the blocks under the header within maxBytes, the newest kept.
-func fitTranscript(blocks []string, maxBytes int) signals.TranscriptResult {
+func fitTranscript(blocks []string, maxBytes int, header string) signals.TranscriptResult {
 	res := signals.TranscriptResult{Turns: len(blocks)}
 	if len(blocks) == 0 {
 		return res
 	}
 	// Newest kept: take blocks from the end while they fit; cut the oldest one that does not
 	// from its start.
-	budget := maxBytes - len(TranscriptHeader) - len(transcriptTruncated) - 4
+	budget := maxBytes - len(header) - len(transcriptTruncated) - 4
 	kept := []string{}
 	for i := len(blocks) - 1; i >= 0 && budget > 0; i-- {
 		b := blocks[i]
@@ -159,7 +168,7 @@ func fitTranscript(blocks []string, maxBytes int) signals.TranscriptResult {
 	if len(kept) < len(blocks) {
 		res.Truncated = true
 	}
-	parts := []string{TranscriptHeader}
+	parts := []string{header}
 	if res.Truncated {
 		parts = append(parts, transcriptTruncated)
 	}
