@@ -109,6 +109,11 @@ type CancelResult struct {
 // CloseRequest is the payload of the close update and signal.
 type CloseRequest struct {
 	Reason string `json:"reason,omitempty"`
+	// Delete also removes what tacp keeps of the session on the worker that holds its
+	// agent (its agent's per-session state and temp), and its workspace when
+	// DeleteWorkspace; the journal's session.deleted says what went (contract §3 "Deleting").
+	Delete          bool `json:"delete,omitempty"`
+	DeleteWorkspace bool `json:"delete_workspace,omitempty"`
 }
 
 // CloseResult answers close.

@@ -55,6 +55,7 @@ var commands = []command{
 	{"profiles", "", "list the agent profiles the workers offer (what --agent may name)", cmdProfiles},
 	{"fork", "[--before-turn N] [--new ID] [--workspace DIR]", "start a new session whose agent starts from this one's conversation (before turn N)", cmdFork},
 	{"close", "[--reason TEXT]", "close the session (cancels its turn, drops its queue)", cmdClose},
+	{"delete", "[--with-workspace] [--history]", "close the session and remove what tacp keeps of it on the worker that holds it (its agent's per-session state; its workspace; its history)", cmdDelete},
 	{"demo", "", "moved: the demo is 'go run ./demo' (this binary does not carry the Temporal server)", cmdDemo},
 	{"setup", "", "register tacp's search attributes on the cluster's namespace", cmdSetup},
 	{"acp", "[--session ID] [--observe] | --remote URL --token T", "speak ACP on stdio as the agent of an editor: durable, shared tacp sessions (--remote: through a deck's /acp, no Temporal credentials)", cmdACP},

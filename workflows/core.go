@@ -141,6 +141,9 @@ type sessionState struct {
 	ContextLost *signals.ContextLostView `json:"context_lost,omitempty"`
 	Closing     bool                     `json:"closing,omitempty"`
 	CloseReason string                   `json:"close_reason,omitempty"`
+	// Delete is the closing close's request to remove the session's data (and workspace).
+	Delete          bool `json:"delete,omitempty"`
+	DeleteWorkspace bool `json:"delete_workspace,omitempty"`
 	// Deliveries wait to be sent into the live turn, oldest first.
 	Deliveries []signals.Delivery `json:"deliveries,omitempty"`
 	// Awaiting are the steers the live turn took (Async) whose delivery_outcome has not
@@ -306,6 +309,7 @@ func (s *sessionCore) close(now time.Time, req signals.CloseRequest) (signals.Cl
 		return signals.CloseResult{}, nil
 	}
 	s.Closing, s.CloseReason = true, req.Reason
+	s.Delete, s.DeleteWorkspace = req.Delete || req.DeleteWorkspace, req.DeleteWorkspace
 	if s.Turn != nil && !s.Turn.Cancelling {
 		s.startCancel(now, "close")
 	}

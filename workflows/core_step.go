@@ -63,13 +63,14 @@ type RequestDone struct{}
 // AlarmRang says the timer the last Alarm asked for fired.
 type AlarmRang struct{}
 
-func (UpdateInput) isInput()      {}
-func (SignalInput) isInput()      {}
-func (DeliveryAnswered) isInput() {}
-func (ChildStarted) isInput()     {}
-func (ChildEnded) isInput()       {}
-func (RequestDone) isInput()      {}
-func (AlarmRang) isInput()        {}
+func (UpdateInput) isInput()        {}
+func (SignalInput) isInput()        {}
+func (DeliveryAnswered) isInput()   {}
+func (ChildStarted) isInput()       {}
+func (ChildEnded) isInput()         {}
+func (RequestDone) isInput()        {}
+func (AlarmRang) isInput()          {}
+func (SessionDataDeleted) isInput() {}
 
 // Step takes one input at now. An update's result is its answer to the client; every other
 // input answers nil. An update's refusal is a *signals.Rejection's ApplicationError.
@@ -105,6 +106,8 @@ func (s *sessionCore) Step(now time.Time, in Input) (any, error) {
 	case AlarmRang:
 		s.alarmAt = time.Time{}
 		s.fireAlarms(now)
+	case SessionDataDeleted:
+		s.journal(now, signals.EventSessionDeleted, 0, signals.SessionDeletedData{Host: in.Host, Removed: in.Result.Removed, Kept: in.Result.Kept, Error: in.Err})
 	default:
 		return nil, fmt.Errorf("unknown input %T", in)
 	}
@@ -180,6 +183,17 @@ type ContinueAsNew struct {
 type Close struct {
 	SessionID string
 	AgentHost string
+	// Delete asks the shell to remove the session's data on AgentHost (DeleteSessionData),
+	// its workspace too when Delete.Workspace, and to report it (SessionDataDeleted).
+	Delete *signals.DeleteSessionDataRequest
+}
+
+// SessionDataDeleted is what a deleting close's DeleteSessionData did on host ("": no
+// worker held the session's data).
+type SessionDataDeleted struct {
+	Host   string
+	Result signals.DeleteSessionDataResult
+	Err    string
 }
 
 func (StartTurn) isCmd()     {}
@@ -257,7 +271,11 @@ func (s *sessionCore) take(now time.Time, info runInfo) Cmd {
 	switch s.next(info) {
 	case cmdClose:
 		s.closeSession(now)
-		return Close{SessionID: s.cfg.SessionID, AgentHost: s.AgentHost}
+		c := Close{SessionID: s.cfg.SessionID, AgentHost: s.AgentHost}
+		if s.Delete {
+			c.Delete = &signals.DeleteSessionDataRequest{SessionID: s.cfg.SessionID, Workspace: s.DeleteWorkspace, WorkspaceName: s.cfg.Workspace}
+		}
+		return c
 	case cmdContinueAsNew:
 		return s.carry(info)
 	case cmdRequestCancel:

@@ -265,6 +265,7 @@ type runtimeExec struct {
 
 func (x runtimeExec) close(c Close) (bool, error) {
 	x.s.stopAgent(x.ctx, c)
+	x.s.deleteData(x.ctx, c)
 	return true, workflow.Await(x.ctx, func() bool { return workflow.AllHandlersFinished(x.ctx) })
 }
 
@@ -386,6 +387,29 @@ func (s *session) stopAgent(ctx workflow.Context, c Close) {
 	if err != nil {
 		workflow.GetLogger(ctx).Info("the closed session's agent was not stopped by its host (gone, or slow): its idle TTL will", "host", c.AgentHost, "error", err)
 	}
+}
+
+// deleteData removes a deleting close's data on the worker that holds the session's agent
+// (DeleteSessionData, after stopAgent stopped the agent) and journals what it did
+// (session.deleted): nothing held, what went, or why it could not (a host that is gone).
+func (s *session) deleteData(ctx workflow.Context, c Close) {
+	if c.Delete == nil {
+		return
+	}
+	done := SessionDataDeleted{Host: c.AgentHost}
+	if c.AgentHost != "" {
+		actx := workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
+			TaskQueue:              c.AgentHost,
+			ScheduleToStartTimeout: releaseTimeout,
+			StartToCloseTimeout:    time.Minute,
+			RetryPolicy:            &temporal.RetryPolicy{MaximumAttempts: 1},
+			Summary:                "remove the deleted session's data on the worker that holds it",
+		})
+		if err := workflow.ExecuteActivity(actx, signals.ActivityDeleteSessionData, *c.Delete).Get(actx, &done.Result); err != nil {
+			done.Err = err.Error()
+		}
+	}
+	_, _ = s.core.Step(workflow.Now(ctx), done)
 }
 
 // show sets the Current Details (the Temporal UI's, not history) and upserts the search

@@ -388,6 +388,7 @@
         case 'viewer.grace_started': meta(`no viewer left: the turn is cancelled at ${new Date(d.until).toLocaleTimeString()} unless one attaches`, 'bad'); break;
         case 'viewer.grace_cancelled': meta('a viewer is back: grace cancelled'); break;
         case 'session.closed': meta(`session closed${d.reason ? ': ' + d.reason : ''}`, 'bad'); break;
+        case 'session.deleted': meta(`session deleted${d.error ? ' (its data: ' + d.error + ')' : (d.removed || []).length ? ': removed ' + d.removed.join('; ') : ''}`, 'bad'); break;
         default: meta(`[${ev.kind}]`);
       }
     }

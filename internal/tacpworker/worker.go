@@ -241,6 +241,7 @@ func Start(c client.Client, opts Options) (*Worker, error) {
 	})
 	hw.RegisterActivityWithOptions(host.Deliver, activity.RegisterOptions{Name: signals.ActivityDeliver})
 	hw.RegisterActivityWithOptions(host.ReleaseAgent, activity.RegisterOptions{Name: signals.ActivityReleaseAgent})
+	hw.RegisterActivityWithOptions(runner.DeleteSessionData, activity.RegisterOptions{Name: signals.ActivityDeleteSessionData})
 	hw.RegisterActivityWithOptions(runner.RunTurn, activity.RegisterOptions{Name: signals.ActivityRunTurn})
 	if err := hw.Start(); err != nil {
 		host.Close()
