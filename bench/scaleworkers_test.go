@@ -10,6 +10,7 @@ package bench
 
 import (
 	"cmp"
+	"context"
 	"fmt"
 	"os"
 	"os/exec"
@@ -19,6 +20,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	enumspb "go.temporal.io/api/enums/v1"
 
 	"github.com/tacp-dev/tacp/signals"
 )
@@ -76,7 +79,39 @@ func startWorkerProcs(t testing.TB, name string, n, maxAgents, flushRate int) ([
 		}
 		procs = append(procs, p)
 	}
+	waitPolling(t, queue, procs)
 	return procs, signals.NewClient(env.c, queue)
+}
+
+// waitPolling returns once every worker of procs polls queue (a poller of its own identity
+// on the workflow task queue), and fails t when one exits first: a worker that cannot start
+// fails the test at once, not at its deadline.
+func waitPolling(t testing.TB, queue string, procs []*workerProc) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	for {
+		for i, p := range procs {
+			if gone, log := p.exited(); gone {
+				out, _ := os.ReadFile(log)
+				t.Fatalf("worker process %d exited before it polled (%s):\n%s", i+1, log, out)
+			}
+		}
+		res, err := env.c.DescribeTaskQueue(ctx, queue, enumspb.TASK_QUEUE_TYPE_WORKFLOW)
+		if err == nil {
+			ids := map[string]bool{}
+			for _, pl := range res.GetPollers() {
+				ids[pl.GetIdentity()] = true
+			}
+			if len(ids) >= len(procs) {
+				return
+			}
+		}
+		select {
+		case <-ctx.Done():
+			t.Fatalf("the %d worker processes do not all poll %s (last: %v)", len(procs), queue, err)
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
 }
 
 func startWorkerProc(bin string, args []string, logPath string) (*workerProc, error) {
