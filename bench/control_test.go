@@ -193,11 +193,23 @@ func dialExternal(ctx context.Context, addr string, logger sdklog.Logger, querie
 // tools that set runs side by side (bench/cluster); without it, it does nothing.
 func recordFigure(t testing.TB, name string, n int, p50, p99 float64) {
 	t.Helper()
+	recordLine(t, map[string]any{"name": name, "n": n, "p50_ms": p50, "p99_ms": p99})
+}
+
+// recordValue appends one figure that is a single value (a count, MiB, seconds) as
+// recordFigure does.
+func recordValue(t testing.TB, name string, v float64) {
+	t.Helper()
+	recordLine(t, map[string]any{"name": name, "value": v})
+}
+
+func recordLine(t testing.TB, fig map[string]any) {
+	t.Helper()
 	path := os.Getenv("TACP_BENCH_FIGURES")
 	if path == "" {
 		return
 	}
-	line, err := json.Marshal(map[string]any{"name": name, "n": n, "p50_ms": p50, "p99_ms": p99})
+	line, err := json.Marshal(fig)
 	if err != nil {
 		t.Fatal(err)
 	}

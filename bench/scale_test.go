@@ -1,8 +1,9 @@
 package bench
 
-// Scale: one worker carrying many idle sessions while many turns stream at once.
+// Scale: workers carrying many idle sessions while many turns stream at once.
 //
-// A fresh tacp worker (tacpworker.Start, in this process, on a task queue of its own) gets
+// A fresh tacp worker (tacpworker.Start, in this process, on a task queue of its own) — or,
+// with TACP_BENCH_WORKERS=N, N worker processes sharing one (scaleworkers_test.go) — gets
 // TACP_BENCH_SCALE_SESSIONS sessions (default 1,000). Each is created by a zero-work prompt
 // (`/chunks 0`) whose turn has finished, so it is idle the way a real session is between
 // turns: a journal, a closed TurnWorkflow, an agent session id, and an agent process that was
@@ -18,9 +19,12 @@ package bench
 // sessions cost from what concurrency costs.
 //
 // Memory is the whole test process's (/proc/self/status VmRSS, VmHWM; runtime.MemStats):
-// besides the scale worker it holds the in-process Temporal server, the fixture's worker
-// with its two busy sessions, and the test's clients and viewers. Agent processes are
-// separate processes, counted and measured apart.
+// besides an in-process scale worker it holds the in-process Temporal server (unless
+// TACP_BENCH_ADDRESS names another), the fixture's worker with its two busy sessions, and
+// the test's clients and viewers. Worker processes are measured each on its own, and so are
+// the Temporal services named in TACP_BENCH_SERVER_PIDS (bench/cluster sets it). Agent
+// processes are separate processes, counted and measured apart. A session's history events
+// are its session workflow's history length (Describe) and its turns' TurnWorkflows'.
 
 import (
 	"bufio"
@@ -60,14 +64,18 @@ const (
 // scaleBench is the scale test's worker and its sessions.
 type scaleBench struct {
 	sc     *signals.Client
-	worker *tacpworker.Worker
-	chunks int
+	worker *tacpworker.Worker // the in-process worker; nil with worker processes
+	procs  []*workerProc
+	// servers are the Temporal services' processes by name (TACP_BENCH_SERVER_PIDS).
+	servers map[string]int
+	chunks  int
 }
 
 // scaleSession is one session and how far its viewer has read its journal.
 type scaleSession struct {
-	id      string
-	lastSeq int64
+	id       string
+	lastSeq  int64
+	lastTurn int64 // the turn its last prompt started
 }
 
 // errTally counts failures of any kind by kind, keeping the first of each as an example.
@@ -190,6 +198,7 @@ func (b *scaleBench) create(ctx context.Context, id string, errs *errTally) (*sc
 		errs.add("prompt failed", fmt.Errorf("session %s: %w", id, err))
 		return s, false
 	}
+	s.lastTurn = res.TurnID
 	// The TurnWorkflow's own result does not matter here: follow reads the turn's outcome
 	// from the journal. The child may not have started yet when the prompt is answered.
 	for {
@@ -212,6 +221,7 @@ func (b *scaleBench) streamOne(ctx context.Context, s *scaleSession, errs *errTa
 		errs.add("prompt failed", fmt.Errorf("session %s: %w", s.id, err))
 		return nil
 	}
+	s.lastTurn = res.TurnID
 	seen, _ := b.follow(ctx, s, res.TurnID, errs)
 	got := map[int]int{}
 	for _, c := range seen {
@@ -228,11 +238,52 @@ func (b *scaleBench) streamOne(ctx context.Context, s *scaleSession, errs *errTa
 	return seen
 }
 
-// memSample is the test process's memory at one moment.
+// memSample is the test process's memory at one moment, and its worker processes' and
+// Temporal services' when there are.
 type memSample struct {
 	rss, hwm   int64 // bytes, /proc/self/status
 	heapInuse  uint64
 	goroutines int
+	workers    []int64 // RSS of each worker process, bytes
+	servers    int64   // RSS of the Temporal services together, bytes
+}
+
+// readMem reads the test process's memory, its worker processes' and the services'.
+func (b *scaleBench) readMem() memSample {
+	m := readMem()
+	for _, p := range b.procs {
+		rss, _ := procMem(strconv.Itoa(p.pid))
+		m.workers = append(m.workers, rss)
+	}
+	for _, pid := range b.servers {
+		rss, _ := procMem(strconv.Itoa(pid))
+		m.servers += rss
+	}
+	return m
+}
+
+// peakOf keeps the maxima of a and m (VmHWM only when takeHWM: it is read at the end).
+func peakOf(a, m memSample, takeHWM bool) memSample {
+	a.rss, a.heapInuse, a.goroutines = max(a.rss, m.rss), max(a.heapInuse, m.heapInuse), max(a.goroutines, m.goroutines)
+	if takeHWM {
+		a.hwm = max(a.hwm, m.hwm)
+	}
+	a.servers = max(a.servers, m.servers)
+	for i, w := range m.workers {
+		if i < len(a.workers) {
+			a.workers[i] = max(a.workers[i], w)
+		}
+	}
+	return a
+}
+
+// sum is the RSS of the worker processes together.
+func (m memSample) sum() int64 {
+	var n int64
+	for _, w := range m.workers {
+		n += w
+	}
+	return n
 }
 
 func readMem() memSample {
@@ -274,23 +325,19 @@ type memWatch struct {
 	done chan memSample
 }
 
-func watchMem() *memWatch {
+func (b *scaleBench) watchMem() *memWatch {
 	w := &memWatch{stop: make(chan struct{}), done: make(chan memSample, 1)}
 	go func() {
-		peak := readMem()
+		peak := b.readMem()
 		t := time.NewTicker(scaleMemEvery)
 		defer t.Stop()
 		for {
 			select {
 			case <-w.stop:
-				m := readMem()
-				peak.rss, peak.hwm = max(peak.rss, m.rss), max(peak.hwm, m.hwm)
-				peak.heapInuse, peak.goroutines = max(peak.heapInuse, m.heapInuse), max(peak.goroutines, m.goroutines)
-				w.done <- peak
+				w.done <- peakOf(peak, b.readMem(), true)
 				return
 			case <-t.C:
-				m := readMem()
-				peak.rss, peak.heapInuse, peak.goroutines = max(peak.rss, m.rss), max(peak.heapInuse, m.heapInuse), max(peak.goroutines, m.goroutines)
+				peak = peakOf(peak, b.readMem(), false)
 			}
 		}
 	}()
@@ -311,10 +358,132 @@ type scalePhase struct {
 	chunks   []seenChunk
 	errs     *errTally
 	took     time.Duration
-	peak     memSample // maxima during the stream
-	heapLive uint64    // after the stream and a GC
-	agents   int       // live agent processes of the scale worker after the stream
-	agentRSS int64
+	peak     memSample  // maxima during the stream
+	heapLive uint64     // after the stream and a GC
+	agents   agentCount // live agent processes of the scale workers after the stream
+	// history is the history events each streaming turn wrote: its session workflow's
+	// (the growth of its history length) and its TurnWorkflow's, means over the turns.
+	history historyCount
+}
+
+// agentCount is the live agent processes of the scale workers and their RSS.
+type agentCount struct {
+	n         int
+	rss       int64
+	perWorker []int // with worker processes: each one's
+}
+
+func (a agentCount) String() string {
+	s := fmt.Sprintf("%d (%.0f)", a.n, mib(a.rss))
+	if len(a.perWorker) > 1 {
+		var each []string
+		for _, n := range a.perWorker {
+			each = append(each, strconv.Itoa(n))
+		}
+		s += " = " + strings.Join(each, " + ")
+	}
+	return s
+}
+
+// historyCount is the history events of some sessions' turns, means per turn.
+type historyCount struct {
+	session, turn float64
+	n             int  // turns counted
+	newRun        bool // a session continued as new meanwhile: its growth is not counted
+}
+
+// histories reads, once each session's last turn is over for the server too (its
+// TurnWorkflow closed, the session's history no longer growing), the history length of
+// its session workflow and of that TurnWorkflow, 32 sessions at a time; a session that does
+// not settle within opTimeout is left out (0).
+func histories(ctx context.Context, sessions []*scaleSession) (session []runMark, turn []int64) {
+	session, turn = make([]runMark, len(sessions)), make([]int64, len(sessions))
+	sem := make(chan struct{}, 32)
+	var wg sync.WaitGroup
+	for i, s := range sessions {
+		sem <- struct{}{}
+		wg.Go(func() {
+			defer func() { <-sem }()
+			ctx, cancel := context.WithTimeout(ctx, opTimeout)
+			defer cancel()
+			session[i], turn[i] = settled(ctx, s)
+		})
+	}
+	wg.Wait()
+	return session, turn
+}
+
+// settled waits as tacpSession.settle does and returns the session's history mark and its
+// last TurnWorkflow's history length (zero marks: it did not settle).
+func settled(ctx context.Context, s *scaleSession) (runMark, int64) {
+	var turn int64
+	if s.lastTurn > 0 {
+		id := signals.TurnWorkflowID(s.id, s.lastTurn)
+		if err := env.c.GetWorkflow(ctx, id, "").Get(ctx, nil); err != nil && ctx.Err() != nil {
+			return runMark{}, 0
+		}
+		d, err := env.c.DescribeWorkflowExecution(ctx, id, "")
+		if err != nil {
+			return runMark{}, 0
+		}
+		turn = d.GetWorkflowExecutionInfo().GetHistoryLength()
+	}
+	var prev runMark
+	for {
+		d, err := env.c.DescribeWorkflowExecution(ctx, signals.SessionWorkflowID(s.id), "")
+		if err != nil {
+			return runMark{}, 0
+		}
+		info := d.GetWorkflowExecutionInfo()
+		m := runMark{runID: info.GetExecution().GetRunId(), length: info.GetHistoryLength()}
+		if m == prev && d.GetPendingWorkflowTask() == nil && len(d.GetPendingChildren()) == 0 {
+			return m, turn
+		}
+		prev = m
+		select {
+		case <-ctx.Done():
+			return runMark{}, 0
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+}
+
+// historyOf is the history events of each session's last turn: its session workflow's
+// growth since before (nil: the whole history) and its TurnWorkflow's.
+func historyOf(before, after []runMark, turns []int64) historyCount {
+	var h historyCount
+	var sessionSum, turnSum int64
+	for i, a := range after {
+		if a.length == 0 || turns[i] == 0 {
+			continue
+		}
+		grown := a.length
+		if before != nil {
+			if before[i].runID != a.runID {
+				h.newRun = true
+				continue
+			}
+			grown -= before[i].length
+		}
+		sessionSum += grown
+		turnSum += turns[i]
+		h.n++
+	}
+	if h.n > 0 {
+		h.session, h.turn = float64(sessionSum)/float64(h.n), float64(turnSum)/float64(h.n)
+	}
+	return h
+}
+
+func (h historyCount) String() string {
+	if h.n == 0 {
+		return "–"
+	}
+	s := fmt.Sprintf("%.0f = %.1f + %.1f", h.session+h.turn, h.session, h.turn)
+	if h.newRun {
+		s += " (a session continued as new: left out)"
+	}
+	return s
 }
 
 // stream streams on every session of streaming at once, with the memory watched, and
@@ -325,7 +494,8 @@ func (b *scaleBench) stream(ctx context.Context, name string, streaming, all []*
 		mu sync.Mutex
 		wg sync.WaitGroup
 	)
-	w := watchMem()
+	before, _ := histories(ctx, streaming)
+	w := b.watchMem()
 	start := time.Now()
 	for _, s := range streaming {
 		wg.Go(func() {
@@ -342,20 +512,41 @@ func (b *scaleBench) stream(ctx context.Context, name string, streaming, all []*
 	var m runtime.MemStats
 	runtime.ReadMemStats(&m)
 	p.heapLive = m.HeapAlloc
-	p.agents, p.agentRSS = b.liveAgents(all)
+	p.agents = b.liveAgents(all)
+	after, turns := histories(ctx, streaming)
+	p.history = historyOf(before, after, turns)
 	return p
 }
 
-// liveAgents counts the agent processes the scale worker keeps for sessions, and their RSS.
-func (b *scaleBench) liveAgents(sessions []*scaleSession) (n int, rss int64) {
-	for _, s := range sessions {
-		if pid := b.worker.Host.AgentPID(s.id); pid != 0 {
-			n++
-			r, _ := procMem(strconv.Itoa(pid))
-			rss += r
-		}
+// liveAgents counts the agent processes the scale workers keep for sessions, and their RSS:
+// the in-process worker's by session, the worker processes' by their children.
+func (b *scaleBench) liveAgents(sessions []*scaleSession) agentCount {
+	var a agentCount
+	count := func(pid int) {
+		a.n++
+		r, _ := procMem(strconv.Itoa(pid))
+		a.rss += r
 	}
-	return n, rss
+	if b.worker != nil {
+		for _, s := range sessions {
+			if pid := b.worker.Host.AgentPID(s.id); pid != 0 {
+				count(pid)
+			}
+		}
+		return a
+	}
+	var parents []int
+	for _, p := range b.procs {
+		parents = append(parents, p.pid)
+	}
+	children := agentChildren(parents)
+	for _, p := range b.procs {
+		for _, pid := range children[p.pid] {
+			count(pid)
+		}
+		a.perWorker = append(a.perWorker, len(children[p.pid]))
+	}
+	return a
 }
 
 // creation is the creation of the idle sessions.
@@ -448,7 +639,11 @@ func taskFailures(sessionID string) string {
 // TACP_BENCH_SCALE_SESSIONS (default 1000) sets the idle sessions, TACP_BENCH_SCALE_TURNS
 // (default 50) the turns streaming at once, TACP_BENCH_SCALE_CHUNKS (default 250) the
 // chunks of each, and TACP_BENCH_SCALE_PARALLEL (default 32) how many sessions are created
-// at a time.
+// at a time. TACP_BENCH_WORKERS=N runs the sessions on N worker processes sharing one task
+// queue instead of one worker in this process; TACP_BENCH_ADDRESS points everything at
+// another frontend (bench/cluster: `go run ./bench/cluster scale`), and
+// TACP_BENCH_SERVER_PIDS (name=pid,…) names its services' processes, whose memory the
+// table adds.
 func TestScaleTable(t *testing.T) {
 	if os.Getenv("TACP_BENCH") != "1" {
 		t.Skip("set TACP_BENCH=1 to measure tacp at scale")
@@ -457,6 +652,14 @@ func TestScaleTable(t *testing.T) {
 	nTurns := envInt(t, "TACP_BENCH_SCALE_TURNS", 50)
 	chunks := envInt(t, "TACP_BENCH_SCALE_CHUNKS", 250)
 	parallel := envInt(t, "TACP_BENCH_SCALE_PARALLEL", 32)
+	nWorkers := 0 // the in-process worker
+	if os.Getenv("TACP_BENCH_WORKERS") != "" {
+		nWorkers = envInt(t, "TACP_BENCH_WORKERS", 1)
+	}
+	servers, err := parsePIDs(os.Getenv("TACP_BENCH_SERVER_PIDS"))
+	if err != nil {
+		t.Fatalf("TACP_BENCH_SERVER_PIDS: %v", err)
+	}
 	if os.Getenv("TACP_BENCH_SCALE_POLL_MS") != "" {
 		scalePoll = time.Duration(envInt(t, "TACP_BENCH_SCALE_POLL_MS", 50)) * time.Millisecond
 	}
@@ -469,14 +672,30 @@ func TestScaleTable(t *testing.T) {
 		ctx, cancel = context.WithDeadline(ctx, d.Add(-30*time.Second))
 		defer cancel()
 	}
-	before := readMem()
+	b := &scaleBench{servers: servers, chunks: chunks}
+	before := b.readMem()
 
-	// The cap on live agents past which the least recently used idle one is stopped: at
-	// least every streaming turn's agent plus the two single streams' (the default, 64, fits
-	// the default 50 turns; more turns raise it).
+	// The cap on live agents past which the least recently used idle one is stopped, on
+	// each worker: at least every streaming turn's agent plus the two single streams' (the
+	// default, 64, fits the default 50 turns; more turns raise it), so that all streaming
+	// sessions fit on any one worker however the turns spread.
 	maxAgents := max(activities.DefaultMaxAgents, nTurns+2)
-	w, sc := startBenchWorker(t, "scale", tacpworker.Options{MaxAgents: maxAgents, FlushMaxRate: float64(envInt(t, "TACP_BENCH_SCALE_FLUSH_RATE", 0))})
-	b := &scaleBench{sc: sc, worker: w, chunks: chunks}
+	flushRate := 0
+	if os.Getenv("TACP_BENCH_SCALE_FLUSH_RATE") != "" {
+		flushRate = envInt(t, "TACP_BENCH_SCALE_FLUSH_RATE", 1)
+	}
+	if nWorkers == 0 {
+		b.worker, b.sc = startBenchWorker(t, "scale", tacpworker.Options{MaxAgents: maxAgents, FlushMaxRate: float64(flushRate)})
+	} else {
+		b.procs, b.sc = startWorkerProcs(t, "scale", nWorkers, maxAgents, flushRate)
+		t.Cleanup(func() {
+			for i, p := range b.procs {
+				if gone, log := p.exited(); gone {
+					t.Errorf("worker process %d exited during the test; see %s", i+1, log)
+				}
+			}
+		})
+	}
 	prefix := "bench-scale-" + signals.NewID()[:8]
 	var sessions []*scaleSession
 	closed := false
@@ -494,11 +713,16 @@ func TestScaleTable(t *testing.T) {
 	}
 	base := b.stream(ctx, "1 session alone (baseline)", alone, alone)
 
+	runtime.GC()
+	beforeIdle := b.readMem()
 	idle, created := b.createAll(ctx, prefix, nSessions, parallel)
 	sessions = append(sessions, idle...)
 	all := append(slices.Clone(alone), idle...)
-	idleMem := readMem()
-	idleAgents, idleAgentRSS := b.liveAgents(all)
+	runtime.GC()
+	idleMem := b.readMem()
+	idleAgents := b.liveAgents(all)
+	idleSessions, idleTurns := histories(ctx, idle)
+	idleHistory := historyOf(nil, idleSessions, idleTurns)
 
 	// The streaming sessions are spread over the creation order, so that most of their
 	// agents were evicted and start again; the single one is the first session not among them.
@@ -519,8 +743,8 @@ func TestScaleTable(t *testing.T) {
 	closed = true
 
 	printScaleTable(t, scaleFigures{
-		chunks: chunks, maxAgents: maxAgents, before: before,
-		idleMem: idleMem, idleAgents: idleAgents, idleAgentRSS: idleAgentRSS,
+		chunks: chunks, maxAgents: maxAgents, workers: nWorkers, servers: len(servers) > 0, before: before,
+		beforeIdle: beforeIdle, idleMem: idleMem, idleAgents: idleAgents, idleHistory: idleHistory,
 		aloneCreate: aloneCreate, created: created,
 		closed: len(sessions), closeTook: closeTook, closeErrs: closeErrs,
 		phases: []scalePhase{base, oneIdle, many},
@@ -539,15 +763,19 @@ func TestScaleTable(t *testing.T) {
 }
 
 type scaleFigures struct {
-	chunks, maxAgents    int
-	before, idleMem      memSample
-	idleAgents           int
-	idleAgentRSS         int64
-	aloneCreate, created creation
-	closed               int
-	closeTook            time.Duration
-	closeErrs            *errTally
-	phases               []scalePhase // baseline first, the concurrent stream last
+	chunks, maxAgents int
+	workers           int  // worker processes (0: one worker in the test process)
+	servers           bool // the services' memory is measured (TACP_BENCH_SERVER_PIDS)
+	// before: before the scale worker; beforeIdle: after the baseline, before the idle
+	// sessions (after a GC); idleMem: with them (after a GC).
+	before, beforeIdle, idleMem memSample
+	idleAgents                  agentCount
+	idleHistory                 historyCount
+	aloneCreate, created        creation
+	closed                      int
+	closeTook                   time.Duration
+	closeErrs                   *errTally
+	phases                      []scalePhase // baseline first, the concurrent stream last
 }
 
 func mib[T int64 | uint64](n T) float64 { return float64(n) / (1 << 20) }
@@ -557,10 +785,22 @@ func printScaleTable(t testing.TB, f scaleFigures) {
 	if scalePoll > 0 {
 		viewers = "an events poller every " + scalePoll.String()
 	}
-	fmt.Printf("Scale: %d idle sessions on one worker, then %d turns streaming at once (%d chunks each at %d/s, each watched by %s; targets: no errors, p99 ≤ 1 s)\n",
-		f.created.n, f.phases[len(f.phases)-1].turns, f.chunks, int(time.Second/chunkEvery), viewers)
-	fmt.Printf("memory is the test process's: the in-process Temporal server, the fixture's worker (2 busy sessions) and the test besides the scale worker; before the scale worker: RSS %.0f MiB, Go heap in use %.0f MiB, %d goroutines\n",
-		mib(f.before.rss), mib(f.before.heapInuse), f.before.goroutines)
+	server := "the in-process Temporal server"
+	if addr := os.Getenv("TACP_BENCH_ADDRESS"); addr != "" {
+		server = "the Temporal frontend at " + addr
+	}
+	workers, inTest := "one worker in the test process", "the scale worker, "
+	if f.workers > 0 {
+		workers, inTest = fmt.Sprintf("%d worker processes on one task queue", f.workers), ""
+	}
+	fmt.Printf("Scale: %d idle sessions on %s (%s; agent cap %d per worker), then %d turns streaming at once (%d chunks each at %d/s, each watched by %s; targets: no errors, p99 ≤ 1 s)\n",
+		f.created.n, workers, server, f.maxAgents, f.phases[len(f.phases)-1].turns, f.chunks, int(time.Second/chunkEvery), viewers)
+	inProcessServer := ""
+	if os.Getenv("TACP_BENCH_ADDRESS") == "" {
+		inProcessServer = "the in-process Temporal server, "
+	}
+	fmt.Printf("process memory is the test process's: %s%sthe fixture's worker (2 busy sessions), the clients and viewers; before the scale worker: RSS %.0f MiB, Go heap in use %.0f MiB, %d goroutines\n",
+		inTest, inProcessServer, mib(f.before.rss), mib(f.before.heapInuse), f.before.goroutines)
 	tw := tabwriter.NewWriter(os.Stdout, 0, 0, 2, ' ', 0)
 	fmt.Fprint(tw, "figure")
 	for _, p := range f.phases {
@@ -608,9 +848,24 @@ func printScaleTable(t testing.TB, f scaleFigures) {
 	row("Go heap in use MiB, max during the stream", func(p scalePhase) float64 { return mib(p.peak.heapInuse) }, "%.0f", true)
 	row("Go heap live MiB after the stream (after GC)", func(p scalePhase) float64 { return mib(p.heapLive) }, "%.0f", true)
 	row("goroutines, max during the stream", func(p scalePhase) float64 { return float64(p.peak.goroutines) }, "%.0f", true)
-	fmt.Fprintf(tw, "live agent processes after the stream (their RSS MiB; cap %d)", f.maxAgents)
+	if f.workers > 0 {
+		fmt.Fprint(tw, "worker processes: RSS MiB of each, max during the stream")
+		for _, p := range f.phases {
+			fmt.Fprintf(tw, "\t%s", eachMiB(p.peak.workers))
+		}
+		fmt.Fprintln(tw, "\t")
+	}
+	if f.servers {
+		row("Temporal services' RSS MiB together, max during the stream", func(p scalePhase) float64 { return mib(p.peak.servers) }, "%.0f", true)
+	}
+	fmt.Fprintf(tw, "live agent processes after the stream (their RSS MiB; cap %d per worker)", f.maxAgents)
 	for _, p := range f.phases {
-		fmt.Fprintf(tw, "\t%d (%.0f)", p.agents, mib(p.agentRSS))
+		fmt.Fprintf(tw, "\t%s", p.agents)
+	}
+	fmt.Fprintln(tw, "\t")
+	fmt.Fprint(tw, "history events per streaming turn (session + TurnWorkflow)")
+	for _, p := range f.phases {
+		fmt.Fprintf(tw, "\t%s", p.history)
 	}
 	fmt.Fprintln(tw, "\t")
 	each := func(c creation) string {
@@ -620,7 +875,86 @@ func printScaleTable(t testing.TB, f scaleFigures) {
 	fmt.Fprintf(tw, "time to create the sessions (prompt `%s` → turn.ended seen)\t%s\t%s\t\t\n", zeroWork, each(f.aloneCreate), each(f.created))
 	fmt.Fprintf(tw, "errors while creating\t%d\t%d\t\t\n", f.aloneCreate.errs.total(), f.created.errs.total())
 	fmt.Fprintf(tw, "closing all %d sessions afterwards: time, errors\t\t%.1f s, %d\t\t\n", f.closed, f.closeTook.Seconds(), f.closeErrs.total())
-	fmt.Fprintf(tw, "idle: process RSS / Go heap in use MiB, goroutines, live agents (RSS MiB)\t\t%.0f / %.0f, %d, %d (%.0f)\t\t\n",
-		mib(f.idleMem.rss), mib(f.idleMem.heapInuse), f.idleMem.goroutines, f.idleAgents, mib(f.idleAgentRSS))
+	fmt.Fprintf(tw, "idle: process RSS / Go heap in use MiB, goroutines, live agents (RSS MiB)\t\t%.0f / %.0f, %d, %s\t\t\n",
+		mib(f.idleMem.rss), mib(f.idleMem.heapInuse), f.idleMem.goroutines, f.idleAgents)
+	perIdle := func(a, b int64) string {
+		return fmt.Sprintf("%.0f → %.0f MiB: %.2f MiB per idle session", mib(a), mib(b), mib(b-a)/float64(f.created.n))
+	}
+	if f.workers > 0 {
+		fmt.Fprintf(tw, "idle: worker processes' RSS MiB (each)\t\t%s\t\t\n", eachMiB(f.idleMem.workers))
+		fmt.Fprintf(tw, "idle: worker processes' RSS together, before → with the idle sessions\t\t%s\t\t\n", perIdle(f.beforeIdle.sum(), f.idleMem.sum()))
+	} else {
+		fmt.Fprintf(tw, "idle: process RSS (%sthe worker), before → with the idle sessions\t\t%s\t\t\n", inProcessServer, perIdle(f.beforeIdle.rss, f.idleMem.rss))
+	}
+	if f.servers {
+		fmt.Fprintf(tw, "idle: Temporal services' RSS together, before → with the idle sessions\t\t%s\t\t\n", perIdle(f.beforeIdle.servers, f.idleMem.servers))
+	}
+	fmt.Fprintf(tw, "history events per idle session (session + its one TurnWorkflow)\t\t%s\t\t\n", f.idleHistory)
 	flushTable(t, tw)
+	recordScaleFigures(t, f)
+}
+
+// eachMiB prints byte counts as MiB, separated by " / ".
+func eachMiB(rss []int64) string {
+	var each []string
+	for _, r := range rss {
+		each = append(each, fmt.Sprintf("%.0f", mib(r)))
+	}
+	return strings.Join(each, " / ")
+}
+
+// recordScaleFigures writes the table's headline figures to TACP_BENCH_FIGURES, for
+// bench/cluster's side-by-side.
+func recordScaleFigures(t testing.TB, f scaleFigures) {
+	for i, key := range []string{"scale/alone", "scale/one_among_idle", "scale/many"} {
+		p := f.phases[i]
+		var a []time.Duration
+		for _, c := range p.chunks {
+			a = append(a, c.latency())
+		}
+		s := statsOf(a)
+		recordFigure(t, key, p.turns, s.p50, s.p99)
+		recordValue(t, key+"/errors", float64(p.errs.total()))
+		recordValue(t, key+"/wall_s", p.took.Seconds())
+		recordValue(t, key+"/history", p.history.session+p.history.turn)
+	}
+	last := f.phases[len(f.phases)-1]
+	recordValue(t, "scale/idle_sessions", float64(f.created.n))
+	recordValue(t, "scale/create_s", f.created.took.Seconds())
+	recordValue(t, "scale/create_errors", float64(f.created.errs.total()))
+	recordValue(t, "scale/idle_history", f.idleHistory.session+f.idleHistory.turn)
+	recordValue(t, "scale/idle_agents", float64(f.idleAgents.n))
+	recordValue(t, "scale/process_rss_idle_mib", mib(f.idleMem.rss))
+	recordValue(t, "scale/process_rss_peak_mib", mib(last.peak.rss))
+	if f.workers > 0 {
+		for i := range f.idleMem.workers {
+			recordValue(t, fmt.Sprintf("scale/worker%d_rss_idle_mib", i+1), mib(f.idleMem.workers[i]))
+			recordValue(t, fmt.Sprintf("scale/worker%d_rss_peak_mib", i+1), mib(last.peak.workers[i]))
+		}
+		recordValue(t, "scale/workers_mib_per_idle", mib(f.idleMem.sum()-f.beforeIdle.sum())/float64(f.created.n))
+	} else {
+		recordValue(t, "scale/process_mib_per_idle", mib(f.idleMem.rss-f.beforeIdle.rss)/float64(f.created.n))
+	}
+	if f.servers {
+		recordValue(t, "scale/servers_rss_idle_mib", mib(f.idleMem.servers))
+		recordValue(t, "scale/servers_rss_peak_mib", mib(last.peak.servers))
+		recordValue(t, "scale/servers_mib_per_idle", mib(f.idleMem.servers-f.beforeIdle.servers)/float64(f.created.n))
+	}
+}
+
+// parsePIDs reads name=pid,… (empty: none).
+func parsePIDs(s string) (map[string]int, error) {
+	out := map[string]int{}
+	for _, part := range strings.Split(s, ",") {
+		if part = strings.TrimSpace(part); part == "" {
+			continue
+		}
+		name, v, ok := strings.Cut(part, "=")
+		pid, err := strconv.Atoi(v)
+		if !ok || err != nil || pid <= 0 {
+			return nil, fmt.Errorf("%q: want name=pid", part)
+		}
+		out[name] = pid
+	}
+	return out, nil
 }

@@ -26,6 +26,8 @@ type Figure struct {
 	N     int     `json:"n"`
 	P50ms float64 `json:"p50_ms"`
 	P99ms float64 `json:"p99_ms"`
+	// Value is a figure that is one number (a count, MiB, seconds): bench's recordValue.
+	Value float64 `json:"value"`
 }
 
 // benchRows are the figures compared, in print order.

@@ -11,6 +11,9 @@
 //	                               journal; print recovery times
 //	go run ./bench/cluster bench   the control round-trip and turn-path benchmarks (bench/), on the
 //	                               in-process server and on the cluster, side by side
+//	go run ./bench/cluster scale   the scale table (bench/): on the in-process server with the worker
+//	                               in the test process, then on the cluster with two worker
+//	                               processes, side by side
 //	go run ./bench/cluster down    stop everything and remove the state directory
 //
 // Everything lives in one state directory (-dir, default $TMPDIR/tacp-cluster): the
@@ -33,13 +36,15 @@ import (
 
 func usage(fs *flag.FlagSet) func() {
 	return func() {
-		fmt.Fprint(fs.Output(), `usage: go run ./bench/cluster [flags] up|chaos|bench|down
+		fmt.Fprint(fs.Output(), `usage: go run ./bench/cluster [flags] up|chaos|bench|scale|down
 
   up      build temporal-server and temporal-sql-tool (v1.32.0), start PostgreSQL 15 and the
           frontend, history, matching and worker services on loopback
   chaos   kill -9 history, matching and frontend mid-turn of a streaming session; verify the
           journal and print the recovery time of each kill
   bench   run bench/'s control and turn tables in-process and against the cluster; print both
+  scale   run bench/'s scale table in-process (one worker in the test process) and against the
+          cluster (-scale-workers worker processes); print both
   down    stop every process and remove the state directory
 
 flags (each falls back to the environment variable named in brackets):
@@ -90,6 +95,11 @@ func main() {
 	fs.IntVar(&o.benchN, "bench-n", envInt("TACP_BENCH_N", 300), "bench: control round trips of each kind [TACP_BENCH_N]")
 	fs.IntVar(&o.benchTurns, "bench-turns", envInt("TACP_BENCH_TURNS", 100), "bench: warm zero-work turns [TACP_BENCH_TURNS]")
 	fs.IntVar(&o.benchChunks, "bench-chunks", envInt("TACP_BENCH_CHUNKS", 1000), "bench: chunks of each streaming turn [TACP_BENCH_CHUNKS]")
+	fs.IntVar(&o.scaleSessions, "scale-sessions", envInt("TACP_BENCH_SCALE_SESSIONS", 1000), "scale: idle sessions [TACP_BENCH_SCALE_SESSIONS]")
+	fs.IntVar(&o.scaleTurns, "scale-turns", envInt("TACP_BENCH_SCALE_TURNS", 50), "scale: turns streaming at once among them [TACP_BENCH_SCALE_TURNS]")
+	fs.IntVar(&o.scaleChunks, "scale-chunks", envInt("TACP_BENCH_SCALE_CHUNKS", 250), "scale: chunks of each streaming turn [TACP_BENCH_SCALE_CHUNKS]")
+	fs.IntVar(&o.scaleWorkers, "scale-workers", envInt("TACP_CLUSTER_SCALE_WORKERS", 2), "scale: tacp worker processes on the cluster, on one task queue [TACP_CLUSTER_SCALE_WORKERS]")
+	fs.IntVar(&o.scaleInProcessWorkers, "scale-inprocess-workers", envInt("TACP_CLUSTER_SCALE_INPROCESS_WORKERS", 0), "scale: tacp worker processes on the in-process server (0: one worker in the test process, as worker -dev) [TACP_CLUSTER_SCALE_INPROCESS_WORKERS]")
 	_ = fs.Parse(os.Args[1:])
 	if fs.NArg() != 1 {
 		fs.Usage()
@@ -118,6 +128,13 @@ func main() {
 		})
 	case "bench":
 		err = withState(o.dir, func(st *State) error { return bench(ctx, st, o) })
+	case "scale":
+		if o.scaleSessions <= o.scaleTurns || o.scaleTurns < 1 || o.scaleChunks < 1 || o.scaleWorkers < 1 || o.scaleInProcessWorkers < 0 {
+			err = fmt.Errorf("scale: want -scale-sessions > -scale-turns ≥ 1, -scale-chunks ≥ 1, -scale-workers ≥ 1 and -scale-inprocess-workers ≥ 0 (got %d, %d, %d, %d, %d)",
+				o.scaleSessions, o.scaleTurns, o.scaleChunks, o.scaleWorkers, o.scaleInProcessWorkers)
+			break
+		}
+		err = withState(o.dir, func(st *State) error { return scale(ctx, st, o) })
 	default:
 		fs.Usage()
 		os.Exit(2)
@@ -143,6 +160,9 @@ type options struct {
 	killAfter time.Duration
 
 	benchN, benchTurns, benchChunks int
+
+	scaleSessions, scaleTurns, scaleChunks int
+	scaleWorkers, scaleInProcessWorkers    int
 }
 
 // withState loads the state `up` left and runs fn with it.
