@@ -11,17 +11,21 @@ import (
 	"encoding/json"
 	"net/http"
 	"net/http/httptest"
+	"path/filepath"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
 
 	"github.com/chromedp/chromedp"
+	acp "github.com/coder/acp-go-sdk"
 	"github.com/stretchr/testify/require"
 
+	"github.com/tacp-dev/tacp/activities"
 	"github.com/tacp-dev/tacp/deck"
 	"github.com/tacp-dev/tacp/internal/fakemodel"
 	"github.com/tacp-dev/tacp/internal/proctree"
+	"github.com/tacp-dev/tacp/internal/tacpworker"
 	"github.com/tacp-dev/tacp/signals"
 )
 
@@ -205,4 +209,44 @@ func TestRealAgentClaudeQuestionSurvivesAWorkerKill(t *testing.T) {
 	require.Equal(t, 1, byUser, "answered once: %s", journalDump(evs))
 	require.Equal(t, 1, byRestart, "the lost attempt's question was withdrawn")
 	checkInvariants(t, allEvents(t, id))
+}
+
+// An MCP server's question (MCP elicitation/create, testagent/mcpask) reaches a person the
+// same way: claude-agent-acp forwards it as ACP elicitation/create, tacp journals it, a
+// person answers, and the MCP tool's result — what the person chose — reaches the model.
+func TestRealAgentClaudeAnMCPServersQuestionReachesAPerson(t *testing.T) {
+	mcpask := filepath.Join(binDir, "mcpask")
+	w := startRealAgentWorkerWith(t, fakemodel.Claude, func(o *tacpworker.Options) {
+		o.MCP = activities.MCPPolicy{Mode: activities.MCPListed, Commands: []string{mcpask}}
+		// MCP tools offered to the model at once, not found through Claude Code's ToolSearch
+		// (the fake model calls only what a request offers).
+		o.Profiles[0].Env["ENABLE_TOOL_SEARCH"] = "false"
+	})
+	servers, err := json.Marshal([]acp.McpServer{{Stdio: &acp.McpServerStdio{Name: "asker", Command: mcpask, Args: []string{}, Env: []acp.EnvVariable{}}}})
+	require.NoError(t, err)
+	id := session(t)
+	cfg := signals.SessionConfig{SessionID: id, Policy: signals.PolicyAllowAll, McpServers: servers}
+	turn := w.prompt(t, cfg, "tool: mcp-ask Which side? | left | right")
+	defer func() {
+		if t.Failed() {
+			for _, r := range w.fm.MainRequests() {
+				t.Logf("the model was offered: %v", r.Tools)
+			}
+		}
+	}()
+	q := elicited(t, id, turn)
+	require.Equal(t, signals.ElicitationForm, q.Mode)
+	require.Equal(t, "Which side?", q.Message)
+	require.Contains(t, signals.ElicitationChoices(q.Schema, "choice"), "right")
+	_, err = w.sc.ElicitationRespond(ctxFor(t, 10*time.Second), id, signals.ElicitationRespondRequest{
+		RequestID: q.RequestID, Action: signals.ActionAccept, Content: json.RawMessage(`{"choice":"up"}`),
+	})
+	require.ErrorContains(t, err, "choice must be one of left, right", "checked against the MCP server's schema")
+	_, err = w.sc.ElicitationRespond(ctxFor(t, 10*time.Second), id, signals.ElicitationRespondRequest{
+		RequestID: q.RequestID, Action: signals.ActionAccept, Content: json.RawMessage(`{"choice":"right"}`), AnsweredBy: "erin",
+	})
+	require.NoError(t, err)
+	evs := endedWith(t, id, turn, "end_turn")
+	require.Contains(t, strings.Join(agentTexts(t, evs, turn), ""), "the person chose right")
+	require.Contains(t, journalDump(evs), `"answered_by":"erin"`)
 }

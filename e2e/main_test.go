@@ -54,7 +54,7 @@ func runMain(m *testing.M) int {
 	dataDir = filepath.Join(binDir, "data")
 	testagent = filepath.Join(binDir, "testagent")
 	starterBin = filepath.Join(binDir, "starter")
-	if out, err := exec.Command("go", "build", "-o", binDir, "../testagent", "../starter").CombinedOutput(); err != nil {
+	if out, err := exec.Command("go", "build", "-o", binDir, "../testagent", "../testagent/mcpask", "../starter").CombinedOutput(); err != nil {
 		fmt.Fprintf(os.Stderr, "build binaries: %v\n%s", err, out)
 		return 1
 	}

@@ -51,6 +51,12 @@ type realAgentWorker struct {
 // executable the one .ci/peers installed and its environment the fake model's on top.
 func startRealAgentWorker(t *testing.T, a fakemodel.Agent) *realAgentWorker {
 	t.Helper()
+	return startRealAgentWorkerWith(t, a, nil)
+}
+
+// startRealAgentWorkerWith is startRealAgentWorker with the worker's options changed by more.
+func startRealAgentWorkerWith(t *testing.T, a fakemodel.Agent, more func(*tacpworker.Options)) *realAgentWorker {
+	t.Helper()
 	fm, bin, env := realAgentEnv(t, a)
 	dataDir := t.TempDir()
 	cmdline := a.CommandLine(filepath.Dir(bin), env) // for worker processes (TACP_E2E_AGENT)
@@ -61,7 +67,7 @@ func startRealAgentWorker(t *testing.T, a fakemodel.Agent) *realAgentWorker {
 		k, v, _ := strings.Cut(kv, "=")
 		profile.Env[k] = v
 	}
-	_, qc := extraWorker(t, tc, tacpworker.Options{
+	opts := tacpworker.Options{
 		// The worker's own account of the agents it runs (starts, evictions, kills).
 		Logger:         slog.New(slog.NewTextHandler(&testLog{t: t, prefix: "worker: "}, &slog.HandlerOptions{Level: slog.LevelInfo})),
 		Profiles:       []activities.Profile{profile},
@@ -71,7 +77,11 @@ func startRealAgentWorker(t *testing.T, a fakemodel.Agent) *realAgentWorker {
 		MaxAgents:   2,
 		CancelGrace: 5 * time.Second,
 		InitTimeout: 2 * time.Minute,
-	})
+	}
+	if more != nil {
+		more(&opts)
+	}
+	_, qc := extraWorker(t, tc, opts)
 	return &realAgentWorker{agent: a, fm: fm, sc: qc, dataDir: dataDir, cmdline: cmdline, bin: bin, env: env}
 }
 

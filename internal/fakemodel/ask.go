@@ -45,6 +45,21 @@ func pickAsk(d Directive, tools []tool) *toolCall {
 	return nil
 }
 
+// pickMCPAsk calls an MCP server's ask tool (testagent/mcpask, offered as mcp__NAME__ask),
+// nil when the request offers none.
+func pickMCPAsk(d Directive, tools []tool) *toolCall {
+	for _, t := range tools {
+		if strings.HasPrefix(t.Name, "mcp__") && strings.HasSuffix(t.Name, "__ask") {
+			opts := make([]any, len(d.Options))
+			for i, o := range d.Options {
+				opts[i] = o
+			}
+			return &toolCall{Name: t.Name, Args: map[string]any{"question": d.Text, "options": opts}}
+		}
+	}
+	return nil
+}
+
 // resumeMarker begins tacp's prompt to an agent whose turn it resumes after a lost worker
 // (activities.ResumeText).
 const resumeMarker = "[tacp: the worker running this turn was lost"

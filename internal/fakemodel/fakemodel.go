@@ -28,6 +28,7 @@
 //	                             line is the content)
 //	tool: read PATH              call its file-reading tool
 //	tool: bash COMMAND           call its shell tool with COMMAND (the rest of the line)
+//	tool: mcp-ask Q | OPT...     call an MCP server's ask tool (testagent/mcpask: mcp__NAME__ask)
 //	tool: ask Q | OPT | OPT...   call its question tool (Claude Code's AskUserQuestion) with
 //	                             question Q and its options (ask.go)
 //	limited: N [TAG]             answer the first main request carrying this line 429 with
@@ -352,6 +353,10 @@ func parseLine(l string) (Directive, bool) {
 			return Directive{Kind: "tool", Tool: "bash", Command: args}, args != ""
 		case "ask":
 			return parseAsk(args)
+		case "mcp-ask":
+			d, ok := parseAsk(args)
+			d.Tool = "mcp-ask"
+			return d, ok
 		}
 	}
 	return Directive{}, false
@@ -442,8 +447,11 @@ var toolNames = map[string][]string{
 // pickTool builds the call of d's tool from the tools offered, nil when none fits. A shell
 // tool stands in for a missing write or read tool.
 func pickTool(d Directive, tools []tool) *toolCall {
-	if d.Tool == "ask" {
+	switch d.Tool {
+	case "ask":
 		return pickAsk(d, tools)
+	case "mcp-ask":
+		return pickMCPAsk(d, tools)
 	}
 	find := func(kind string) *tool {
 		for _, name := range toolNames[kind] {
