@@ -53,10 +53,16 @@ func (c *hostClient) UnstableCreateElicitation(ctx context.Context, req acp.Unst
 	return elicitationResponse(elicitationAnswer{action: signals.ActionCancel}), nil
 }
 
-// UnstableCompleteElicitation: a url elicitation finished on the agent's side. The request
-// it completes resolves when a person answers it; nothing to do here.
-func (c *hostClient) UnstableCompleteElicitation(context.Context, acp.UnstableCompleteElicitationNotification) error {
-	return nil
+// UnstableCompleteElicitation: the out-of-band flow of a url elicitation finished on the
+// agent's side (the person signed in on the page). The session journals it and editors are
+// told (elicitation/complete); between turns there is no turn to report it in.
+func (c *hostClient) UnstableCompleteElicitation(ctx context.Context, n acp.UnstableCompleteElicitationNotification) error {
+	lt := c.current()
+	if lt == nil || lt.completeElicitation == nil {
+		c.log.Info("elicitation/complete between turns: dropped", "elicitation", n.ElicitationId)
+		return nil
+	}
+	return lt.completeElicitation(ctx, signals.ElicitationCompletedSignal{TurnID: lt.key.turn, Attempt: lt.attempt, ElicitationID: string(n.ElicitationId)})
 }
 
 // requestElicitation bridges one elicitation/create to the workflow and waits for its answer.

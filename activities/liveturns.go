@@ -32,6 +32,8 @@ type liveTurn struct {
 	// elicits are the agent's open questions; askElicitation reports one (elicitation.go).
 	elicits        map[string]chan elicitationAnswer
 	askElicitation func(ctx context.Context, sig signals.ElicitationRequestedSignal) error
+	// completeElicitation reports the agent's elicitation/complete of a url elicitation.
+	completeElicitation func(ctx context.Context, sig signals.ElicitationCompletedSignal) error
 	// reach measures where a permission request's tool call reaches (ToolCallReach in the
 	// turn's workspace); nil: outside, so the request is asked.
 	reach func(toolCall json.RawMessage) string

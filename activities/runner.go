@@ -464,6 +464,9 @@ func (t *turnRun) register(ag *hostedAgent, sid acp.SessionId, dir string) *live
 	lt.askPermission = func(ctx context.Context, sig signals.PermissionRequestedSignal) error {
 		return r.signal(ctx, in.SessionWorkflowID, signals.SignalPermissionRequested, sig)
 	}
+	lt.completeElicitation = func(ctx context.Context, sig signals.ElicitationCompletedSignal) error {
+		return r.signal(ctx, in.SessionWorkflowID, signals.SignalElicitationCompleted, sig)
+	}
 	lt.askElicitation = func(ctx context.Context, sig signals.ElicitationRequestedSignal) error {
 		return r.signal(ctx, in.SessionWorkflowID, signals.SignalElicitationRequested, sig)
 	}

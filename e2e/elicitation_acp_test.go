@@ -7,7 +7,9 @@ package e2e
 
 import (
 	"context"
+	"encoding/json"
 	"os/exec"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -27,6 +29,14 @@ type askedPeer struct {
 	questions []acp.UnstableCreateElicitationRequest
 	answer    *acp.UnstableCreateElicitationResponse
 	withdrawn chan struct{}
+	completed []string // the elicitation/complete notifications' ids
+}
+
+func (p *askedPeer) UnstableCompleteElicitation(_ context.Context, n acp.UnstableCompleteElicitationNotification) error {
+	p.qmu.Lock()
+	p.completed = append(p.completed, string(n.ElicitationId))
+	p.qmu.Unlock()
+	return nil
 }
 
 func (p *askedPeer) UnstableCreateElicitation(ctx context.Context, r acp.UnstableCreateElicitationRequest) (acp.UnstableCreateElicitationResponse, error) {
@@ -52,6 +62,16 @@ func (p *askedPeer) asked() int {
 // elicit is set.
 func startAskedACP(t *testing.T, name string, elicit bool, args ...string) *askedPeer {
 	t.Helper()
+	caps := acp.ClientCapabilities{}
+	if elicit {
+		caps.Elicitation = &acp.ElicitationCapabilities{Form: &acp.ElicitationFormCapabilities{}}
+	}
+	return startAskedACPWith(t, name, caps, args...)
+}
+
+// startAskedACPWith is startAskedACP with the client's capabilities as given.
+func startAskedACPWith(t *testing.T, name string, caps acp.ClientCapabilities, args ...string) *askedPeer {
+	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	cmd := starterCmd(ctx, append([]string{"acp"}, args...)...)
 	stdin, err := cmd.StdinPipe()
@@ -66,10 +86,6 @@ func startAskedACP(t *testing.T, name string, elicit bool, args ...string) *aske
 		_ = stdin.Close()
 		waitOrCancel(cmd, cancel)
 	})
-	caps := acp.ClientCapabilities{}
-	if elicit {
-		caps.Elicitation = &acp.ElicitationCapabilities{Form: &acp.ElicitationFormCapabilities{}}
-	}
 	_, err = p.conn.Initialize(ctxFor(t, 30*time.Second), acp.InitializeRequest{
 		ProtocolVersion: acp.ProtocolVersionNumber, ClientCapabilities: caps,
 		ClientInfo: &acp.Implementation{Name: name, Version: "1.0"},
@@ -120,4 +136,42 @@ func TestRealAgentClaudeQuestionReachesEveryEditorFirstAnswerWins(t *testing.T) 
 	last := w.fm.MainRequests()[len(w.fm.MainRequests())-1]
 	require.True(t, last.Contains("tool", "dev"), "the answer reached the model")
 	_ = q
+}
+
+// A url elicitation (an agent's sign-in in a browser): the editor that takes url questions
+// is asked to open the page, answers, and is told when the agent completed it
+// (elicitation/complete, journaled as elicitation.completed).
+func TestAURLQuestionIsOpenedAnsweredAndCompletedInTheEditor(t *testing.T) {
+	t.Parallel()
+	p := startAskedACPWith(t, "zed", acp.ClientCapabilities{Elicitation: &acp.ElicitationCapabilities{Url: &acp.ElicitationUrlCapabilities{}}})
+	p.answer = &acp.UnstableCreateElicitationResponse{Accept: &acp.UnstableCreateElicitationAccept{Action: "accept"}}
+	ctx := ctxFor(t, time.Minute)
+	sess, err := p.conn.NewSession(ctx, acp.NewSessionRequest{Cwd: editorCwd(), McpServers: []acp.McpServer{}})
+	require.NoError(t, err)
+	_, err = p.conn.Prompt(ctx, acp.PromptRequest{SessionId: sess.SessionId, Prompt: []acp.ContentBlock{acp.TextBlock("/elicit-url https://example.invalid/sign-in")}})
+	require.NoError(t, err)
+	id := string(sess.SessionId)
+	evs := allEvents(t, id)
+	require.Contains(t, strings.Join(agentTexts(t, evs, 1), ""), "url elicitation: accept, completed")
+	var asked signals.ElicitationRequestedData
+	var done signals.ElicitationCompletedData
+	for _, ev := range evs {
+		switch ev.Kind {
+		case signals.EventElicitationRequested:
+			require.NoError(t, json.Unmarshal(ev.Data, &asked))
+		case signals.EventElicitationCompleted:
+			require.NoError(t, json.Unmarshal(ev.Data, &done))
+		}
+	}
+	require.Equal(t, signals.ElicitationURL, asked.Mode)
+	require.Equal(t, "https://example.invalid/sign-in", asked.URL)
+	require.Equal(t, asked.ElicitationID, done.ElicitationID)
+	require.Equal(t, asked.RequestID, done.RequestID)
+	require.Eventually(t, func() bool {
+		p.qmu.Lock()
+		defer p.qmu.Unlock()
+		return len(p.completed) == 1 && p.completed[0] == asked.ElicitationID
+	}, 30*time.Second, 20*time.Millisecond, "the editor was told the agent completed it")
+	require.Equal(t, 1, p.asked())
+	require.Equal(t, "https://example.invalid/sign-in", p.questions[0].Url.Url)
 }

@@ -263,7 +263,7 @@ func (a *attachment) handle(ev signals.Event, write bool) {
 			a.write(permissionResolved(a.id, ev.Seq, a.toolCalls[r.RequestID], r))
 		}
 		delete(a.toolCalls, r.RequestID)
-	case signals.EventElicitationRequested, signals.EventElicitationResolved:
+	case signals.EventElicitationRequested, signals.EventElicitationResolved, signals.EventElicitationCompleted:
 		a.elicitationEvent(ev)
 	case signals.EventAgentContextLost, signals.EventWorkspaceMissing:
 		if text, ok := noticeText(ev); ok && write {

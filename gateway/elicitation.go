@@ -79,6 +79,22 @@ func (a *attachment) elicitationEvent(ev signals.Event) {
 			delete(a.relaying, r.RequestID)
 		}
 		a.mu.Unlock()
+	case signals.EventElicitationCompleted:
+		// The agent's elicitation/complete, relayed live to a client that takes url
+		// elicitations (a replay does not repeat it: it was told then, or never asked).
+		var d signals.ElicitationCompletedData
+		a.mu.Lock()
+		live := a.live
+		a.mu.Unlock()
+		a.c.mu.Lock()
+		url := a.c.peer.url
+		a.c.mu.Unlock()
+		if json.Unmarshal(ev.Data, &d) != nil || !live || !url || a.c.observer() {
+			return
+		}
+		if err := a.c.w.notify(acp.ClientMethodElicitationComplete, acp.UnstableCompleteElicitationNotification{ElicitationId: acp.UnstableElicitationId(d.ElicitationID)}); err != nil {
+			a.c.g.o.Logger.Debug("elicitation/complete not written", "session", a.id, "err", err)
+		}
 	}
 }
 

@@ -18,6 +18,12 @@ const (
 	EventElicitationResolved  = "elicitation.resolved"
 	// SignalElicitationRequested is the runner's report of the agent's elicitation/create.
 	SignalElicitationRequested = "elicitation_requested"
+	// SignalElicitationCompleted is the runner's report of the agent's elicitation/complete:
+	// the out-of-band flow of a url elicitation finished (ElicitationCompletedSignal).
+	SignalElicitationCompleted = "elicitation_completed"
+	// EventElicitationCompleted journals it (ElicitationCompletedData); the ACP face relays
+	// it to editors as elicitation/complete.
+	EventElicitationCompleted = "elicitation.completed"
 	// UpdateElicitationRespond answers an open elicitation (with a signal twin).
 	UpdateElicitationRespond = "elicitation_respond"
 	// DeliverElicitation carries an elicitation's answer into the running turn.
@@ -104,4 +110,18 @@ type PendingElicitation struct {
 	URL        string          `json:"url,omitempty"`
 	ToolCallID string          `json:"tool_call_id,omitempty"`
 	Deadline   time.Time       `json:"deadline"`
+}
+
+// ElicitationCompletedSignal is the runner's elicitation_completed.
+type ElicitationCompletedSignal struct {
+	TurnID        int64  `json:"turn_id"`
+	Attempt       int32  `json:"attempt"`
+	ElicitationID string `json:"elicitation_id"`
+}
+
+// ElicitationCompletedData is the data of elicitation.completed: the agent's id of the url
+// elicitation, and tacp's request id of it when the session knows it.
+type ElicitationCompletedData struct {
+	ElicitationID string `json:"elicitation_id"`
+	RequestID     string `json:"request_id,omitempty"`
 }

@@ -38,7 +38,8 @@ var signalOrder = func() []string {
 			out = append(out, signals.SignalWake)
 		}
 	}
-	return out
+	// Signals added since drain last, after every one a recorded history may hold.
+	return append(out, signals.SignalElicitationCompleted)
 }()
 
 // signal takes one signal of signalOrder.
@@ -77,6 +78,8 @@ func (s *sessionCore) runnerSignal(now time.Time, name string, raw json.RawMessa
 		decode(s, raw, func(sig signals.PermissionRequestedSignal) { s.permissionRequested(now, sig) })
 	case signals.SignalElicitationRequested:
 		decode(s, raw, func(sig signals.ElicitationRequestedSignal) { s.elicitationRequested(now, sig) })
+	case signals.SignalElicitationCompleted:
+		decode(s, raw, func(sig signals.ElicitationCompletedSignal) { s.elicitationCompleted(now, sig) })
 	case signals.SignalTurnLimited:
 		decode(s, raw, func(sig signals.TurnLimitedSignal) { s.turnLimited(now, sig) })
 	case signals.SignalDeliveryOutcome:

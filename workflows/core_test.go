@@ -660,6 +660,7 @@ func TestCore_TheUpdateTableAndTheDrainOrder(t *testing.T) {
 		signals.UpdateAttach, signals.UpdateDetach, signals.UpdateClose, signals.UpdateSetMode,
 		signals.UpdateSetConfigOption, signals.SignalWake, signals.UpdateRetryNow,
 		signals.UpdateElicitationRespond, signals.UpdateSetMcpServers, signals.UpdateSetTitle,
+		signals.SignalElicitationCompleted,
 	}, signalOrder)
 	for _, u := range updates {
 		_, ok := u.(shellUpdate)

@@ -10,6 +10,7 @@ package workflows
 // delivered into the turn and names who gave it (answered_by).
 
 import (
+	"encoding/json"
 	"fmt"
 	"time"
 
@@ -56,6 +57,30 @@ func (s *sessionCore) elicitationRequested(now time.Time, sig signals.Elicitatio
 		URL: e.URL, ElicitationID: e.ElicitationID, ToolCallID: e.ToolCallID, Deadline: e.Deadline,
 	})
 	s.pauseClockIfAsked(now)
+}
+
+// elicitationCompleted journals the agent's elicitation/complete of a url elicitation of
+// its live turn, once per elicitation id (a retry's report is the same completion).
+func (s *sessionCore) elicitationCompleted(now time.Time, sig signals.ElicitationCompletedSignal) {
+	if sig.ElicitationID == "" || s.liveTurn(sig.TurnID) == nil {
+		return
+	}
+	d := signals.ElicitationCompletedData{ElicitationID: sig.ElicitationID}
+	for _, ev := range s.Journal.Events {
+		switch ev.Kind {
+		case signals.EventElicitationCompleted:
+			var done signals.ElicitationCompletedData
+			if json.Unmarshal(ev.Data, &done) == nil && done.ElicitationID == sig.ElicitationID {
+				return
+			}
+		case signals.EventElicitationRequested:
+			var req signals.ElicitationRequestedData
+			if json.Unmarshal(ev.Data, &req) == nil && req.ElicitationID == sig.ElicitationID {
+				d.RequestID = req.RequestID
+			}
+		}
+	}
+	s.journal(now, signals.EventElicitationCompleted, sig.TurnID, d)
 }
 
 // checkElicitationRespond decides an answer without changing anything: the existing

@@ -381,6 +381,7 @@
         case 'permission.forgotten': meta(`rule forgotten: ${d.tool}`); break;
         case 'elicitation.requested': meta(`question asked: ${d.message || d.request_id}${d.mode === 'url' ? ' (open ' + d.url + ')' : ''}`); break;
         case 'elicitation.resolved': meta(`question ${d.action}${d.answered_by ? ' by ' + d.answered_by : ''}`); break;
+        case 'elicitation.completed': meta('the agent completed the page it asked to open'); break;
         case 'turn.limited': meta(`turn ${t} limited (${d.reason}): runs again at ${new Date(d.retry_at).toISOString().slice(11, 16)} UTC${d.backoff ? ', backing off' : ''}`, 'bad', t); break;
         case 'turn.retry_now': meta(`retry now${d.answered_by ? ' by ' + d.answered_by : ''}`); break;
         case 'policy.changed': meta(`policy ${d.previous || '?'} → ${d.level}`); break;

@@ -36,6 +36,9 @@
 //	                     fs/read_text_file" when initialize did not offer it
 //	/write PATH          write the body to PATH with fs/write_text_file and say
 //	                     "wrote PATH" (or why not, as /read)
+//	/elicit-url URL      ask the client to open URL (elicitation/create, url mode); on
+//	                     accept send elicitation/complete, and say "url elicitation:
+//	                     ACTION" (", completed" after a complete)
 //	/sh COMMAND          run COMMAND (the rest of the line) with /bin/sh -c in the
 //	                     session's cwd, as a coding agent's own shell tool does, and say
 //	                     "sh: exit N: <output>" (stdout and stderr, one line)
@@ -584,6 +587,11 @@ func (a *testAgent) run(ctx context.Context, s *session, text string) (acp.Promp
 			target, path = args[1], args[1]
 		}
 		err = a.permission(ctx, s, acp.ToolKind(args[0]), target, path)
+	case "/elicit-url":
+		if len(args) != 1 {
+			return acp.PromptResponse{}, usageErr("/elicit-url URL")
+		}
+		err = a.elicitURL(ctx, s, args[0])
 	case "/pwd":
 		dir, werr := os.Getwd()
 		if werr != nil {
@@ -767,6 +775,29 @@ var toolNames = map[acp.ToolKind]string{
 // permission walks a tool call through session/request_permission, on claude-agent-acp's
 // wire: the tool_call names the tool in _meta.claudeCode.toolName, the permission request
 // that follows does not (its title names the target: the file, the command).
+// elicitURL asks the client to open url, as an agent whose sign-in happens in a browser
+// does, and completes the elicitation when the person accepted.
+func (a *testAgent) elicitURL(ctx context.Context, s *session, url string) error {
+	id := acp.UnstableElicitationId("url-" + strconv.FormatInt(time.Now().UnixNano(), 36))
+	resp, err := a.connection().UnstableCreateElicitation(ctx, acp.UnstableCreateElicitationRequest{
+		Url: &acp.UnstableCreateElicitationUrl{Mode: "url", Message: "Sign in to continue", Url: url, ElicitationId: id},
+	})
+	if err != nil {
+		return a.say(s, "url elicitation failed: "+err.Error())
+	}
+	if resp.Accept == nil {
+		action := "cancel"
+		if resp.Decline != nil {
+			action = "decline"
+		}
+		return a.say(s, "url elicitation: "+action)
+	}
+	if err := a.connection().UnstableCompleteElicitation(ctx, acp.UnstableCompleteElicitationNotification{ElicitationId: id}); err != nil {
+		return a.say(s, "url elicitation: accept, complete failed: "+err.Error())
+	}
+	return a.say(s, "url elicitation: accept, completed")
+}
+
 func (a *testAgent) permission(ctx context.Context, s *session, kind acp.ToolKind, target, path string) error {
 	id := acp.ToolCallId(fmt.Sprintf("call_%d", a.calls.Add(1)))
 	title := string(kind) + " " + target
