@@ -23,6 +23,12 @@ package activities
 // person watching an answer appear gets FlushInterval, and a turn that streams for an hour
 // fits in one run's history. It also widens when many turns stream on one worker at once
 // (see flushBudget), so that the worker's signals stay within what the server keeps up with.
+//
+// A turn's batcher also carries what would otherwise cost a signal of its own (issue 28,
+// started.go): the attempt's turn_started rides on the next batch it sends; at the turn's
+// end the events still pending are handed to the turn_finished that carries them
+// (closeHolding); and a quiet turn still running at its beatAt gets one empty batch (a
+// beat), so that its session hears from it and shows it running.
 
 import (
 	"bytes"
@@ -64,10 +70,10 @@ type batcher struct {
 	streaming bool         // counted in budget: the last timed flush sent events (owned by run)
 	ticks     atomic.Int64 // timed flushes done (tests wait on it instead of sleeping)
 
-	// beatAt, set before run, is when the batcher makes sure a batch has gone out since: the
-	// first timed flush at or after it sends an empty batch if none did (beat). lastSent is
-	// when the last batch went out (both owned by run).
-	beatAt   time.Time
+	// beatAt (unix nanoseconds, 0: none; beatFrom sets it) is when the batcher makes sure a
+	// batch has gone out since: the first timed flush at or after it sends an empty batch
+	// if none did (a beat). lastSent is when the last batch went out (owned by run).
+	beatAt   atomic.Int64
 	lastSent time.Time
 	// holdLast (set by closeHolding) keeps the events pending at the stop in held instead
 	// of sending them, for the turn's end to carry.
@@ -167,6 +173,10 @@ func (b *batcher) run(ctx context.Context) {
 	}
 }
 
+// beatFrom makes the first timed flush at or after at send an empty batch if no batch went
+// out since at.
+func (b *batcher) beatFrom(at time.Time) { b.beatAt.Store(at.UnixNano()) }
+
 // tick is a timed flush: a turn counts in the budget while its timed flushes send events. A
 // tick that finds nothing ends the burst: the next event is flushed at once.
 func (b *batcher) tick(ctx context.Context) {
@@ -181,11 +191,11 @@ func (b *batcher) tick(ctx context.Context) {
 			b.flushSoon()
 		}
 	}
-	if !b.beatAt.IsZero() && !time.Now().Before(b.beatAt) {
-		if b.lastSent.Before(b.beatAt) {
+	if at := b.beatAt.Load(); at != 0 && time.Now().UnixNano() >= at {
+		if b.lastSent.UnixNano() < at {
 			b.sendBatch(ctx, nil) // a beat: the session hears the turn still runs
 		}
-		b.beatAt = time.Time{}
+		b.beatAt.CompareAndSwap(at, 0)
 	}
 	switch {
 	case sent && !b.streaming:

@@ -103,19 +103,41 @@ func TestRunTurnSendsTheOldShapeToASessionThatDoesNotCarry(t *testing.T) {
 	}
 }
 
-// A quiet agent: turn_started goes alone after startedHold (deliveries need its host queue),
-// and a turn still running at TurnBeatAfter with nothing sent since beats with an empty batch,
-// so the session shows it running.
-func TestRunTurnOfAQuietAgentSendsTurnStartedAloneAndBeats(t *testing.T) {
+// A quiet agent: no batch carries turn_started, so the batcher's beat does, TurnBeatAfter
+// after the agent session opened: an empty batch, the one signal a turn_started of its own
+// cost, and the session shows the turn running at it.
+func TestRunTurnOfAQuietAgentBeatsWithItsTurnStarted(t *testing.T) {
 	rig := newTurnRig(t, t.TempDir())
 	rig.mustRun(carried("s1", 1, rig.agent(), "/sh sleep 4"))
 	r := rig.rec.reports(1)
-	require.Len(t, r.started, 1, "sent alone once the hold passed")
+	require.Empty(t, r.started, "no turn_started of its own")
 	require.NotEmpty(t, r.batches)
 	beat := r.batches[0]
 	require.Empty(t, beat.Events, "the beat")
-	require.Nil(t, beat.Started)
+	require.NotNil(t, beat.Started, "the beat carries turn_started")
+	require.Equal(t, rig.host.Queue, beat.Started.HostQueue)
 	require.Equal(t, int64(1), beat.Batch)
+}
+
+// A permission request is delivered to the host queue turn_started names: a quiet turn's
+// turn_started goes out before it, alone when no batch took it.
+func TestRunTurnSendsTurnStartedBeforeAPermissionRequest(t *testing.T) {
+	rig := newTurnRig(t, t.TempDir())
+	rig.answerPermissions("s1", "allow")
+	rig.mustRun(carried("s1", 1, rig.agent(), "/permission edit"))
+	before := false
+	for _, s := range rig.rec.all() {
+		switch v := s.arg.(type) {
+		case signals.TurnStartedSignal:
+			before = true
+		case signals.TurnEventsSignal:
+			before = before || v.Started != nil
+		case signals.PermissionRequestedSignal:
+			require.True(t, before, "turn_started went out before the permission request")
+			return
+		}
+	}
+	t.Fatal("no permission request")
 }
 
 // closeHolding keeps the events pending at the end for the turn's end to carry, when they
@@ -149,7 +171,7 @@ func TestBatcherBeatsOnceWhenNothingWentOutSince(t *testing.T) {
 	var rec recorder
 	ctx := context.Background()
 	b := newBatcher(never, never, 1<<20, rec.send) // driven by hand: no run goroutine
-	b.beatAt = time.Now().Add(-time.Millisecond)
+	b.beatFrom(time.Now().Add(-time.Millisecond))
 	b.tick(ctx)
 	b.tick(ctx)
 	require.Len(t, rec.sent(), 1, "one beat")
@@ -158,7 +180,7 @@ func TestBatcherBeatsOnceWhenNothingWentOutSince(t *testing.T) {
 
 	var busy recorder
 	b = newBatcher(never, never, 1<<20, busy.send)
-	b.beatAt = time.Now().Add(-time.Millisecond)
+	b.beatFrom(time.Now().Add(-time.Millisecond))
 	b.add(ev(`{"a":1}`))
 	b.tick(ctx) // sends the event, after beatAt: no beat
 	b.tick(ctx)

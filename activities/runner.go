@@ -125,9 +125,10 @@ func (r *Runner) setDefaults() {
 }
 
 // RunTurn runs one attempt of a turn (runTurn) and, when the agent answered, reports the
-// end to the session straight away, once the agent is back in the idle pool: the
-// TurnWorkflow reports it too after the activity completes, two server round trips later,
-// and the session takes whichever comes first (the other no longer names its live turn).
+// end to the session straight away, once the agent is back in the idle pool, with the
+// turn's last batch and its turn_started when nothing carried them yet (started.go): the
+// TurnWorkflow reports it only when this report did not go out, two server round trips
+// later, carrying the same.
 func (r *Runner) RunTurn(ctx context.Context, in signals.RunTurnInput) (signals.RunTurnResult, error) {
 	res, err := r.runTurn(ctx, in)
 	if err == nil && res.StopReason != "" {
@@ -357,9 +358,6 @@ func (t *turnRun) startBatcher(sendCtx context.Context, metrics client.MetricsHa
 		return err
 	})
 	t.b.budget = r.budget
-	if in.CarriedReports {
-		t.b.beatAt = time.Now().Add(signals.TurnBeatAfter) // the session shows a turn running only then
-	}
 	go t.b.run(sendCtx)
 	t.watch = newTurnObserver()
 }

@@ -4,11 +4,12 @@ package activities
 // Temporal's floor). A signal of its own costs the session a workflow task and Temporal
 // Cloud an action, so for a session that takes it so (TurnInput.CarriedReports) the
 // attempt's turn_started rides on the first turn_events batch the attempt sends once its
-// agent session is open, or on its turn_finished. It goes alone only when nothing carries
-// it soon: the agent says nothing for startedHold (the session needs the host queue to
-// deliver a steer or a cancel), the attempt is about to ask a person something, or it
-// fails. The first token never waits for it: the batch that carries the first chunk
-// carries it.
+// agent session is open, or on its turn_finished. When the agent says nothing, the
+// batcher's beat carries it (an empty batch, signals.TurnBeatAfter after the session
+// opened: until then a steer waits for the host queue it names; a cancel also reaches the
+// attempt by its heartbeat). It goes alone only before the attempt asks a person something
+// and at an end that does not carry it (a failure). The first token never waits for it: the
+// batch that carries the first chunk carries it.
 
 import (
 	"context"
@@ -18,19 +19,14 @@ import (
 	"github.com/tacp-dev/tacp/signals"
 )
 
-// startedHold is how long an attempt's turn_started waits for a batch to carry it.
-const startedHold = time.Second
-
 // startedWait bounds how long a turn's end waits for a turn_started sent alone to go out.
 const startedWait = 5 * time.Second
 
-// startedReport is an attempt's turn_started until it is out: pending until a batch, the
-// turn's end or the hold takes it (take), each exactly once.
+// startedReport is an attempt's turn_started until a batch or the turn's end takes it
+// (take), exactly once.
 type startedReport struct {
 	mu      sync.Mutex
 	pending *signals.TurnStartedSignal
-	stop    chan struct{} // closed at the attempt's end: the hold's goroutine returns
-	alone   chan struct{} // closed once the hold's goroutine is done
 }
 
 // take returns the pending turn_started and clears it (nil: none, or taken already).
@@ -45,37 +41,30 @@ func (s *startedReport) take() *signals.TurnStartedSignal {
 	return p
 }
 
-// reportStarted hands the attempt's turn_started to the session: held for a batch to carry
-// when the session takes it so, sent alone at once otherwise (as every runner did before).
-// The wait it returns, for the turn's end, is bounded: a quick turn's turn_finished must not
-// overtake a turn_started sent alone, or the session, the turn over, drops what it says
-// (agent.context_lost, workspace.missing).
+// reportStarted hands the attempt's turn_started to the session. For a session that takes
+// it so, it waits for the next batch, and the batcher beats TurnBeatAfter from now if none
+// went out by then (an empty batch that carries it): a quiet turn costs the session the
+// one signal its turn_started cost before. For any other session it goes alone at once, as
+// every runner sent it before; the wait it returns, for the turn's end, is then bounded: a
+// quick turn's turn_finished must not overtake it, or the session, the turn over, drops
+// what it says (agent.context_lost, workspace.missing).
 func (t *turnRun) reportStarted(sendCtx context.Context, started signals.TurnStartedSignal) (wait func()) {
-	s := &startedReport{pending: &started, stop: make(chan struct{}), alone: make(chan struct{})}
-	hold := time.Duration(0)
+	s := &startedReport{pending: &started}
 	if t.in.CarriedReports {
-		hold = startedHold
 		t.mu.Lock()
 		t.started = s
 		t.mu.Unlock()
+		t.b.beatFrom(time.Now().Add(signals.TurnBeatAfter))
+		return func() {}
 	}
+	sent := make(chan struct{})
 	go func() {
-		defer close(s.alone)
-		if hold > 0 {
-			tm := time.NewTimer(hold)
-			defer tm.Stop()
-			select {
-			case <-tm.C:
-			case <-s.stop:
-				return
-			}
-		}
+		defer close(sent)
 		t.sendStartedAlone(sendCtx, s)
 	}()
 	return func() {
-		close(s.stop)
 		select {
-		case <-s.alone:
+		case <-sent:
 		case <-time.After(startedWait):
 			t.log.Warn("turn_started still not sent at the turn's end", "waited", startedWait)
 		}
@@ -104,7 +93,8 @@ func (t *turnRun) sendStartedAlone(ctx context.Context, s *startedReport) {
 }
 
 // startedOut sends the pending turn_started alone now: before the attempt asks a person
-// something (the answer is delivered to the host queue it names) and at a failed end.
+// something (the answer is delivered to the host queue it names) and at an end that does
+// not carry it.
 func (t *turnRun) startedOut(ctx context.Context) {
 	t.mu.Lock()
 	s := t.started

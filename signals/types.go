@@ -331,9 +331,10 @@ const TypeAttemptLost = "attempt_lost"
 
 // TurnStartedSignal tells the session that an attempt of a turn is running, where it runs
 // (the host queue deliveries go to) and what it opened. A runner carries it in the first
-// turn_events batch (or turn_finished) of the attempt, and sends it as a turn_started
-// signal of its own only when no batch goes out within a moment (or before the attempt
-// asks a person something, or fails); the session takes either.
+// turn_events batch (or turn_finished) of the attempt once its agent session is open, a
+// beat if the agent says nothing (TurnBeatAfter), and sends it as a turn_started signal of
+// its own only before the attempt asks a person something or at a failed end; the session
+// takes either.
 type TurnStartedSignal struct {
 	TurnID         int64  `json:"turn_id"`
 	Attempt        int32  `json:"attempt"`
@@ -364,9 +365,9 @@ type TurnStartedSignal struct {
 // running, when its runner Beats: a shorter turn costs one upsert (its end), not two.
 const RunningShownAfter = 2 * time.Second
 
-// TurnBeatAfter is when a runner that Beats makes sure the session hears from a turn still
-// running: later than RunningShownAfter by a margin for the worker's clock against the
-// server's.
+// TurnBeatAfter is when, after its agent session opened, a runner that Beats makes sure the
+// session hears from a turn still running (and has its turn_started): later than
+// RunningShownAfter by a margin for the worker's clock against the server's.
 const TurnBeatAfter = 3 * time.Second
 
 // TurnEventsSignal carries a batch of raw ACP session/update params. It is idempotent on
