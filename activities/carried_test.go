@@ -78,6 +78,8 @@ func TestRunTurnCarriesTurnStartedAndTheLastBatch(t *testing.T) {
 		started = append(started, fin.Started)
 	}
 	require.Len(t, started, 1, "carried once")
+	require.NotEmpty(t, r.batches)
+	require.NotNil(t, r.batches[0].Started, "the batch of the first chunk carries it")
 	require.Equal(t, rig.host.Queue, started[0].HostQueue)
 	require.True(t, started[0].Beats)
 	require.NotEmpty(t, fin.Events, "the last batch rides on turn_finished")
