@@ -23,6 +23,12 @@ package activities
 // person watching an answer appear gets FlushInterval, and a turn that streams for an hour
 // fits in one run's history. It also widens when many turns stream on one worker at once
 // (see flushBudget), so that the worker's signals stay within what the server keeps up with.
+//
+// A turn's batcher also carries what would otherwise cost a signal of its own (issue 28,
+// started.go): the attempt's turn_started rides on the next batch it sends; at the turn's
+// end the events still pending are handed to the turn_finished that carries them
+// (closeHolding); and a quiet turn still running at its beatAt gets one empty batch (a
+// beat), so that its session hears from it and shows it running.
 
 import (
 	"bytes"
@@ -63,6 +69,16 @@ type batcher struct {
 	batch     int64        // last batch sent (owned by run)
 	streaming bool         // counted in budget: the last timed flush sent events (owned by run)
 	ticks     atomic.Int64 // timed flushes done (tests wait on it instead of sleeping)
+
+	// beatAt (unix nanoseconds, 0: none; beatFrom sets it) is when the batcher makes sure a
+	// batch has gone out since: the first timed flush at or after it sends an empty batch
+	// if none did (a beat). lastSent is when the last batch went out (owned by run).
+	beatAt   atomic.Int64
+	lastSent time.Time
+	// holdLast (set by closeHolding) keeps the events pending at the stop in held instead
+	// of sending them, for the turn's end to carry.
+	holdLast bool
+	held     []json.RawMessage
 }
 
 func newBatcher(interval, longest time.Duration, maxBytes int, send sendFunc) *batcher {
@@ -149,11 +165,17 @@ func (b *batcher) run(ctx context.Context) {
 			b.flush(ctx)
 			close(done)
 		case <-b.stopped:
-			b.flush(ctx)
+			if !b.hold() {
+				b.flush(ctx)
+			}
 			return
 		}
 	}
 }
+
+// beatFrom makes the first timed flush at or after at send an empty batch if no batch went
+// out since at.
+func (b *batcher) beatFrom(at time.Time) { b.beatAt.Store(at.UnixNano()) }
 
 // tick is a timed flush: a turn counts in the budget while its timed flushes send events. A
 // tick that finds nothing ends the burst: the next event is flushed at once.
@@ -168,6 +190,12 @@ func (b *batcher) tick(ctx context.Context) {
 		if late {
 			b.flushSoon()
 		}
+	}
+	if at := b.beatAt.Load(); at != 0 && time.Now().UnixNano() >= at {
+		if b.lastSent.UnixNano() < at {
+			b.sendBatch(ctx, nil) // a beat: the session hears the turn still runs
+		}
+		b.beatAt.CompareAndSwap(at, 0)
 	}
 	switch {
 	case sent && !b.streaming:
@@ -261,15 +289,37 @@ func (b *batcher) flush(ctx context.Context) bool {
 			size += len(events[n])
 			n++
 		}
-		if err := b.send(ctx, b.batch+1, events[:n]); err != nil {
-			b.mu.Lock()
-			b.err = fmt.Errorf("send turn_events batch %d: %w", b.batch+1, err)
-			b.mu.Unlock()
+		if !b.sendBatch(ctx, events[:n]) {
 			return true
 		}
-		b.batch++
 		events = events[n:]
 	}
+	return true
+}
+
+// sendBatch sends events as the next batch; a send that failed for good is the batcher's
+// error (the attempt fails, and its retry replays the turn).
+func (b *batcher) sendBatch(ctx context.Context, events []json.RawMessage) bool {
+	if err := b.send(ctx, b.batch+1, events); err != nil {
+		b.mu.Lock()
+		b.err = fmt.Errorf("send turn_events batch %d: %w", b.batch+1, err)
+		b.mu.Unlock()
+		return false
+	}
+	b.batch++
+	b.lastSent = time.Now()
+	return true
+}
+
+// hold keeps the pending events for closeHolding, when they fit in one batch and no send
+// failed; it reports whether it kept them (else the stop flushes as close does).
+func (b *batcher) hold() bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if !b.holdLast || b.err != nil || b.bytes > b.maxBytes {
+		return false
+	}
+	b.held, b.pending, b.bytes = b.pending, nil, 0
 	return true
 }
 
@@ -282,6 +332,19 @@ func (b *batcher) flushNow() {
 		<-done
 	case <-b.done:
 	}
+}
+
+// closeHolding is close for a turn's end that carries its last batch itself (the runner's
+// turn_finished): the events still pending are returned instead of sent, when they fit in
+// one batch (numbered sent+1 by the caller); else they are sent as close sends them.
+func (b *batcher) closeHolding() (held []json.RawMessage, sent int64, err error) {
+	b.mu.Lock()
+	b.holdLast = true
+	b.mu.Unlock()
+	sent, err = b.close()
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.held, sent, err
 }
 
 // close flushes everything enqueued so far and stops; it returns how many batches were sent

@@ -126,19 +126,22 @@ func (r *Runner) setDefaults() {
 }
 
 // RunTurn runs one attempt of a turn (runTurn) and, when the agent answered, reports the
-// end to the session straight away, once the agent is back in the idle pool: the
-// TurnWorkflow reports it too after the activity completes, two server round trips later,
-// and the session takes whichever comes first (the other no longer names its live turn).
+// end to the session straight away, once the agent is back in the idle pool, with the
+// turn's last batch and its turn_started when nothing carried them yet (started.go): the
+// TurnWorkflow reports it only when this report did not go out, two server round trips
+// later, carrying the same.
 func (r *Runner) RunTurn(ctx context.Context, in signals.RunTurnInput) (signals.RunTurnResult, error) {
 	res, err := r.runTurn(ctx, in)
 	if err == nil && res.StopReason != "" {
 		if serr := r.signal(context.WithoutCancel(ctx), in.SessionWorkflowID, signals.SignalTurnFinished, signals.TurnFinishedSignal{
 			TurnID: in.TurnID, Attempt: res.Attempt, StopReason: res.StopReason,
 			AgentSessionID: res.AgentSessionID, Usage: res.Usage, Batches: res.Batches, HostQueue: res.Host,
+			Events: res.Events, Started: res.Started,
 		}); serr != nil {
 			r.Logger.Warn("early turn_finished failed: the TurnWorkflow will report", "session", in.SessionID, "turn", in.TurnID, "error", serr)
 		} else {
 			res.Reported = true
+			res.Events, res.Started = nil, nil // the session has them
 		}
 	}
 	return res, err
@@ -171,6 +174,7 @@ func (r *Runner) runTurn(ctx context.Context, in signals.RunTurnInput) (signals.
 	// Signals outlive the activity's context: the last batches go out after a cancel too.
 	sendCtx, cancelSend := context.WithCancel(context.WithoutCancel(ctx))
 	defer cancelSend()
+	t.sendCtx = sendCtx
 	t.startBatcher(sendCtx, activity.GetMetricsHandler(ctx))
 
 	setupCtx, cancelSetup := context.WithTimeout(ctx, r.InitTimeout)
@@ -218,6 +222,11 @@ type turnRun struct {
 	res    signals.RunTurnResult
 	b      *batcher
 	watch  *turnObserver
+	// sendCtx is the context the attempt's signals go out on (it outlives a cancel).
+	sendCtx context.Context
+	// started is the attempt's turn_started while a batch may carry it (started.go).
+	mu      sync.Mutex
+	started *startedReport
 }
 
 // turnSetup is what the worker admitted a turn with.
@@ -342,7 +351,7 @@ func (t *turnRun) startBatcher(sendCtx context.Context, metrics client.MetricsHa
 	r, in := t.r, t.in
 	t.b = newBatcher(r.FlushInterval, r.FlushLongest, r.FlushBytes, func(ctx context.Context, batch int64, events []json.RawMessage) error {
 		err := r.signal(ctx, in.SessionWorkflowID, signals.SignalTurnEvents, signals.TurnEventsSignal{
-			TurnID: in.TurnID, Attempt: t.attempt, Batch: batch, Events: events,
+			TurnID: in.TurnID, Attempt: t.attempt, Batch: batch, Events: events, Started: t.takeStarted(),
 		})
 		if err == nil {
 			countBatch(metrics, events)
@@ -354,15 +363,33 @@ func (t *turnRun) startBatcher(sendCtx context.Context, metrics client.MetricsHa
 	t.watch = newTurnObserver()
 }
 
-// finish flushes the turn's last events and completes the result with them.
+// finish flushes the turn's last events and completes the result with them; a
+// turn_started no batch took goes out alone.
 func (t *turnRun) finish(err error) (signals.RunTurnResult, error) {
 	n, serr := t.b.close()
+	t.startedOut(t.sendCtx)
 	t.res.Batches = n
 	t.res.Usage = t.watch.usageJSON() // a turn cut short reports what it has seen too
 	if err == nil && serr != nil {
 		err = serr // retryable: the next attempt replays the turn
 	}
 	return t.res, err
+}
+
+// finishAnswered is finish for a turn the agent answered: for a session that takes them so,
+// its last events (one batch, numbered on) and its turn_started, if no batch took it, are
+// left in the result for RunTurn's turn_finished to carry, one signal instead of three.
+func (t *turnRun) finishAnswered() (signals.RunTurnResult, error) {
+	if !t.in.CarriedReports {
+		return t.finish(nil)
+	}
+	held, n, serr := t.b.closeHolding()
+	if len(held) > 0 {
+		n++
+	}
+	t.res.Batches, t.res.Events, t.res.Started = n, held, t.takeStarted()
+	t.res.Usage = t.watch.usageJSON()
+	return t.res, serr // a batch that failed: retryable, the next attempt replays the turn
 }
 
 // ended finishes the attempt as the turn core ended it.
@@ -382,7 +409,7 @@ func (t *turnRun) ended(end turnEnd, proc *agentProc, beat signals.TurnProgress)
 		return res, err
 	}
 	t.res.StopReason = end.StopReason
-	return t.finish(nil)
+	return t.finishAnswered()
 }
 
 // open opens the agent session of the turn (openSession) and applies the session's choices
@@ -416,7 +443,7 @@ func (t *turnRun) open(setupCtx context.Context, ag *hostedAgent, s turnSetup) (
 	t.res.AgentSessionID = string(sid)
 	offered := r.applyChoices(setupCtx, ag, sid, t.in, t.log)
 	started := signals.TurnStartedSignal{TurnID: t.in.TurnID, Attempt: t.attempt, HostQueue: r.Host.Queue, AgentSessionID: t.res.AgentSessionID, Settings: offered,
-		Sandbox: s.profile.SandboxInfo().Describe()}
+		Sandbox: s.profile.SandboxInfo().Describe(), Beats: t.in.CarriedReports}
 	prompt := s.prompt
 	switch {
 	case lost != "":
@@ -459,7 +486,10 @@ func (t *turnRun) contextLost(ctx context.Context, lost string, sid acp.SessionI
 func (t *turnRun) register(ag *hostedAgent, sid acp.SessionId, dir string) *liveTurn {
 	r, in := t.r, t.in
 	lt := r.Host.register(in.SessionID, in.TurnID, t.attempt)
-	lt.beforePermission = t.b.flushNow
+	lt.beforePermission = func() {
+		t.b.flushNow()
+		t.startedOut(t.sendCtx) // the answer goes to the host queue turn_started names
+	}
 	lt.watch = t.watch
 	lt.askPermission = func(ctx context.Context, sig signals.PermissionRequestedSignal) error {
 		return r.signal(ctx, in.SessionWorkflowID, signals.SignalPermissionRequested, sig)
@@ -481,28 +511,6 @@ func (t *turnRun) register(ag *hostedAgent, sid acp.SessionId, dir string) *live
 		return o.report(ag.proc.caps), err
 	}
 	return lt
-}
-
-// reportStarted sends turn_started, which tells the session where to deliver decisions.
-// The prompt does not wait for it: the session takes events and requests of an attempt in
-// any order. The turn's end does (bounded, by the wait it returns): a quick turn's
-// turn_finished must not overtake it, or the session, the turn over, drops what it says
-// (agent.context_lost, workspace.missing).
-func (t *turnRun) reportStarted(sendCtx context.Context, started signals.TurnStartedSignal) (wait func()) {
-	sent := make(chan struct{})
-	go func() {
-		defer close(sent)
-		if err := t.r.signal(sendCtx, t.in.SessionWorkflowID, signals.SignalTurnStarted, started); err != nil {
-			t.log.Warn("turn_started failed: decisions cannot reach this attempt", "error", err)
-		}
-	}()
-	return func() {
-		select {
-		case <-sent:
-		case <-time.After(startedWait):
-			t.log.Warn("turn_started still not sent at the turn's end", "waited", startedWait)
-		}
-	}
 }
 
 // progressBefore is what the attempt before this one knew: the last heartbeat of this
@@ -631,9 +639,6 @@ func countBatch(h client.MetricsHandler, events []json.RawMessage) {
 	h.Counter(MetricEventBatchEvents).Inc(int64(len(events)))
 	h.Counter(MetricEventBatchBytes).Inc(int64(n))
 }
-
-// startedWait bounds how long a turn's end waits for its turn_started to go out.
-const startedWait = 5 * time.Second
 
 // ResumeText is the prompt of an attempt whose agent session already holds the turn's prompt
 // (the lost attempt sent it): the agent is asked to go on, not told the prompt twice.

@@ -249,6 +249,12 @@ type TurnInput struct {
 	// from the origin's transcript.
 	ForkOf       *ForkOrigin   `json:"fork_of,omitempty"`
 	AffinityWait time.Duration `json:"affinity_wait,omitempty"`
+	// CarriedReports is set by a session that takes an attempt's turn_started in its first
+	// turn_events batch and its last batch in its turn_finished (TurnEventsSignal.Started,
+	// TurnFinishedSignal.Events): only then does the runner carry them so (and beat, see
+	// TurnStartedSignal.Beats), so that a runner of a newer build never loses a report on a
+	// session of an older one.
+	CarriedReports bool `json:"carried_reports,omitempty"`
 }
 
 // RunTurnInput is the argument of the RunTurn activity.
@@ -317,6 +323,11 @@ type RunTurnResult struct {
 	// Limited is set, with no StopReason, when the model provider limited the attempt and
 	// the turn is to wait until Limited.RetryAt (signals/limits.go).
 	Limited *LimitInfo `json:"limited,omitempty"`
+	// Events and Started are what the runner's own turn_finished carried (its last batch,
+	// numbered Batches, and its turn_started when no batch took it): set only when that
+	// report did not go out, so the TurnWorkflow's turn_finished carries them instead.
+	Events  []json.RawMessage  `json:"events,omitempty"`
+	Started *TurnStartedSignal `json:"started,omitempty"`
 }
 
 // TypeAgentError is the ApplicationError type of a turn the agent itself failed (it answered the
@@ -336,7 +347,12 @@ const TypeWorkspaceMissing = "workspace_missing"
 // shutting down, or the server stopped waiting for it): retried, on another worker.
 const TypeAttemptLost = "attempt_lost"
 
-// TurnStartedSignal tells the session that an attempt of a turn is running.
+// TurnStartedSignal tells the session that an attempt of a turn is running, where it runs
+// (the host queue deliveries go to) and what it opened. A runner carries it in the first
+// turn_events batch (or turn_finished) of the attempt once its agent session is open, a
+// beat if the agent says nothing (TurnBeatAfter), and sends it as a turn_started signal of
+// its own only before the attempt asks a person something or at a failed end; the session
+// takes either.
 type TurnStartedSignal struct {
 	TurnID         int64  `json:"turn_id"`
 	Attempt        int32  `json:"attempt"`
@@ -356,19 +372,38 @@ type TurnStartedSignal struct {
 	// Sandbox is the kernel sandbox this attempt's agent runs in (SandboxInfo.Describe:
 	// "off", or what it allows); "" from a runner that did not say.
 	Sandbox string `json:"sandbox,omitempty"`
+	// Beats is set by a runner that reports a turn still running at TurnBeatAfter, with an
+	// empty batch if it has sent nothing since: the session then need not show "running" in
+	// its search attributes before the turn is RunningShownAfter old (a short turn shows
+	// only its end).
+	Beats bool `json:"beats,omitempty"`
 }
+
+// RunningShownAfter is how old a turn is before its session's search attributes show it
+// running, when its runner Beats: a shorter turn costs one upsert (its end), not two.
+const RunningShownAfter = 2 * time.Second
+
+// TurnBeatAfter is when, after its agent session opened, a runner that Beats makes sure the
+// session hears from a turn still running (and has its turn_started): later than
+// RunningShownAfter by a margin for the worker's clock against the server's.
+const TurnBeatAfter = 3 * time.Second
 
 // TurnEventsSignal carries a batch of raw ACP session/update params. It is idempotent on
 // (TurnID, Attempt, Batch); batches of one attempt are numbered from 1 and sent in order.
 //
 // Updates an agent sends between turns come as TurnID 0 and Attempt 0, numbered per Host
 // (one agent process on one worker).
+//
+// Started is the attempt's turn_started, carried by the first batch the attempt sends once
+// its agent session is open (a runner then sends no turn_started of its own, unless the
+// agent stays quiet: see TurnStartedSignal). A batch may be empty: a runner's beat.
 type TurnEventsSignal struct {
-	Host    string            `json:"host,omitempty"`
-	TurnID  int64             `json:"turn_id"`
-	Attempt int32             `json:"attempt"`
-	Batch   int64             `json:"batch"`
-	Events  []json.RawMessage `json:"events"`
+	Host    string             `json:"host,omitempty"`
+	TurnID  int64              `json:"turn_id"`
+	Attempt int32              `json:"attempt"`
+	Batch   int64              `json:"batch"`
+	Events  []json.RawMessage  `json:"events"`
+	Started *TurnStartedSignal `json:"started,omitempty"`
 }
 
 // TurnFinishedSignal ends a turn: StopReason when the agent answered, Error otherwise.
@@ -387,6 +422,11 @@ type TurnFinishedSignal struct {
 	// Batches is how many turn_events batches Attempt sent before it ended: the session
 	// journals the terminal event only after all of them.
 	Batches int64 `json:"batches,omitempty"`
+	// Events is the attempt's last batch, numbered Batches, carried by its end instead of a
+	// turn_events of its own; Started its turn_started when no batch carried it. Only the
+	// runner's own report of an answered turn carries them.
+	Events  []json.RawMessage  `json:"events,omitempty"`
+	Started *TurnStartedSignal `json:"started,omitempty"`
 }
 
 // ReleaseAgentRequest is the argument of ReleaseAgent: the session whose idle agent the host

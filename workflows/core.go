@@ -70,6 +70,8 @@ type sessionCore struct {
 	// set TacpWaitingUntil (a limit's wait), to unset when it ends.
 	lastSA      string
 	waitedUntil bool
+	// shownState is the TacpSessionState of the last upsert ("" before the run's first).
+	shownState string
 
 	// inFlightReported: the delivery_outcome of the steer in flight overtook its result.
 	inFlightReported bool
@@ -175,6 +177,10 @@ type sessionState struct {
 	Settings *Settings `json:"settings,omitempty"`
 	// Title is the session's title (set_title, core_title.go).
 	Title string `json:"title,omitempty"`
+	// RunnerBeats: the last attempt's runner said it Beats (signals.TurnStartedSignal), so
+	// the next turn shows "running" in the search attributes only once it is
+	// signals.RunningShownAfter old (searchAttrs).
+	RunnerBeats bool `json:"runner_beats,omitempty"`
 	// UpgradeWanted: a run saw its deployment's target version change and continued as new
 	// pinned (busy, or for its history's size); the next run moves at its first idle safe
 	// point without being told again (versioning.go).
@@ -372,6 +378,7 @@ func (s *sessionCore) turnStarted(now time.Time, sig signals.TurnStartedSignal) 
 		s.advanceAttemptResumed(now, t, sig.Attempt, sig.Resumed)
 	}
 	t.HostQueue, t.HostLost = sig.HostQueue, false
+	s.RunnerBeats = sig.Beats
 	if sig.HostQueue != "" {
 		s.AgentHost = sig.HostQueue
 	}
@@ -400,6 +407,12 @@ func (s *sessionCore) turnEvents(now time.Time, sig signals.TurnEventsSignal) {
 	if t == nil || sig.Attempt < t.Attempt {
 		return
 	}
+	if st := sig.Started; st != nil && (sig.Attempt > t.Attempt || sig.Batch > t.LastBatch) {
+		// The attempt's turn_started, carried by its batch: taken first, as the drain order
+		// takes a turn_started signal before the batches.
+		st.TurnID, st.Attempt = sig.TurnID, sig.Attempt
+		s.turnStarted(now, *st)
+	}
 	s.advanceAttempt(now, t, sig.Attempt)
 	if sig.Batch <= t.LastBatch {
 		return // a repeated delivery of a batch already journaled
@@ -418,9 +431,21 @@ func (s *sessionCore) turnFinished(now time.Time, sig signals.TurnFinishedSignal
 	if t == nil || (sig.Attempt != 0 && sig.Attempt < t.Attempt) {
 		return
 	}
+	if t.Finished == nil && sig.Attempt != 0 {
+		// The runner's own report carries its turn_started (when no batch took it) and its
+		// last batch, numbered Batches: taken as a turn_started and a turn_events would be.
+		if st := sig.Started; st != nil {
+			st.TurnID, st.Attempt = sig.TurnID, sig.Attempt
+			s.turnStarted(now, *st)
+		}
+		if len(sig.Events) > 0 {
+			s.turnEvents(now, signals.TurnEventsSignal{TurnID: sig.TurnID, Attempt: sig.Attempt, Batch: sig.Batches, Events: sig.Events})
+		}
+	}
 	if sig.Attempt > t.Attempt {
 		s.advanceAttempt(now, t, sig.Attempt)
 	}
+	sig.Events, sig.Started = nil, nil // journaled: the turn's end waits without them
 	t.Finished = &sig
 	s.maybeFinish(now)
 }
@@ -711,6 +736,7 @@ func (s *sessionCore) beginTurn(now time.Time) signals.TurnInput {
 		AffinityWait:    s.cfg.AffinityWait,
 		StartToClose:    s.cfg.Deadline + turnStartToCloseSlack,
 		Heartbeat:       TurnHeartbeat,
+		CarriedReports:  true, // turnEvents and turnFinished take them
 	}
 }
 

@@ -333,6 +333,12 @@ func (s *sessionCore) searchAttrs(now time.Time) *SearchAttrs {
 	if v > defaultVersion {
 		outcome = s.LastOutcome
 	}
+	if s.RunnerBeats && state == signals.StateRunning && s.shownState == signals.StateIdle &&
+		now.Before(s.Turn.StartedAt.Add(signals.RunningShownAfter)) {
+		// A short turn shows only its end: its runner beats one that runs on, and the
+		// workflow task of that beat (or of any batch by then) shows it running.
+		return nil
+	}
 	waiting := s.waitingUntil()
 	key := fmt.Sprintf("%s/%d/%t/%s", state, turn, awaiting, outcome)
 	if waiting != nil || s.waitedUntil {
@@ -341,7 +347,7 @@ func (s *sessionCore) searchAttrs(now time.Time) *SearchAttrs {
 	if key == s.lastSA {
 		return nil
 	}
-	s.lastSA = key
+	s.lastSA, s.shownState = key, state
 	sa := &SearchAttrs{State: state, Turn: turn, Agent: agentName(s.cfg.Agent), Awaiting: awaiting, LastOutcome: outcome}
 	if v > defaultVersion {
 		sa.LastActivity = &now

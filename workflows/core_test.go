@@ -61,6 +61,7 @@ type coreRig struct {
 	// Current Details last set.
 	alarm   *Alarm
 	sa      *SearchAttrs
+	upserts int // search-attribute upserts carried out
 	details string
 	// cmds are the commands carried out since the last settle, as the scenarios print them.
 	cmds    []string
@@ -138,6 +139,7 @@ func (x rigExec) show(sa *SearchAttrs, details string) {
 	x.r.details = details
 	if sa != nil {
 		x.r.sa = sa
+		x.r.upserts++
 	}
 }
 

@@ -107,6 +107,7 @@ func turnFinished(turnID int64, res signals.RunTurnResult, err error) signals.Tu
 	case err == nil:
 		fin.StopReason, fin.Attempt, fin.Batches = res.StopReason, res.Attempt, res.Batches
 		fin.AgentSessionID, fin.Usage, fin.HostQueue = res.AgentSessionID, res.Usage, res.Host
+		fin.Events, fin.Started = res.Events, res.Started // the runner's report did not go out
 	case temporal.IsCanceledError(err):
 		fin.StopReason = "cancelled"
 	case errors.As(err, &appErr):
