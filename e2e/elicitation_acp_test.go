@@ -151,7 +151,9 @@ func TestAURLQuestionIsOpenedAnsweredAndCompletedInTheEditor(t *testing.T) {
 	_, err = p.conn.Prompt(ctx, acp.PromptRequest{SessionId: sess.SessionId, Prompt: []acp.ContentBlock{acp.TextBlock("/elicit-url https://example.invalid/sign-in")}})
 	require.NoError(t, err)
 	id := string(sess.SessionId)
-	evs := allEvents(t, id)
+	// The runner's report of the completion and the turn's end race: wait for the event.
+	waitFor(t, id, func(ev signals.Event) bool { return ev.Kind == signals.EventElicitationCompleted })
+	evs := allEvents(t, id) // the turn ended before Prompt answered
 	require.Contains(t, strings.Join(agentTexts(t, evs, 1), ""), "url elicitation: accept, completed")
 	var asked signals.ElicitationRequestedData
 	var done signals.ElicitationCompletedData

@@ -59,10 +59,11 @@ func (s *sessionCore) elicitationRequested(now time.Time, sig signals.Elicitatio
 	s.pauseClockIfAsked(now)
 }
 
-// elicitationCompleted journals the agent's elicitation/complete of a url elicitation of
-// its live turn, once per elicitation id (a retry's report is the same completion).
+// elicitationCompleted journals the agent's elicitation/complete of a url elicitation, once
+// per elicitation id (a retry's report is the same completion). The turn may have ended by
+// then: the runner's report of a notification and its turn's end race each other.
 func (s *sessionCore) elicitationCompleted(now time.Time, sig signals.ElicitationCompletedSignal) {
-	if sig.ElicitationID == "" || s.liveTurn(sig.TurnID) == nil {
+	if sig.ElicitationID == "" || sig.TurnID <= 0 {
 		return
 	}
 	d := signals.ElicitationCompletedData{ElicitationID: sig.ElicitationID}
