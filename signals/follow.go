@@ -21,11 +21,13 @@ package signals
 
 import (
 	"context"
+	"errors"
 	"sync"
 	"time"
 
 	enumspb "go.temporal.io/api/enums/v1"
 	historypb "go.temporal.io/api/history/v1"
+	"go.temporal.io/api/serviceerror"
 	"go.temporal.io/api/workflowservice/v1"
 	"go.temporal.io/sdk/client"
 )
@@ -175,13 +177,29 @@ func (f *Follower) update(fn func(*cover)) {
 // (then it returns nil). It queries when f says so. A gap (events dropped by retention) is
 // reported to fn as an event of kind "gap".
 func (f *Follower) Watch(ctx context.Context, afterSeq int64, fn func(Event) bool) error {
+	retry := followRetryFirst
 	for {
 		done := f.Querying()
 		res, err := f.c.Events(ctx, f.id, afterSeq, 0)
 		done()
 		if err != nil {
-			return err
+			// A session's refusal (unknown, failed) and the caller's own end are answers; a
+			// query cut short by the server (the worker that held the session's sticky
+			// queue died under it, a restart) is not: a viewer outlives its workers.
+			if ctx.Err() != nil || !transientQueryError(err) {
+				return err
+			}
+			t := time.NewTimer(retry)
+			retry = min(2*retry, followRetryMost)
+			select {
+			case <-ctx.Done():
+				t.Stop()
+				return ctx.Err()
+			case <-t.C:
+			}
+			continue
 		}
+		retry = followRetryFirst
 		if res.Gap {
 			if !fn(Event{Seq: res.FirstRetainedSeq - 1, Kind: "gap"}) {
 				return nil
@@ -205,6 +223,20 @@ func (f *Follower) Watch(ctx context.Context, afterSeq int64, fn func(Event) boo
 		case <-f.ready:
 		}
 	}
+}
+
+// transientQueryError reports whether a failed query may answer if asked again: the server
+// cut it short or could not reach a worker, not a refusal or an answer that does not decode.
+func transientQueryError(err error) bool {
+	var rej *Rejection
+	if errors.As(err, &rej) {
+		return false
+	}
+	var canceled *serviceerror.Canceled
+	var unavailable *serviceerror.Unavailable
+	var deadline *serviceerror.DeadlineExceeded
+	return errors.As(err, &canceled) || errors.As(err, &unavailable) || errors.As(err, &deadline) ||
+		errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded)
 }
 
 // Watch follows session sessionID (Follow) and calls fn with every event after afterSeq, as
