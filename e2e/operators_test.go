@@ -6,6 +6,7 @@ package e2e
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	neturl "net/url"
 	"os/exec"
@@ -204,4 +205,56 @@ func TestOperatorsTemporalUIShowsTheSessionsStateAndPendingRequest(t *testing.T)
 	_, err = sc.PermissionRespond(ctxFor(t, 30*time.Second), id, signals.PermissionRespondRequest{RequestID: req.RequestID, OptionID: "allow"})
 	require.NoError(t, err)
 	turnEnd(t, id, res.TurnID)
+}
+
+// TestOperatorsTitleASession: `starter title` sets a session's title through the typed
+// update call (signals.Call with signals.Updates.SetTitle, no client method of its own), status
+// shows it, the journal says who changed what, and a title the session refuses changes
+// nothing.
+func TestOperatorsTitleASession(t *testing.T) {
+	t.Parallel()
+	id := session(t)
+	res := prompt(t, signals.SessionConfig{SessionID: id}, "/chunks 1")
+	turnEnd(t, id, res.TurnID)
+
+	out, errOut, code := starter(t, "title", "--session", id, "fix", "the", "flaky", "test")
+	require.Equal(t, 0, code, errOut)
+	require.Equal(t, "fix the flaky test\n", out)
+	out, _, code = starter(t, "status", "--session", id)
+	require.Equal(t, 0, code)
+	require.Contains(t, out, "title     fix the flaky test")
+
+	// Refused: empty (by the CLI), too long and not one line (by the session); the title stays.
+	_, errOut, code = starter(t, "title", "--session", id, "  ")
+	require.NotEqual(t, 0, code)
+	require.Contains(t, errOut, "TEXT is empty")
+	_, errOut, code = starter(t, "title", "--session", id, strings.Repeat("x", signals.MaxTitleBytes+1))
+	require.NotEqual(t, 0, code)
+	require.Contains(t, errOut, fmt.Sprintf("at most %d bytes", signals.MaxTitleBytes))
+	_, errOut, code = starter(t, "title", "--session", id, "two\nlines")
+	require.NotEqual(t, 0, code)
+	require.Contains(t, errOut, "one line")
+	out, _, code = starter(t, "title", "--session", id)
+	require.Equal(t, 0, code)
+	require.Equal(t, "fix the flaky test\n", out)
+
+	_, errOut, code = starter(t, "title", "--session", id, "--clear")
+	require.Equal(t, 0, code, errOut)
+	st, err := sc.Status(ctxFor(t, 10*time.Second), id)
+	require.NoError(t, err)
+	require.Empty(t, st.Title)
+	var changes []signals.TitleChangedData
+	for _, ev := range allEvents(t, id) {
+		if ev.Kind == signals.EventTitleChanged {
+			var d signals.TitleChangedData
+			require.NoError(t, json.Unmarshal(ev.Data, &d))
+			changes = append(changes, d)
+		}
+	}
+	require.Equal(t, []signals.TitleChangedData{{Title: "fix the flaky test"}, {Previous: "fix the flaky test"}}, changes,
+		"two changes journaled, the refused ones none")
+
+	_, errOut, code = starter(t, "title", "--session", "no-such-session-"+id, "x")
+	require.NotEqual(t, 0, code)
+	require.Contains(t, errOut, "no-such-session-"+id)
 }

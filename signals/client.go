@@ -60,7 +60,7 @@ func (c *Client) Prompt(ctx context.Context, cfg SessionConfig, req PromptReques
 	}
 	defer release()
 	var res PromptResult
-	if err := c.updateWithStart(ctx, cfg, UpdatePrompt, req, &res); err != nil {
+	if err := c.updateWithStart(ctx, cfg, Updates.Prompt.Name, req, &res); err != nil {
 		return res, err
 	}
 	return res, nil
@@ -86,7 +86,7 @@ func (c *Client) Start(ctx context.Context, cfg SessionConfig, req AttachRequest
 		var none DetachResult
 		return Status{}, c.updateWithStart(ctx, cfg, UpdateDetach, DetachRequest{}, &none)
 	}
-	if err := c.updateWithStart(ctx, cfg, UpdateAttach, req, &st); err != nil {
+	if err := c.updateWithStart(ctx, cfg, Updates.Attach.Name, req, &st); err != nil {
 		return st, err
 	}
 	return st, nil
@@ -173,77 +173,61 @@ func (c *Client) startOptions(cfg SessionConfig, first any) client.StartWorkflow
 
 // Steer steers the running turn of a session (compare-and-swap on ExpectedTurnID).
 func (c *Client) Steer(ctx context.Context, sessionID string, req SteerRequest) (SteerResult, error) {
-	var res SteerResult
-	return res, c.update(ctx, sessionID, UpdateSteer, req, &res)
+	return Call(ctx, c, sessionID, Updates.Steer, req)
 }
 
 // Cancel cancels the running turn of a session.
 func (c *Client) Cancel(ctx context.Context, sessionID string, req CancelRequest) (CancelResult, error) {
-	var res CancelResult
-	return res, c.update(ctx, sessionID, UpdateCancel, req, &res)
+	return Call(ctx, c, sessionID, Updates.Cancel, req)
 }
 
 // PermissionRespond answers an open permission request of a session; a later answer gets
 // the existing resolution back.
 func (c *Client) PermissionRespond(ctx context.Context, sessionID string, req PermissionRespondRequest) (PermissionRespondResult, error) {
-	var res PermissionRespondResult
-	return res, c.update(ctx, sessionID, UpdatePermissionRespond, req, &res)
+	return Call(ctx, c, sessionID, Updates.PermissionRespond, req)
 }
 
 // PermissionForget removes a remembered tool (a key of status rules).
 func (c *Client) PermissionForget(ctx context.Context, sessionID string, req PermissionForgetRequest) (PermissionForgetResult, error) {
-	var res PermissionForgetResult
-	return res, c.update(ctx, sessionID, UpdatePermissionForget, req, &res)
+	return Call(ctx, c, sessionID, Updates.PermissionForget, req)
 }
 
 // SetPolicy sets the session's permission level.
 func (c *Client) SetPolicy(ctx context.Context, sessionID string, req SetPolicyRequest) (SetPolicyResult, error) {
-	var res SetPolicyResult
-	return res, c.update(ctx, sessionID, UpdateSetPolicy, req, &res)
+	return Call(ctx, c, sessionID, Updates.SetPolicy, req)
 }
 
 // SetMode sets the agent's mode for the session (one the agent offered).
 func (c *Client) SetMode(ctx context.Context, sessionID string, req SetModeRequest) (SetModeResult, error) {
-	var res SetModeResult
-	return res, c.update(ctx, sessionID, UpdateSetMode, req, &res)
+	return Call(ctx, c, sessionID, Updates.SetMode, req)
 }
 
 // SetConfigOption sets one of the agent's config options for the session (a value it
 // offered).
 func (c *Client) SetConfigOption(ctx context.Context, sessionID string, req SetConfigOptionRequest) (SetConfigOptionResult, error) {
-	var res SetConfigOptionResult
-	return res, c.update(ctx, sessionID, UpdateSetConfigOption, req, &res)
+	return Call(ctx, c, sessionID, Updates.SetConfigOption, req)
 }
 
 // SetMcpServers replaces the MCP servers the session passes its agent.
 func (c *Client) SetMcpServers(ctx context.Context, sessionID string, req SetMcpServersRequest) (SetMcpServersResult, error) {
-	var res SetMcpServersResult
-	return res, c.update(ctx, sessionID, UpdateSetMcpServers, req, &res)
-}
-
-// SetTitle sets the session's title ("" clears it).
-func (c *Client) SetTitle(ctx context.Context, sessionID string, req SetTitleRequest) (SetTitleResult, error) {
-	var res SetTitleResult
-	return res, c.update(ctx, sessionID, UpdateSetTitle, req, &res)
+	return Call(ctx, c, sessionID, Updates.SetMcpServers, req)
 }
 
 // Attach attaches (or renews) a viewer and returns the status snapshot.
 func (c *Client) Attach(ctx context.Context, sessionID string, req AttachRequest) (Status, error) {
-	var res Status
-	return res, c.update(ctx, sessionID, UpdateAttach, req, &res)
+	return Call(ctx, c, sessionID, Updates.Attach, req)
 }
 
 // Detach detaches a viewer.
 func (c *Client) Detach(ctx context.Context, sessionID string, req DetachRequest) error {
-	var res DetachResult
-	return c.update(ctx, sessionID, UpdateDetach, req, &res)
+	_, err := Call(ctx, c, sessionID, Updates.Detach, req)
+	return err
 }
 
 // Close closes a session: its running turn is cancelled, queued prompts are dropped, and the
 // workflow ends once the turn has.
 func (c *Client) Close(ctx context.Context, sessionID string, req CloseRequest) (CloseResult, error) {
-	var res CloseResult
-	return res, c.update(ctx, sessionID, UpdateClose, req, &res)
+	return Call(ctx, c, sessionID, Updates.Close, req)
 }
 
 // Status queries a session's status snapshot.

@@ -47,6 +47,7 @@ var commands = []command{
 	{"policy", "[LEVEL]", "show or set the permission level: allow_all, ask_for_risky, ask_always", cmdPolicy},
 	{"mode", "[MODE_ID]", "show the agent's modes or set the session's (re-applied to every new agent process)", cmdMode},
 	{"config", "[ID VALUE]", "show the agent's config options (model, effort, ...) or set one for the session", cmdConfig},
+	{"title", "[TEXT... | --clear]", "show or set the session's title (status and the Temporal UI's Current Details show it)", cmdTitle},
 	{"status", "", "show the session's status", cmdStatus},
 	{"tail", "[--after SEQ] [--follow]", "print journal events after SEQ", cmdTail},
 	{"replay", "", "print the session's transcript from the journal", cmdReplay},

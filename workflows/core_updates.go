@@ -3,8 +3,9 @@ package workflows
 // The update table: every update a session takes, once. From it come the update handlers
 // and their validators (session.go), the signal twins and their place in the drain order
 // (core_signals.go), the scenario files' `update` verb (scenario_test.go) and the names the
-// tests check against signals/. Adding an update is a request and result type and a name in
-// signals/, and one entry here with its rule and its effect.
+// tests check against signals/; the client's typed calls share each entry's descriptor
+// (signals.Updates, signals.Call). Adding an update is a request and result type and a field
+// of signals.Updates, and one entry here with its rule and its effect.
 //
 // Each entry says, for its request type:
 //
@@ -32,7 +33,7 @@ import (
 // after set_config_option, where it always has: see signalOrder).
 var updates = []updateRule{
 	&update[signals.PromptRequest, signals.PromptResult]{
-		name:  signals.UpdatePrompt,
+		def:   signals.Updates.Prompt,
 		check: (*sessionCore).checkPrompt,
 		strict: func(req signals.PromptRequest) *signals.Rejection {
 			// Content is kept as the client's bytes (text fields are decoded, and Go's decoder
@@ -56,7 +57,7 @@ var updates = []updateRule{
 		},
 	},
 	&update[signals.SteerRequest, signals.SteerResult]{
-		name:   signals.UpdateSteer,
+		def:    signals.Updates.Steer,
 		check:  (*sessionCore).checkSteer,
 		effect: (*sessionCore).steer,
 		rejected: func(s *sessionCore, now time.Time, req signals.SteerRequest, rej *signals.Rejection) {
@@ -65,12 +66,12 @@ var updates = []updateRule{
 		},
 	},
 	&update[signals.CancelRequest, signals.CancelResult]{
-		name:   signals.UpdateCancel,
+		def:    signals.Updates.Cancel,
 		check:  (*sessionCore).checkCancel,
 		effect: (*sessionCore).cancel,
 	},
 	&update[signals.PermissionRespondRequest, signals.PermissionRespondResult]{
-		name: signals.UpdatePermissionRespond,
+		def: signals.Updates.PermissionRespond,
 		check: func(s *sessionCore, req signals.PermissionRespondRequest) *signals.Rejection {
 			_, _, rej := s.checkRespond(req)
 			return rej
@@ -78,49 +79,49 @@ var updates = []updateRule{
 		effect: (*sessionCore).respond,
 	},
 	&update[signals.PermissionForgetRequest, signals.PermissionForgetResult]{
-		name: signals.UpdatePermissionForget,
+		def: signals.Updates.PermissionForget,
 		check: func(_ *sessionCore, req signals.PermissionForgetRequest) *signals.Rejection {
 			return ValidateForget(req.Tool)
 		},
 		effect: (*sessionCore).forget,
 	},
 	&update[signals.SetPolicyRequest, signals.SetPolicyResult]{
-		name: signals.UpdateSetPolicy,
+		def: signals.Updates.SetPolicy,
 		check: func(_ *sessionCore, req signals.SetPolicyRequest) *signals.Rejection {
 			return checkPolicyLevel(req.Level)
 		},
 		effect: (*sessionCore).setPolicy,
 	},
 	&update[signals.AttachRequest, signals.Status]{
-		name:   signals.UpdateAttach,
+		def:    signals.Updates.Attach,
 		check:  func(_ *sessionCore, req signals.AttachRequest) *signals.Rejection { return checkAttach(req) },
 		effect: (*sessionCore).attach,
 	},
 	&update[signals.DetachRequest, signals.DetachResult]{
-		name:   signals.UpdateDetach,
+		def:    signals.Updates.Detach,
 		effect: (*sessionCore).detach,
 	},
 	&update[signals.CloseRequest, signals.CloseResult]{
-		name:   signals.UpdateClose,
+		def:    signals.Updates.Close,
 		effect: (*sessionCore).close,
 	},
 	&update[signals.SetModeRequest, signals.SetModeResult]{
-		name:   signals.UpdateSetMode,
+		def:    signals.Updates.SetMode,
 		check:  (*sessionCore).checkSetMode,
 		effect: (*sessionCore).setMode,
 	},
 	&update[signals.SetConfigOptionRequest, signals.SetConfigOptionResult]{
-		name:   signals.UpdateSetConfigOption,
+		def:    signals.Updates.SetConfigOption,
 		check:  (*sessionCore).checkSetConfig,
 		effect: (*sessionCore).setConfig,
 	},
 	&update[signals.RetryNowRequest, signals.RetryNowResult]{
-		name:   signals.UpdateRetryNow,
+		def:    signals.Updates.RetryNow,
 		check:  (*sessionCore).checkRetryNow,
 		effect: (*sessionCore).retryNow,
 	},
 	&update[signals.ElicitationRespondRequest, signals.ElicitationRespondResult]{
-		name: signals.UpdateElicitationRespond,
+		def: signals.Updates.ElicitationRespond,
 		check: func(s *sessionCore, req signals.ElicitationRespondRequest) *signals.Rejection {
 			_, _, rej := s.checkElicitationRespond(req)
 			return rej
@@ -128,14 +129,14 @@ var updates = []updateRule{
 		effect: (*sessionCore).elicitationRespond,
 	},
 	&update[signals.SetMcpServersRequest, signals.SetMcpServersResult]{
-		name:     signals.UpdateSetMcpServers,
+		def:      signals.Updates.SetMcpServers,
 		check:    (*sessionCore).checkSetMcpServers,
 		ask:      func(_ *sessionCore, req signals.SetMcpServersRequest) Ask { return Ask{McpServers: req.McpServers} },
 		twinAsks: true,
 		effect:   (*sessionCore).setMcpServers,
 	},
 	&update[signals.SetTitleRequest, signals.SetTitleResult]{
-		name:   signals.UpdateSetTitle,
+		def:    signals.Updates.SetTitle,
 		check:  (*sessionCore).checkSetTitle,
 		effect: (*sessionCore).setTitle,
 	},
@@ -168,7 +169,9 @@ type updateRule interface {
 
 // update is one entry of the table for the request type Req and the result type Res.
 type update[Req, Res any] struct {
-	name     string
+	// def is the update's typed name in signals/: the client's Call and this entry share it,
+	// so their request and result types are the same by construction.
+	def      signals.Update[Req, Res]
 	check    func(*sessionCore, Req) *signals.Rejection
 	strict   func(Req) *signals.Rejection
 	ask      func(*sessionCore, Req) Ask
@@ -177,7 +180,7 @@ type update[Req, Res any] struct {
 	twinAsks bool
 }
 
-func (u *update[Req, Res]) Name() string     { return u.name }
+func (u *update[Req, Res]) Name() string     { return u.def.Name }
 func (u *update[Req, Res]) asksInTwin() bool { return u.twinAsks }
 
 func (u *update[Req, Res]) decode(raw json.RawMessage) (any, error) {
@@ -191,7 +194,7 @@ func (u *update[Req, Res]) decode(raw json.RawMessage) (any, error) {
 func (u *update[Req, Res]) req(v any) (Req, error) {
 	req, ok := v.(Req)
 	if !ok {
-		return req, signals.Reject(signals.RejectInvalidRequest, "%s: want a %T, not a %T", u.name, req, v).ApplicationError()
+		return req, signals.Reject(signals.RejectInvalidRequest, "%s: want a %T, not a %T", u.def.Name, req, v).ApplicationError()
 	}
 	return req, nil
 }

@@ -97,7 +97,7 @@ type shellUpdate interface {
 // the core and then the worker what the core asks of it.
 func (u *update[Req, Res]) register(ctx workflow.Context, s *session) error {
 	handler := func(ctx workflow.Context, req Req) (Res, error) {
-		res, err := s.core.Step(workflow.Now(ctx), UpdateInput{Name: u.name, Req: req})
+		res, err := s.core.Step(workflow.Now(ctx), UpdateInput{Name: u.def.Name, Req: req})
 		out, _ := res.(Res)
 		if st, ok := any(&out).(*signals.Status); ok && err == nil {
 			st.HistoryLength = workflow.GetInfo(ctx).GetCurrentHistoryLength() // attach answers with status
@@ -107,7 +107,7 @@ func (u *update[Req, Res]) register(ctx workflow.Context, s *session) error {
 	var validator any // none for an update with no rule (detach, close)
 	if u.check != nil || u.strict != nil || u.ask != nil {
 		validator = func(_ workflow.Context, req Req) error {
-			ask, err := s.core.Validate(u.name, req)
+			ask, err := s.core.Validate(u.def.Name, req)
 			if err != nil {
 				return err
 			}
@@ -117,7 +117,7 @@ func (u *update[Req, Res]) register(ctx workflow.Context, s *session) error {
 			return nil
 		}
 	}
-	return workflow.SetUpdateHandlerWithOptions(ctx, u.name, handler, workflow.UpdateHandlerOptions{Validator: validator})
+	return workflow.SetUpdateHandlerWithOptions(ctx, u.def.Name, handler, workflow.UpdateHandlerOptions{Validator: validator})
 }
 
 // answer is the worker's answer to what the core asks of it: a refusal's message, "" when
