@@ -99,12 +99,11 @@ type LiveTurn struct {
 	Attempt         int32     `json:"attempt"`
 	HostQueue       string    `json:"host_queue,omitempty"`
 	StartedAt       time.Time `json:"started_at"`
-	// Started is set once the TurnWorkflow child is known to exist.
-	Started bool `json:"started"`
-	// Cancelling is set by cancel or close; CancelSent once the cancel request is recorded.
-	Cancelling   bool   `json:"cancelling"`
-	CancelReason string `json:"cancel_reason,omitempty"`
-	CancelSent   bool   `json:"cancel_sent"`
+	// Child is the life of the turn's TurnWorkflow as the session knows it (turnChild).
+	Child turnChild `json:"child,omitempty"`
+	// Cancel is the life of the turn's cancel (turnCancel); CancelReason says who wanted it.
+	Cancel       turnCancel `json:"cancel,omitempty"`
+	CancelReason string     `json:"cancel_reason,omitempty"`
 	// HostLost is set when a delivery found the attempt's host gone.
 	HostLost bool `json:"host_lost,omitempty"`
 	// HadViewer: grace applies only to a turn that has had a viewer.
@@ -118,12 +117,121 @@ type LiveTurn struct {
 	// runner applies these, so its report predates any choice made since (settings_shell.go).
 	Choices *signals.SessionChoices `json:"choices,omitempty"`
 	// OutcomesDue is how long the turn's end waits for the outcomes of the steers it took
-	// (set at its turn_finished); Ended says its TurnWorkflow is known to have ended, so no
-	// outcome can come any more.
+	// (set at its turn_finished); once Child is childEnded no outcome can come any more.
 	OutcomesDue *time.Time `json:"outcomes_due,omitempty"`
-	Ended       bool       `json:"ended,omitempty"`
 	// Limited is the turn's wait for a provider's limit (core_limits.go).
 	Limited *limitWait `json:"limited,omitempty"`
+}
+
+// turnChild is the life of a turn's TurnWorkflow child, as the session knows it. It only
+// moves forward.
+type turnChild uint8
+
+const (
+	// childAsked: beginTurn made the turn live and the StartTurn command is out; whether
+	// its TurnWorkflow exists is not known yet (a continue-as-new waits, and no cancel is
+	// requested of it).
+	childAsked turnChild = iota
+	// childRunning: ChildStarted said the TurnWorkflow exists (turnWorkflowStarted).
+	childRunning
+	// childEnded: ChildEnded said the TurnWorkflow completed or ended cancelled while the
+	// turn's end waited for the outcomes of the steers it took (turnWorkflowEnded): none
+	// can come any more. The shell watches for the end only once the start is known, so
+	// childEnded always follows childRunning.
+	childEnded
+)
+
+var turnChildNames = [...]string{childAsked: "asked", childRunning: "running", childEnded: "ended"}
+
+func (c turnChild) String() string {
+	if int(c) < len(turnChildNames) {
+		return turnChildNames[c]
+	}
+	return "turnChild(" + strconv.Itoa(int(c)) + ")"
+}
+
+// MarshalText writes the name: the carried state reads "child":"running".
+func (c turnChild) MarshalText() ([]byte, error) { return []byte(c.String()), nil }
+
+// UnmarshalText reads a name MarshalText wrote.
+func (c *turnChild) UnmarshalText(b []byte) error {
+	return unmarshalEnum(b, turnChildNames[:], c, "turn child")
+}
+
+// turnCancel is the life of a turn's cancel. It only moves forward.
+type turnCancel uint8
+
+const (
+	// cancelNone: nobody asked to cancel the turn.
+	cancelNone turnCancel = iota
+	// cancelWanted: cancel, close, the grace window or the deadline asked for it
+	// (startCancel); next asks the shell to request the TurnWorkflow's cancel once the
+	// child is known to exist (cmdRequestCancel).
+	cancelWanted
+	// cancelSent: the RequestCancel command is out (take): it is not sent again.
+	cancelSent
+)
+
+var turnCancelNames = [...]string{cancelNone: "none", cancelWanted: "wanted", cancelSent: "sent"}
+
+func (c turnCancel) String() string {
+	if int(c) < len(turnCancelNames) {
+		return turnCancelNames[c]
+	}
+	return "turnCancel(" + strconv.Itoa(int(c)) + ")"
+}
+
+// MarshalText writes the name: the carried state reads "cancel":"wanted".
+func (c turnCancel) MarshalText() ([]byte, error) { return []byte(c.String()), nil }
+
+// UnmarshalText reads a name MarshalText wrote.
+func (c *turnCancel) UnmarshalText(b []byte) error {
+	return unmarshalEnum(b, turnCancelNames[:], c, "turn cancel")
+}
+
+// unmarshalEnum sets *v to the index of name b in names.
+func unmarshalEnum[E ~uint8](b []byte, names []string, v *E, what string) error {
+	i := slices.Index(names, string(b))
+	if i < 0 {
+		return fmt.Errorf("unknown %s %q", what, b)
+	}
+	*v = E(i)
+	return nil
+}
+
+// UnmarshalJSON reads a LiveTurn, also one carried (continue-as-new) or recorded (the
+// histories' inputs) before Child and Cancel: its bools "started", "ended", "cancelling"
+// and "cancel_sent" say the same, when the new fields are absent.
+func (t *LiveTurn) UnmarshalJSON(b []byte) error {
+	type plain LiveTurn // no methods: decodes field by field
+	var v struct {
+		plain
+		Started    bool `json:"started"`
+		Ended      bool `json:"ended"`
+		Cancelling bool `json:"cancelling"`
+		CancelSent bool `json:"cancel_sent"`
+	}
+	if err := json.Unmarshal(b, &v); err != nil {
+		return err
+	}
+	*t = LiveTurn(v.plain)
+	if t.Child == childAsked {
+		switch {
+		case v.Ended:
+			t.Child = childEnded
+		case v.Started:
+			t.Child = childRunning
+		}
+	}
+	if t.Cancel == cancelNone {
+		switch {
+		case v.CancelSent:
+			t.Cancel = cancelSent
+		case v.Cancelling:
+			t.Cancel = cancelWanted
+		}
+	}
+	return nil
 }
 
 // sessionState is everything a run carries to the next across continue-as-new.
@@ -287,7 +395,7 @@ func turnLabel(id int64) string {
 }
 
 func (s *sessionCore) cancel(now time.Time, req signals.CancelRequest) (signals.CancelResult, error) {
-	if s.Turn.Cancelling {
+	if s.Turn.Cancel != cancelNone {
 		return signals.CancelResult{Outcome: signals.CancelAlreadyCancelling}, nil
 	}
 	s.startCancel(now, "cancel")
@@ -296,7 +404,7 @@ func (s *sessionCore) cancel(now time.Time, req signals.CancelRequest) (signals.
 
 // startCancel marks the live turn cancelling; the main loop sends the cancel request.
 func (s *sessionCore) startCancel(now time.Time, reason string) {
-	s.Turn.Cancelling, s.Turn.CancelReason = true, reason
+	s.Turn.Cancel, s.Turn.CancelReason = cancelWanted, reason
 	s.GraceUntil = nil
 	s.Steer.Halt()
 	s.journal(now, signals.EventTurnCancelling, s.Turn.TurnID, signals.TurnCancellingData{Reason: reason})
@@ -316,7 +424,7 @@ func (s *sessionCore) close(now time.Time, req signals.CloseRequest) (signals.Cl
 	}
 	s.Closing, s.CloseReason = true, req.Reason
 	s.Delete, s.DeleteWorkspace = req.Delete || req.DeleteWorkspace, req.DeleteWorkspace
-	if s.Turn != nil && !s.Turn.Cancelling {
+	if s.Turn != nil && s.Turn.Cancel == cancelNone {
 		s.startCancel(now, "close")
 	}
 	return signals.CloseResult{}, nil
@@ -551,7 +659,7 @@ func (s *sessionCore) state() string {
 		return signals.StateClosed
 	case s.Turn == nil:
 		return signals.StateIdle
-	case s.Turn.Cancelling:
+	case s.Turn.Cancel != cancelNone:
 		return signals.StateCancelling
 	case s.limitView() != nil:
 		return signals.StateWaitingLimit
@@ -574,10 +682,10 @@ func (s *sessionCore) details() string {
 	if s.Title != "" {
 		fmt.Fprintf(&b, " · %q", s.Title)
 	}
-	if s.Turn != nil && !s.Turn.Cancelling {
+	if s.Turn != nil && s.Turn.Cancel == cancelNone {
 		fmt.Fprintf(&b, " · steer token `%s`", s.Steer.Token())
 	}
-	if s.Turn != nil && s.Turn.Cancelling {
+	if s.Turn != nil && s.Turn.Cancel != cancelNone {
 		fmt.Fprintf(&b, " · cancelling (%s)", s.Turn.CancelReason)
 	}
 	fmt.Fprintf(&b, " · %d queued", len(s.Queue.Items))
@@ -648,7 +756,7 @@ func (s *sessionCore) upgradeDue(info runInfo) bool {
 }
 
 func (s *sessionCore) canContinueAsNew(info runInfo) bool {
-	if s.pending > 0 || (s.Turn != nil && !s.Turn.Started && s.Turn.Finished == nil) {
+	if s.pending > 0 || (s.Turn != nil && s.Turn.Child == childAsked && s.Turn.Finished == nil) {
 		return false // a command in flight must resolve in this run
 	}
 	idle := s.Turn == nil && len(s.Queue.Items) == 0 && !s.Closing
@@ -692,7 +800,7 @@ func (s *sessionCore) next(info runInfo) command {
 		return cmdClose
 	case s.canContinueAsNew(info):
 		return cmdContinueAsNew
-	case s.Turn != nil && s.Turn.Cancelling && s.Turn.Started && !s.Turn.CancelSent:
+	case s.Turn != nil && s.Turn.Cancel == cancelWanted && s.Turn.Child != childAsked:
 		return cmdRequestCancel
 	case s.wantsRetryNow():
 		return cmdRetryNow
@@ -754,8 +862,8 @@ func (s *sessionCore) turnStartFailed(now time.Time, turnID int64, err string) {
 // still the live one (its end matters to the session only then).
 func (s *sessionCore) turnWorkflowStarted(turnID int64) bool {
 	t := s.liveTurn(turnID)
-	if t != nil {
-		t.Started = true
+	if t != nil && t.Child == childAsked {
+		t.Child = childRunning
 	}
 	return t != nil
 }
@@ -767,7 +875,7 @@ func (s *sessionCore) turnWorkflowEnded(now time.Time, turnID int64) {
 	if t == nil || !slices.ContainsFunc(s.Awaiting, func(d signals.Delivery) bool { return d.TurnID == turnID }) {
 		return
 	}
-	t.Ended = true
+	t.Child = childEnded
 	s.maybeFinish(now)
 }
 

@@ -121,7 +121,7 @@ func (s *sessionCore) detach(now time.Time, req signals.DetachRequest) (signals.
 
 // maybeStartGrace starts grace when a turn that had a viewer has none left.
 func (s *sessionCore) maybeStartGrace(now time.Time) {
-	if len(s.Viewers) > 0 || s.GraceUntil != nil || s.Turn == nil || !s.Turn.HadViewer || s.Turn.Cancelling {
+	if len(s.Viewers) > 0 || s.GraceUntil != nil || s.Turn == nil || !s.Turn.HadViewer || s.Turn.Cancel != cancelNone {
 		return
 	}
 	until := now.Add(s.cfg.Grace)
@@ -198,7 +198,7 @@ func (s *sessionCore) nextAlarmLabelled() (time.Time, string) {
 	if t := s.Turn; t != nil && t.Finished != nil && t.OutcomesDue != nil {
 		consider(*t.OutcomesDue, func() string { return fmt.Sprintf("turn %d stops waiting for its steers' outcomes", t.TurnID) })
 	}
-	if s.Turn != nil && !s.Turn.Cancelling {
+	if s.Turn != nil && s.Turn.Cancel == cancelNone {
 		if s.GraceUntil != nil {
 			consider(*s.GraceUntil, func() string { return fmt.Sprintf("grace ends: turn %d is cancelled", s.Turn.TurnID) })
 		}
@@ -288,7 +288,7 @@ func (s *sessionCore) fireAlarms(now time.Time) {
 	if t := s.Turn; t != nil && t.Finished != nil && t.OutcomesDue != nil && !t.OutcomesDue.After(now) {
 		s.maybeFinish(now) // the end waited long enough for its steers' outcomes
 	}
-	if s.Turn == nil || s.Turn.Cancelling {
+	if s.Turn == nil || s.Turn.Cancel != cancelNone {
 		return
 	}
 	if s.GraceUntil != nil && !s.GraceUntil.After(now) {

@@ -179,7 +179,7 @@ const outcomeWait = deliverStartToClose
 // ended, or outcomeWait has passed since the end arrived (the alarm wakes the session then,
 // also in a run that continued as new and no longer sees the TurnWorkflow).
 func (s *sessionCore) awaitingOutcomes(now time.Time, t *LiveTurn, fin *signals.TurnFinishedSignal) bool {
-	if fin.Orphaned || t.Ended || (fin.Attempt != 0 && fin.Attempt != t.Attempt) ||
+	if fin.Orphaned || t.Child == childEnded || (fin.Attempt != 0 && fin.Attempt != t.Attempt) ||
 		!slices.ContainsFunc(s.Awaiting, func(d signals.Delivery) bool { return d.TurnID == t.TurnID && d.Attempt == t.Attempt }) {
 		return false
 	}
