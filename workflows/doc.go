@@ -17,10 +17,17 @@
 //     carryOut) that the shell and the tests' rig both turn, each with its executor.
 //   - core_updates.go: the update table (name, request type, check, apply): the handlers,
 //     the validators, the signal twins and the scenario verbs come from it.
-//   - core.go: sessionCore's state (carried across continue-as-new), prompts, cancel and
-//     close, the turn runner's reports (attempt watermarks, turn.restarted, "finish waits
-//     for the last batch"), usage, status, the continue-as-new policy and next, which alone
-//     says which command Ready hands out.
+//   - core.go: sessionCore's state (carried across continue-as-new), its sessionEnv, the
+//     journal helper.
+//   - core_turn.go: the turn's life: LiveTurn (its TurnWorkflow child asked, running,
+//     ended; its cancel none, wanted, sent), beginTurn, the runner's reports (attempt
+//     watermarks, turn.restarted, "finish waits for the last batch"), maybeFinish, the
+//     between-turn journal.
+//   - core_prompts.go: prompt, steer, cancel and close, each a check and an apply.
+//   - core_status.go, core_usage.go: the state, Current Details, the search attributes'
+//     values, the status query; the usage totals.
+//   - core_next.go: next, which alone says which command Ready hands out, and the
+//     continue-as-new policy.
 //   - core_signals.go: the runner's signals, the drain order, the start of a run
 //     (newSessionCore).
 //   - core_delivery.go: the delivery lane (Async deliveries, DeliveryID, the steer
