@@ -14,10 +14,10 @@ package workflows
 // This file holds the core's state: sessionCore, what a run carries to the next across
 // continue-as-new (sessionState), what the core asks of its runtime (sessionEnv) and the
 // journal helper. The rest, one concept a file: the turn's life (core_turn.go), the
-// client's prompts, steers, cancels and close (core_prompts.go), the delivery lane and the
-// permission requests (core_delivery.go), the belts and the alarm (core_belts.go), usage
-// (core_usage.go), what the session shows (core_status.go) and what it does next, with the
-// continue-as-new policy (core_next.go).
+// client's prompts, steers, cancels and close (core_prompts.go), the permission requests
+// and the policy's updates (core_permissions.go), the delivery lane (core_delivery.go), the
+// belts and the alarm (core_belts.go), usage (core_usage.go), what the session shows
+// (core_status.go) and what it does next, with the continue-as-new policy (core_next.go).
 
 import (
 	"encoding/json"

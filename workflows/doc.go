@@ -31,9 +31,13 @@
 //   - core_signals.go: the runner's signals, the drain order, the start of a run
 //     (newSessionCore).
 //   - core_delivery.go: the delivery lane (Async deliveries, DeliveryID, the steer
-//     outcomes awaited, the steer-before-end hold) and the permission lifecycle.
-//   - core_belts.go: viewers, grace, the turn deadline and its paused clock, policy
-//     changes, and the alarm clock (which alarm is next, what fires when it rings).
+//     outcomes awaited, the steer-before-end hold).
+//   - core_permissions.go: a permission request's life (journaled, decided by the policy
+//     of permission.go or asked, resolved once: an answer, its deadline, the turn's
+//     cancel, end or restart; withdrawn and asked again), its wait's metric, set_policy
+//     and permission_forget.
+//   - core_belts.go: viewers, grace, the turn deadline and its paused clock, and the
+//     alarm clock (which alarm is next, what fires when it rings).
 //   - core_settings.go, core_mcp.go, core_limits.go, core_title.go, request_elicitation.go:
 //     the agent's offer and the clients' choices, set_mcp_servers, a limited turn's wait,
 //     set_title, the agent's questions.
