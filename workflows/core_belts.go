@@ -8,7 +8,8 @@ package workflows
 //     window keeps it.
 //   - Deadline (belt 2): a turn may work turn_deadline, its clock paused while a permission
 //     waits; past it the turn is cancelled and ends turn.failed {error: "deadline ..."}.
-//   - Permission deadlines: an asked request expires (fail closed) after permission_timeout.
+//   - Permission deadlines: an asked request expires (fail closed) after permission_timeout
+//     (expirePermissions, core_permissions.go; the questions' expireElicitations).
 //
 // Every one of them is an absolute time in the session's state, so continue-as-new carries
 // them as they are; the core names the earliest (nextAlarm) and the shell keeps one
@@ -121,7 +122,7 @@ func (s *sessionCore) detach(now time.Time, req signals.DetachRequest) (signals.
 
 // maybeStartGrace starts grace when a turn that had a viewer has none left.
 func (s *sessionCore) maybeStartGrace(now time.Time) {
-	if len(s.Viewers) > 0 || s.GraceUntil != nil || s.Turn == nil || !s.Turn.HadViewer || s.Turn.Cancelling {
+	if len(s.Viewers) > 0 || s.GraceUntil != nil || s.Turn == nil || !s.Turn.HadViewer || s.Turn.Cancel != cancelNone {
 		return
 	}
 	until := now.Add(s.cfg.Grace)
@@ -142,31 +143,6 @@ func (s *sessionCore) viewersView() []signals.Viewer {
 		out = append(out, signals.Viewer{ViewerID: v.ID, Role: v.Role, LeaseUntil: v.LeaseUntil})
 	}
 	return out
-}
-
-// --- policy and rules ---
-
-func checkPolicyLevel(level string) *signals.Rejection {
-	if !ValidPolicyLevel(level) {
-		return signals.Reject(signals.RejectInvalidRequest, "policy %q: want allow_all, ask_for_risky or ask_always", level)
-	}
-	return nil
-}
-
-func (s *sessionCore) setPolicy(now time.Time, req signals.SetPolicyRequest) (signals.SetPolicyResult, error) {
-	if prev := s.Policy.Level; prev != req.Level {
-		s.Policy.Level = req.Level
-		s.journal(now, signals.EventPolicyChanged, s.turnID(), signals.PolicyChangedData{Level: req.Level, Previous: prev})
-	}
-	return signals.SetPolicyResult{Level: s.Policy.Level}, nil
-}
-
-func (s *sessionCore) forget(now time.Time, req signals.PermissionForgetRequest) (signals.PermissionForgetResult, error) {
-	forgotten := s.Policy.Forget(req.Tool)
-	if forgotten {
-		s.journal(now, signals.EventPermissionForgotten, s.turnID(), signals.PermissionForgottenData{Tool: req.Tool})
-	}
-	return signals.PermissionForgetResult{Forgotten: forgotten}, nil
 }
 
 // --- the alarm clock ---
@@ -198,7 +174,7 @@ func (s *sessionCore) nextAlarmLabelled() (time.Time, string) {
 	if t := s.Turn; t != nil && t.Finished != nil && t.OutcomesDue != nil {
 		consider(*t.OutcomesDue, func() string { return fmt.Sprintf("turn %d stops waiting for its steers' outcomes", t.TurnID) })
 	}
-	if s.Turn != nil && !s.Turn.Cancelling {
+	if s.Turn != nil && s.Turn.Cancel == cancelNone {
 		if s.GraceUntil != nil {
 			consider(*s.GraceUntil, func() string { return fmt.Sprintf("grace ends: turn %d is cancelled", s.Turn.TurnID) })
 		}
@@ -276,19 +252,12 @@ func (s *sessionCore) fireAlarms(now time.Time) {
 		s.Viewers = kept
 		s.maybeStartGrace(now)
 	}
-	for i := 0; i < len(s.Permissions); {
-		p := s.Permissions[i]
-		if p.Deadline.After(now) {
-			i++
-			continue
-		}
-		s.resolve(now, i, Expire(p.RequestID, p.Options), true)
-	}
+	s.expirePermissions(now)
 	s.expireElicitations(now)
 	if t := s.Turn; t != nil && t.Finished != nil && t.OutcomesDue != nil && !t.OutcomesDue.After(now) {
 		s.maybeFinish(now) // the end waited long enough for its steers' outcomes
 	}
-	if s.Turn == nil || s.Turn.Cancelling {
+	if s.Turn == nil || s.Turn.Cancel != cancelNone {
 		return
 	}
 	if s.GraceUntil != nil && !s.GraceUntil.After(now) {

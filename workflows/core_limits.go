@@ -90,7 +90,7 @@ func (s *sessionCore) checkRetryNow(req signals.RetryNowRequest) *signals.Reject
 		return rej
 	}
 	t := s.Turn
-	if t == nil || t.Limited == nil || t.Cancelling || (req.TurnID != 0 && req.TurnID != t.TurnID) {
+	if t == nil || t.Limited == nil || t.Cancel != cancelNone || (req.TurnID != 0 && req.TurnID != t.TurnID) {
 		return signals.Reject(signals.RejectNoLiveTurn, "no turn %s waits for a limit", turnLabel(req.TurnID))
 	}
 	return nil
@@ -109,7 +109,7 @@ func (s *sessionCore) retryNow(now time.Time, req signals.RetryNowRequest) (sign
 // wantsRetryNow reports whether a retry_now waits to be signalled to the TurnWorkflow.
 func (s *sessionCore) wantsRetryNow() bool {
 	t := s.Turn
-	return t != nil && t.Started && t.Limited != nil && t.Limited.RetryNow && !t.Limited.RetryNowSent && !t.Cancelling
+	return t != nil && t.Child != childAsked && t.Limited != nil && t.Limited.RetryNow && !t.Limited.RetryNowSent && t.Cancel == cancelNone
 }
 
 // limitView is status's waiting_limit.

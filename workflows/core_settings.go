@@ -172,7 +172,7 @@ func (s *sessionCore) setConfig(now time.Time, req signals.SetConfigOptionReques
 // deliverSettings sends a choice into the live turn's agent; with no turn live (or one
 // whose runner has already answered) the next turn's TurnInput carries it.
 func (s *sessionCore) deliverSettings(c signals.SessionChoices) {
-	if s.Turn == nil || s.Turn.Finished != nil || s.Turn.Cancelling {
+	if s.Turn == nil || s.Turn.Finished != nil || s.Turn.Cancel != cancelNone {
 		return
 	}
 	s.queueDelivery(signals.Delivery{Kind: signals.DeliverSettings, Choices: &c})

@@ -279,7 +279,7 @@ func (s *sessionCore) take(now time.Time, info runInfo) Cmd {
 	case cmdContinueAsNew:
 		return s.carry(info)
 	case cmdRequestCancel:
-		s.Turn.CancelSent = true
+		s.Turn.Cancel = cancelSent
 		s.pending++
 		return RequestCancel{WorkflowID: signals.TurnWorkflowID(s.cfg.SessionID, s.Turn.TurnID)}
 	case cmdRetryNow:

@@ -17,16 +17,27 @@
 //     carryOut) that the shell and the tests' rig both turn, each with its executor.
 //   - core_updates.go: the update table (name, request type, check, apply): the handlers,
 //     the validators, the signal twins and the scenario verbs come from it.
-//   - core.go: sessionCore's state (carried across continue-as-new), prompts, cancel and
-//     close, the turn runner's reports (attempt watermarks, turn.restarted, "finish waits
-//     for the last batch"), usage, status, the continue-as-new policy and next, which alone
-//     says which command Ready hands out.
+//   - core.go: sessionCore's state (carried across continue-as-new), its sessionEnv, the
+//     journal helper.
+//   - core_turn.go: the turn's life: LiveTurn (its TurnWorkflow child asked, running,
+//     ended; its cancel none, wanted, sent), beginTurn, the runner's reports (attempt
+//     watermarks, turn.restarted, "finish waits for the last batch"), maybeFinish, the
+//     between-turn journal.
+//   - core_prompts.go: prompt, steer, cancel and close, each a check and an apply.
+//   - core_status.go, core_usage.go: the state, Current Details, the search attributes'
+//     values, the status query; the usage totals.
+//   - core_next.go: next, which alone says which command Ready hands out, and the
+//     continue-as-new policy.
 //   - core_signals.go: the runner's signals, the drain order, the start of a run
 //     (newSessionCore).
 //   - core_delivery.go: the delivery lane (Async deliveries, DeliveryID, the steer
-//     outcomes awaited, the steer-before-end hold) and the permission lifecycle.
-//   - core_belts.go: viewers, grace, the turn deadline and its paused clock, policy
-//     changes, and the alarm clock (which alarm is next, what fires when it rings).
+//     outcomes awaited, the steer-before-end hold).
+//   - core_permissions.go: a permission request's life (journaled, decided by the policy
+//     of permission.go or asked, resolved once: an answer, its deadline, the turn's
+//     cancel, end or restart; withdrawn and asked again), its wait's metric, set_policy
+//     and permission_forget.
+//   - core_belts.go: viewers, grace, the turn deadline and its paused clock, and the
+//     alarm clock (which alarm is next, what fires when it rings).
 //   - core_settings.go, core_mcp.go, core_limits.go, core_title.go, request_elicitation.go:
 //     the agent's offer and the clients' choices, set_mcp_servers, a limited turn's wait,
 //     set_title, the agent's questions.

@@ -13,7 +13,6 @@ package workflows
 
 import (
 	"slices"
-	"time"
 
 	"github.com/tacp-dev/tacp/signals"
 )
@@ -47,16 +46,4 @@ func turnOutcome(fin *signals.TurnFinishedSignal) string {
 		return outcomeOther
 	}
 	return fin.StopReason
-}
-
-// timePermissionWait records how long an asked permission request waited, at its
-// resolution. A request the policy or a rule decided was never asked and is not timed. The
-// request's deadline is permission_timeout after it arrived, so its arrival needs no state
-// of its own.
-func (s *sessionCore) timePermissionWait(now time.Time, p openPermission, res signals.PermissionResolution) {
-	if res.DecidedBy == signals.DecidedByPolicy || res.DecidedBy == signals.DecidedByRule {
-		return
-	}
-	s.metrics = append(s.metrics, Metric{Name: MetricPermissionWaits, Tags: map[string]string{"decided_by": res.DecidedBy}, Timer: true,
-		Duration: max(now.Sub(p.Deadline.Add(-s.cfg.PermissionTimeout)), time.Duration(0))})
 }
