@@ -34,7 +34,7 @@ const maxLineBytes = 10 << 20
 // agentProc is a running agent subprocess and the client side of its ACP connection.
 type agentProc struct {
 	cmd   *exec.Cmd
-	stdin io.WriteCloser
+	stdin *agentStdin
 	conn  *acp.ClientSideConnection
 	caps  acp.InitializeResponse
 
@@ -82,7 +82,7 @@ func startAgent(argv, env []string, dir string, client acp.Client, log *slog.Log
 	pgid := cmd.Process.Pid
 	reap := theReaper(log)
 	reap.watch(pgid)
-	p := &agentProc{cmd: cmd, stdin: stdin, exited: make(chan struct{}), log: log, offerFS: true, stderr: stderr}
+	p := &agentProc{cmd: cmd, stdin: &agentStdin{WriteCloser: stdin}, exited: make(chan struct{}), log: log, offerFS: true, stderr: stderr}
 	if hc, ok := client.(*hostClient); ok && hc.sandbox == nil {
 		p.offerFS = false // a profile that keeps the agent on its own files (Profile.ClientFS)
 	}
@@ -93,7 +93,7 @@ func startAgent(argv, env []string, dir string, client acp.Client, log *slog.Log
 	go p.pump(stdout, pw)
 	// The SDK's logger is not set: its receive loop is already running and reads it
 	// unguarded. Its diagnostics go to slog's default logger.
-	p.conn = acp.NewClientSideConnection(client, stdin, pr)
+	p.conn = acp.NewClientSideConnection(client, p.stdin, pr)
 	go func() {
 		// When the SDK stops reading (a line it refuses, a closed connection), unblock pump.
 		<-p.conn.Done()
@@ -110,6 +110,39 @@ func startAgent(argv, env []string, dir string, client acp.Client, log *slog.Log
 		close(p.exited)
 	}()
 	return p, nil
+}
+
+// agentStdin is the agent's stdin as the ACP SDK writes it, one JSON-RPC message per Write:
+// it tells the turn waiting for it that its session/prompt request is on the pipe, so the
+// attempt records PromptSent after the prompt went out, never before (runner.go), and off
+// the prompt's path.
+type agentStdin struct {
+	io.WriteCloser
+	prompted atomic.Pointer[func()]
+}
+
+// promptMethod is how a session/prompt request reads on the wire. Inside a JSON string a
+// quote is escaped, so no text a message carries can read so: only a message's own method.
+var promptMethod = []byte(`"method":"session/prompt"`)
+
+func (w *agentStdin) Write(b []byte) (int, error) {
+	n, err := w.WriteCloser.Write(b)
+	if err == nil && w.prompted.Load() != nil && bytes.Contains(b[:min(len(b), 128)], promptMethod) {
+		if f := w.prompted.Swap(nil); f != nil {
+			(*f)()
+		}
+	}
+	return n, err
+}
+
+// onPrompt calls f once, after the next session/prompt request is written; nil forgets an
+// f not called yet (the turn ended before its prompt went out).
+func (w *agentStdin) onPrompt(f func()) {
+	if f == nil {
+		w.prompted.Store(nil)
+		return
+	}
+	w.prompted.Store(&f)
 }
 
 // pump copies the agent's stdout to the SDK line by line, tapping session/update params.

@@ -195,10 +195,13 @@ func (r *Runner) runTurn(ctx context.Context, in signals.RunTurnInput) (signals.
 	ag.client.setTurn(lt)
 	defer t.reportStarted(sendCtx, started)()
 
-	// PromptSent is recorded before the prompt is written: the request is written before
-	// the prompt's answer is awaited.
+	// PromptSent is recorded once the prompt is on the agent's stdin, never before: a worker
+	// lost between the two makes the retry send the prompt again (a duplicate, never a lost
+	// prompt). The heartbeat's goroutine records it, so its round trip to the server (the
+	// SDK sends an attempt's first heartbeat at once) is not on the prompt's path.
 	progress := signals.TurnProgress{AgentSessionID: t.res.AgentSessionID, PromptSent: true}
-	beat.set(progress)
+	ag.proc.stdin.onPrompt(func() { beat.set(progress) })
+	defer ag.proc.stdin.onPrompt(nil)
 	shell := newTurnShell(r, ag, sid, lt, prompt, t.log)
 	shell.outcome = func(ctx context.Context, o signals.DeliveryOutcome) {
 		if err := r.signal(ctx, in.SessionWorkflowID, signals.SignalDeliveryOutcome, o); err != nil {
@@ -569,7 +572,6 @@ func (t *turnRun) sessionsAgentSession(ctx context.Context) string {
 // A quick setup (most turns) beats first with that progress, as before the agent's start
 // was covered. From set on, it beats every heartbeatEvery.
 type heartbeat struct {
-	ctx      context.Context
 	beat     atomic.Pointer[signals.TurnProgress]
 	progress chan struct{}
 	done     chan struct{}
@@ -579,7 +581,7 @@ type heartbeat struct {
 
 // startHeartbeat keeps recording beat, and then the latest progress (set), until stop.
 func startHeartbeat(ctx context.Context, beat signals.TurnProgress) *heartbeat {
-	h := &heartbeat{ctx: ctx, progress: make(chan struct{}), done: make(chan struct{})}
+	h := &heartbeat{progress: make(chan struct{}), done: make(chan struct{})}
 	h.beat.Store(&beat)
 	setupEvery := 3 * time.Second
 	if hb := activity.GetInfo(ctx).HeartbeatTimeout; hb > 0 {
@@ -595,6 +597,7 @@ func startHeartbeat(ctx context.Context, beat signals.TurnProgress) *heartbeat {
 				activity.RecordHeartbeat(ctx, *h.beat.Load())
 			case <-progress:
 				progress = nil
+				activity.RecordHeartbeat(ctx, *h.beat.Load())
 				tick.Reset(heartbeatEvery)
 			case <-h.done:
 				return
@@ -604,10 +607,11 @@ func startHeartbeat(ctx context.Context, beat signals.TurnProgress) *heartbeat {
 	return h
 }
 
-// set records p now and in every heartbeat after.
+// set records p from now on: at once, from the heartbeat's goroutine (an attempt's first
+// record is a round trip to the server, which the caller does not wait for), and in every
+// beat after.
 func (h *heartbeat) set(p signals.TurnProgress) {
 	h.beat.Store(&p)
-	activity.RecordHeartbeat(h.ctx, p)
 	h.set1.Do(func() { close(h.progress) })
 }
 

@@ -167,6 +167,9 @@ type turnRig struct {
 	host        *Host
 	runner      *Runner
 	transcripts string
+	// beats are the progress the attempts recorded with their heartbeats, in order.
+	beatsMu sync.Mutex
+	beats   []signals.TurnProgress
 }
 
 func newTurnRig(t *testing.T, transcripts string) *turnRig {
@@ -220,6 +223,14 @@ func (r *turnRig) run(in signals.RunTurnInput) (signals.RunTurnResult, error) {
 	env := suite.NewTestActivityEnvironment()
 	env.SetTestTimeout(60 * time.Second)
 	env.RegisterActivityWithOptions(r.runner.RunTurn, activity.RegisterOptions{Name: signals.ActivityRunTurn})
+	env.SetOnActivityHeartbeatListener(func(_ *activity.Info, details converter.EncodedValues) {
+		var p signals.TurnProgress
+		if details.HasValues() && details.Get(&p) == nil {
+			r.beatsMu.Lock()
+			r.beats = append(r.beats, p)
+			r.beatsMu.Unlock()
+		}
+	})
 	if in.SessionWorkflowID == "" {
 		in.SessionWorkflowID = signals.SessionWorkflowID(in.SessionID)
 	}
