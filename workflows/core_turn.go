@@ -70,12 +70,7 @@ const (
 
 var turnChildNames = [...]string{childAsked: "asked", childRunning: "running", childEnded: "ended"}
 
-func (c turnChild) String() string {
-	if int(c) < len(turnChildNames) {
-		return turnChildNames[c]
-	}
-	return "turnChild(" + strconv.Itoa(int(c)) + ")"
-}
+func (c turnChild) String() string { return enumName(turnChildNames[:], c, "turnChild") }
 
 // MarshalText writes the name: the carried state reads "child":"running".
 func (c turnChild) MarshalText() ([]byte, error) { return []byte(c.String()), nil }
@@ -101,12 +96,7 @@ const (
 
 var turnCancelNames = [...]string{cancelNone: "none", cancelWanted: "wanted", cancelSent: "sent"}
 
-func (c turnCancel) String() string {
-	if int(c) < len(turnCancelNames) {
-		return turnCancelNames[c]
-	}
-	return "turnCancel(" + strconv.Itoa(int(c)) + ")"
-}
+func (c turnCancel) String() string { return enumName(turnCancelNames[:], c, "turnCancel") }
 
 // MarshalText writes the name: the carried state reads "cancel":"wanted".
 func (c turnCancel) MarshalText() ([]byte, error) { return []byte(c.String()), nil }
@@ -117,6 +107,15 @@ func (c *turnCancel) UnmarshalText(b []byte) error {
 }
 
 // unmarshalEnum sets *v to the index of name b in names.
+// enumName is v's name in names, or what(v) for a value without one.
+func enumName[E ~uint8](names []string, v E, what string) string {
+	if int(v) < len(names) {
+		return names[v]
+	}
+	return what + "(" + strconv.Itoa(int(v)) + ")"
+}
+
+// unmarshalEnum reads into v the value whose name b is.
 func unmarshalEnum[E ~uint8](b []byte, names []string, v *E, what string) error {
 	i := slices.Index(names, string(b))
 	if i < 0 {
