@@ -106,7 +106,6 @@ func (c *turnCancel) UnmarshalText(b []byte) error {
 	return unmarshalEnum(b, turnCancelNames[:], c, "turn cancel")
 }
 
-// unmarshalEnum sets *v to the index of name b in names.
 // enumName is v's name in names, or what(v) for a value without one.
 func enumName[E ~uint8](names []string, v E, what string) string {
 	if int(v) < len(names) {
@@ -115,7 +114,7 @@ func enumName[E ~uint8](names []string, v E, what string) string {
 	return what + "(" + strconv.Itoa(int(v)) + ")"
 }
 
-// unmarshalEnum reads into v the value whose name b is.
+// unmarshalEnum sets *v to the index of name b in names.
 func unmarshalEnum[E ~uint8](b []byte, names []string, v *E, what string) error {
 	i := slices.Index(names, string(b))
 	if i < 0 {
