@@ -177,6 +177,15 @@ func (b *batcher) run(ctx context.Context) {
 // out since at.
 func (b *batcher) beatFrom(at time.Time) { b.beatAt.Store(at.UnixNano()) }
 
+// holdBeat puts off the beat beatFrom asked for while the turn waits for a person: release
+// asks for it again, after from the answer. Without a beat owed, both do nothing.
+func (b *batcher) holdBeat(after time.Duration) (release func()) {
+	if b.beatAt.Swap(0) == 0 {
+		return func() {}
+	}
+	return func() { b.beatAt.CompareAndSwap(0, time.Now().Add(after).UnixNano()) }
+}
+
 // tick is a timed flush: a turn counts in the budget while its timed flushes send events. A
 // tick that finds nothing ends the burst: the next event is flushed at once.
 func (b *batcher) tick(ctx context.Context) {

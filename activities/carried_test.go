@@ -189,3 +189,25 @@ func TestBatcherBeatsOnceWhenNothingWentOutSince(t *testing.T) {
 	require.Len(t, busy.sent(), 1)
 	require.Equal(t, []string{`{"a":1}`}, busy.events())
 }
+
+// While the turn waits for a person, the session knows why it is quiet: its beat waits for
+// the answer (nothing reaches the session's history while nobody answers), and is owed
+// again after it.
+func TestBatcherHoldsTheBeatWhileAPersonIsAsked(t *testing.T) {
+	var rec recorder
+	ctx := context.Background()
+	b := newBatcher(never, never, 1<<20, rec.send)
+	b.beatFrom(time.Now().Add(-time.Millisecond))
+	answered := b.holdBeat(-time.Millisecond)
+	b.tick(ctx)
+	require.Empty(t, rec.sent(), "no beat while the person is asked")
+	answered()
+	b.tick(ctx)
+	require.Len(t, rec.sent(), 1, "the beat after the answer")
+
+	var none recorder
+	b = newBatcher(never, never, 1<<20, none.send)
+	b.holdBeat(-time.Millisecond)() // no beat owed: none after the answer either
+	b.tick(ctx)
+	require.Empty(t, none.sent())
+}

@@ -95,7 +95,8 @@ func (lt *liveTurn) requestElicitation(ctx context.Context, req acp.UnstableCrea
 		lt.mu.Unlock()
 	}()
 	if lt.beforePermission != nil {
-		lt.beforePermission() // journaled after the tool call it belongs to
+		answered := lt.beforePermission() // journaled after the tool call it belongs to
+		defer answered()
 	}
 	if err := lt.askElicitation(ctx, sig); err != nil {
 		return acp.UnstableCreateElicitationResponse{}, err

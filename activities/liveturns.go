@@ -26,8 +26,8 @@ type liveTurn struct {
 	perms   map[string]chan acp.RequestPermissionResponse
 	permSeq int
 	// beforePermission flushes the turn's events, so a permission request is journaled
-	// after the tool call it is about.
-	beforePermission func()
+	// after the tool call it is about, and holds the turn's beat until answered is called.
+	beforePermission func() (answered func())
 	askPermission    func(ctx context.Context, sig signals.PermissionRequestedSignal) error
 	// elicits are the agent's open questions; askElicitation reports one (elicitation.go).
 	elicits        map[string]chan elicitationAnswer

@@ -48,7 +48,8 @@ func (lt *liveTurn) requestPermission(ctx context.Context, p acp.RequestPermissi
 		delete(lt.perms, id)
 		lt.mu.Unlock()
 	}()
-	lt.beforePermission()
+	answered := lt.beforePermission()
+	defer answered()
 	paths := signals.PathsOutside // no workspace to measure against: ask
 	if lt.reach != nil {
 		paths = lt.reach(toolCall)

@@ -489,9 +489,12 @@ func (t *turnRun) contextLost(ctx context.Context, lost string, sid acp.SessionI
 func (t *turnRun) register(ag *hostedAgent, sid acp.SessionId, dir string) *liveTurn {
 	r, in := t.r, t.in
 	lt := r.Host.register(in.SessionID, in.TurnID, t.attempt)
-	lt.beforePermission = func() {
+	lt.beforePermission = func() (answered func()) {
 		t.b.flushNow()
 		t.startedOut(t.sendCtx) // the answer goes to the host queue turn_started names
+		// While the turn waits for a person, the session knows why it is quiet (the request
+		// says so): the beat a quiet turn owes waits for the answer.
+		return t.b.holdBeat(signals.TurnBeatAfter)
 	}
 	lt.watch = t.watch
 	lt.askPermission = func(ctx context.Context, sig signals.PermissionRequestedSignal) error {

@@ -93,9 +93,14 @@ func limitKilledDuringWait(t *testing.T, w *realAgentWorker) {
 	require.Equal(t, signals.LimitRateLimited, lim.Reason, "the agent's typed failure: category limit, action retry")
 	require.False(t, lim.Backoff, "the provider's words in the failure's title give the wait: retry after 30s")
 	require.Contains(t, lim.Message, "retry after 30s")
-	// The first query after the kill waits for the dead worker's sticky queue to time out.
-	st, err := qc.Status(ctxFor(t, time.Minute), id)
-	require.NoError(t, err)
+	// The first query after the kill waits for the dead worker's sticky queue to time out,
+	// or is cut short by the server: asked again until the session answers.
+	var st signals.Status
+	require.Eventually(t, func() bool {
+		var err error
+		st, err = qc.Status(ctxFor(t, time.Minute), id)
+		return err == nil
+	}, 2*time.Minute, 200*time.Millisecond, "the session answers a query after its worker's kill")
 	require.Equal(t, signals.StateWaitingLimit, st.State)
 	require.NotNil(t, st.WaitingLimit)
 	require.True(t, st.WaitingLimit.RetryAt.Equal(lim.RetryAt))

@@ -171,7 +171,7 @@ func TestWebhookSignedPOSTWithinABoundAfterAPermissionRequest(t *testing.T) {
 	_, err := sc.PermissionRespond(ctxFor(t, 30*time.Second), id, signals.PermissionRespondRequest{RequestID: req.RequestID, OptionID: "allow"})
 	require.NoError(t, err)
 	turnEnd(t, id, 3)
-	r.waitFor(t, 15*time.Second, func(p hookPost) bool { return p.n.Event == notify.EventTurnEnded && p.n.TurnID == 3 })
+	r.waitFor(t, 45*time.Second, func(p hookPost) bool { return p.n.Event == notify.EventTurnEnded && p.n.TurnID == 3 })
 	require.Equal(t, 1, r.count(isEvent(notify.EventPermissionRequested)), "the asked request once; the policy's not at all")
 	require.Equal(t, 3, r.count(isEvent(notify.EventTurnEnded)))
 }

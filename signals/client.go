@@ -404,33 +404,12 @@ func (c *Client) query(ctx context.Context, sessionID, name string, res any, arg
 	if err := ValidateSessionID(sessionID); err != nil {
 		return Reject(RejectInvalidRequest, "%v", err)
 	}
-	// A query the server cut short (the worker that held the session's sticky queue died
-	// under it, a restart) is asked again, with backoff, for up to queryRetryFor: a session
-	// outlives its workers, and so does a question to it. A refusal is an answer.
-	giveUp := time.Now().Add(queryRetryFor)
-	retry := followRetryFirst
-	for {
-		v, err := c.Temporal.QueryWorkflow(ctx, SessionWorkflowID(sessionID), "", name, args...)
-		if err == nil {
-			return v.Get(res)
-		}
-		err = c.mapErr(ctx, sessionID, err)
-		if ctx.Err() != nil || !transientQueryError(err) || time.Now().After(giveUp) {
-			return err
-		}
-		t := time.NewTimer(retry)
-		select {
-		case <-ctx.Done():
-			t.Stop()
-			return err
-		case <-t.C:
-		}
-		retry = min(2*retry, followRetryMost)
+	v, err := c.Temporal.QueryWorkflow(ctx, SessionWorkflowID(sessionID), "", name, args...)
+	if err != nil {
+		return c.mapErr(ctx, sessionID, err)
 	}
+	return v.Get(res)
 }
-
-// queryRetryFor bounds how long a query is asked again after errors that may pass.
-const queryRetryFor = 30 * time.Second
 
 // mapErr turns a validator's ApplicationError into a *Rejection, and "no such workflow"
 // into unknown_session or session_closed.
