@@ -269,6 +269,15 @@ type RunTurnInput struct {
 	Resume *TurnProgress `json:"resume,omitempty"`
 	// LimitWaits is how many times the turn already waited for a limit (its backoff).
 	LimitWaits int32 `json:"limit_waits,omitempty"`
+	// InSession is set when the session schedules the activity itself, without a
+	// TurnWorkflow: when the session's run ends while the attempt runs (it continued as
+	// new), the attempt holds the turn for the next run to adopt instead of ending it.
+	InSession bool `json:"in_session,omitempty"`
+	// Adopt asks this host to take over its live attempt AttemptBase of the turn, scheduled
+	// by a run of the session that continued as new: the activity answers for that attempt
+	// (its heartbeats, its cancel, its result) instead of starting one. A host that does
+	// not hold the attempt (any more) answers TypeNothingToAdopt.
+	Adopt bool `json:"adopt,omitempty"`
 }
 
 // TurnProgress is what a turn attempt records with its heartbeats: how far it got, for the
@@ -342,6 +351,10 @@ const TypeTurnNotHere = "turn_not_here"
 // TypeWorkspaceMissing is the ApplicationError type of a turn failed because the session's
 // workspace did not follow it to the worker that took it (-workspace.missing=fail).
 const TypeWorkspaceMissing = "workspace_missing"
+
+// TypeNothingToAdopt is the ApplicationError type of an adopting RunTurn (RunTurnInput.Adopt)
+// on a host that does not hold the attempt: retried as a new attempt on the session queue.
+const TypeNothingToAdopt = "nothing_to_adopt"
 
 // TypeAttemptLost is the ApplicationError type of a turn attempt its worker gave up (it is
 // shutting down, or the server stopped waiting for it): retried, on another worker.
