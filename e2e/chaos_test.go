@@ -106,12 +106,13 @@ func turnHost(t *testing.T, id string, turn int64, procs []*exec.Cmd) *exec.Cmd 
 	t.Helper()
 	var host *exec.Cmd
 	require.Eventually(t, func() bool {
-		d, err := tc.DescribeWorkflowExecution(ctxFor(t, 10*time.Second), signals.TurnWorkflowID(id, turn), "")
+		// The session runs the turn's activity itself.
+		d, err := tc.DescribeWorkflowExecution(ctxFor(t, 10*time.Second), signals.SessionWorkflowID(id), "")
 		if err != nil {
 			return false
 		}
 		for _, pa := range d.GetPendingActivities() {
-			if pa.GetState() != enumspb.PENDING_ACTIVITY_STATE_STARTED {
+			if pa.GetState() != enumspb.PENDING_ACTIVITY_STATE_STARTED || pa.GetActivityType().GetName() != signals.ActivityRunTurn {
 				continue
 			}
 			pid, _ := strconv.Atoi(strings.SplitN(pa.GetLastWorkerIdentity(), "@", 2)[0])

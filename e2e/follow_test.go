@@ -219,14 +219,14 @@ func TestAnIdleFollowedSessionIsNotQueried(t *testing.T) {
 	cfg := signals.SessionConfig{SessionID: id}
 	_, err = own.Prompt(ctx, cfg, signals.PromptRequest{Text: "/chunks 2", ClientMessageID: signals.NewID()})
 	require.NoError(t, err)
-	// Idle for the server too: the turn's child closed, no task pending, history still.
-	// (The turn's child may not have started yet when the prompt is answered.)
+	// Idle for the server too: the turn ended, no activity or task pending, history still.
 	require.Eventually(t, func() bool {
-		return wc.GetWorkflow(ctx, signals.TurnWorkflowID(id, 1), "").Get(ctx, nil) == nil
+		st, err := own.Status(ctx, id)
+		return err == nil && st.State == signals.StateIdle && st.TurnID == 1
 	}, time.Minute, 20*time.Millisecond)
 	require.Eventually(t, func() bool {
 		d, err := wc.DescribeWorkflowExecution(ctx, wid, "")
-		return err == nil && d.GetPendingWorkflowTask() == nil && len(d.GetPendingChildren()) == 0
+		return err == nil && d.GetPendingWorkflowTask() == nil && len(d.GetPendingChildren()) == 0 && len(d.GetPendingActivities()) == 0
 	}, time.Minute, 20*time.Millisecond)
 
 	// The viewer, on a connection that counts its history long polls.

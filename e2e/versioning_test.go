@@ -13,6 +13,7 @@ package e2e
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"os"
 	"sync"
@@ -123,17 +124,19 @@ func (v *versioned) runs() []*workflowservice.ListWorkflowExecutionsResponse {
 // checkHistories asserts that no workflow task of any run on the queue failed with a
 // non-determinism error (nor for any reason but UnhandledCommand: a continue-as-new that
 // raced a new signal, which the server refuses and the SDK retries with the signal), and
-// that every turn's workflow tasks were all completed by one build; it returns the build
-// of each turn by workflow id.
+// that every turn ran on one build: a TurnWorkflow's workflow tasks all completed by one
+// build, or a Here turn's RunTurn activities all scheduled by the workflow tasks of one
+// build; it returns the build of each turn by its TurnWorkflowID.
 func (v *versioned) checkHistories() map[string]string {
 	t := v.t
 	turns := map[string]string{}
+	hereBuilds := map[string]map[string]bool{}
 	n, raced := 0, 0
 	for _, page := range v.runs() {
 		for _, e := range page.GetExecutions() {
 			ex := e.GetExecution()
 			n++
-			builds := map[string]bool{}
+			builds, last := map[string]bool{}, ""
 			for _, ev := range history(t, ex.GetWorkflowId(), ex.GetRunId()) {
 				if a := ev.GetWorkflowTaskFailedEventAttributes(); a != nil {
 					if a.GetCause() == enumspb.WORKFLOW_TASK_FAILED_CAUSE_UNHANDLED_COMMAND {
@@ -143,7 +146,17 @@ func (v *versioned) checkHistories() map[string]string {
 					t.Errorf("%s run %s: workflow task failed (%s): %s", ex.GetWorkflowId(), ex.GetRunId(), a.GetCause(), a.GetFailure().GetMessage())
 				}
 				if a := ev.GetWorkflowTaskCompletedEventAttributes(); a != nil {
-					builds[a.GetDeploymentVersion().GetBuildId()] = true
+					last = a.GetDeploymentVersion().GetBuildId()
+					builds[last] = true
+				}
+				if a := ev.GetActivityTaskScheduledEventAttributes(); a != nil && a.GetActivityType().GetName() == signals.ActivityRunTurn {
+					var in signals.RunTurnInput
+					require.NoError(t, json.Unmarshal(a.GetInput().GetPayloads()[0].GetData(), &in))
+					key := signals.TurnWorkflowID(in.SessionID, in.TurnID)
+					if hereBuilds[key] == nil {
+						hereBuilds[key] = map[string]bool{}
+					}
+					hereBuilds[key][last] = true
 				}
 			}
 			if e.GetType().GetName() == signals.TurnWorkflowType {
@@ -152,6 +165,12 @@ func (v *versioned) checkHistories() map[string]string {
 					turns[ex.GetWorkflowId()] = b
 				}
 			}
+		}
+	}
+	for key, builds := range hereBuilds {
+		require.Len(t, builds, 1, "turn %s ran on one build: %v", key, builds)
+		for b := range builds {
+			turns[key] = b
 		}
 	}
 	t.Logf("%d runs checked: no workflow task failed but %d continue-as-new that raced a signal", n, raced)

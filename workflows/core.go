@@ -81,6 +81,12 @@ type sessionCore struct {
 	settingsVersion *version
 	asyncVersion    *version
 	saVersion       *version
+	hereVersion     *version
+
+	// driving is the turn whose RunTurn this run's shell drives itself (a Here turn, after
+	// its StartTurn or ResumeTurn): a Here turn carried from an earlier run has none until
+	// the ResumeTurn it needs (next).
+	driving int64
 }
 
 // ask answers the version of change once per run, at its first use.

@@ -43,6 +43,7 @@ func (s *sessionCore) turnLimited(now time.Time, sig signals.TurnLimitedSignal) 
 	t.HostQueue = ""
 	s.cancelPermissions(now, t.TurnID, signals.DecidedByCancel, "the turn was limited")
 	t.Limited = &limitWait{TurnLimitedSignal: sig}
+	t.LimitWaits++
 	s.maybeLimited(now)
 }
 

@@ -5,6 +5,8 @@ package workflows
 // the run's budgets, the shorter run at idle, and the move to the deployment's new target
 // version at an idle safe point (versioning.go).
 
+import "github.com/tacp-dev/tacp/signals"
+
 // runInfo is what the shell reads of the run for the core: the server's suggestion, the
 // history's length, and whether the target version of the run's Worker Deployment changed
 // (a pinned run's; always false on an unversioned worker).
@@ -30,6 +32,9 @@ func (s *sessionCore) upgradeDue(info runInfo) bool {
 func (s *sessionCore) canContinueAsNew(info runInfo) bool {
 	if s.pending > 0 || (s.Turn != nil && s.Turn.Child == childAsked && s.Turn.Finished == nil) {
 		return false // a command in flight must resolve in this run
+	}
+	if t := s.Turn; t != nil && t.Here && t.Finished == nil && t.Limited == nil && t.HostQueue == "" {
+		return false // the next run could not say which host to adopt the attempt from
 	}
 	idle := s.Turn == nil && len(s.Queue.Items) == 0 && !s.Closing
 	return s.upgradeDue(info) ||
@@ -57,8 +62,10 @@ const (
 	cmdDeliver
 	// cmdStartTurn: start the next queued prompt's turn (beginTurn).
 	cmdStartTurn
-	// cmdRetryNow: signal the limited turn's TurnWorkflow to run now (sendRetryNow).
+	// cmdRetryNow: tell the limited turn to run now (RetryNow).
 	cmdRetryNow
+	// cmdResumeTurn: go on with the Here turn an earlier run drove (resumeTurn).
+	cmdResumeTurn
 )
 
 // next is the one place that says what the session does next, in order of precedence: the
@@ -68,6 +75,8 @@ func (s *sessionCore) next(info runInfo) command {
 	switch {
 	case s.Turn == nil && s.Closing && s.pending == 0:
 		return cmdClose
+	case s.needsResume():
+		return cmdResumeTurn
 	case s.canContinueAsNew(info):
 		return cmdContinueAsNew
 	case s.Turn != nil && s.Turn.Cancel == cancelWanted && s.Turn.Child != childAsked:
@@ -80,4 +89,29 @@ func (s *sessionCore) next(info runInfo) command {
 		return cmdStartTurn
 	}
 	return cmdNone
+}
+
+// needsResume: the live turn is a Here turn an earlier run drove, and this run's shell does
+// not drive it yet (the run continued as new while it ran).
+func (s *sessionCore) needsResume() bool {
+	t := s.Turn
+	return t != nil && t.Here && t.Child != childAsked && t.Finished == nil && s.driving != t.TurnID
+}
+
+// resumeTurn is the ResumeTurn of the live turn (needsResume): adopt its attempt from the
+// host that runs it, or wait out its limit.
+func (s *sessionCore) resumeTurn() ResumeTurn {
+	t := s.Turn
+	c := ResumeTurn{Input: *t.Input, Attempt: t.Attempt, HostQueue: t.HostQueue, LimitWaits: t.LimitWaits}
+	if s.AgentSessionID != "" {
+		// The attempt's prompt is in the agent session once the attempt sent a batch: a new
+		// attempt loads it and goes on; before that it sends the prompt (a duplicate, never
+		// a lost prompt).
+		c.Resume = &signals.TurnProgress{AgentSessionID: s.AgentSessionID, PromptSent: t.LastBatch > 0}
+	}
+	if l := t.Limited; l != nil {
+		sig := l.TurnLimitedSignal
+		c.Limited, c.RetryNow = &sig, l.RetryNow
+	}
+	return c
 }

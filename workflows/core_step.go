@@ -43,14 +43,15 @@ type DeliveryAnswered struct {
 }
 
 // ChildStarted is the result of a StartTurn command: the TurnWorkflow exists, or could not
-// be started (Err).
+// be started (Err); for a Here turn, and for ResumeTurn, the shell drives the turn's RunTurn
+// in this run.
 type ChildStarted struct {
 	TurnID int64
 	Err    string
 }
 
-// ChildEnded says a TurnWorkflow ended: completed or cancelled (Failure ""), or failed,
-// timed out or terminated (Failure says how).
+// ChildEnded says a TurnWorkflow ended, or the shell's drive of a Here turn: completed or
+// cancelled (Failure ""), or failed, timed out or terminated (Failure says how).
 type ChildEnded struct {
 	TurnID  int64
 	Failure string
@@ -149,12 +150,30 @@ type Ready struct {
 // Cmd is a command for the shell: one of the types below.
 type Cmd interface{ isCmd() }
 
-// StartTurn starts a TurnWorkflow child; its start's result comes back as ChildStarted,
-// its end as ChildEnded.
+// StartTurn starts the turn: a TurnWorkflow child, or, Here, the session's own drive of its
+// RunTurn (turn_here.go). Its start's result comes back as ChildStarted, its end as
+// ChildEnded.
 type StartTurn struct {
 	WorkflowID string
 	Summary    string
 	Input      signals.TurnInput
+	Here       bool
+}
+
+// ResumeTurn goes on, in a run that continued as new, with the Here turn an earlier run
+// drove: it adopts the attempt running on HostQueue (RunTurnInput.Adopt), or, Limited, waits
+// out the limit of that attempt (at once when RetryNow). ChildStarted and ChildEnded follow
+// as for StartTurn.
+type ResumeTurn struct {
+	Input      signals.TurnInput
+	Attempt    int32
+	HostQueue  string
+	LimitWaits int32
+	// Resume is what the session knows of the attempt's progress, for a new attempt when
+	// the host no longer holds it.
+	Resume   *signals.TurnProgress
+	Limited  *signals.TurnLimitedSignal
+	RetryNow bool
 }
 
 // Deliver runs the Deliver activity on the task queue of the worker hosting the turn; its
@@ -165,11 +184,21 @@ type Deliver struct {
 	Delivery  signals.Delivery
 }
 
-// RequestCancel requests the cancel of the live turn's TurnWorkflow; RequestDone follows.
-type RequestCancel struct{ WorkflowID string }
+// RequestCancel requests the cancel of the live turn: of its TurnWorkflow, or, Here, of the
+// session's drive of turn TurnID. RequestDone follows.
+type RequestCancel struct {
+	WorkflowID string
+	TurnID     int64
+	Here       bool
+}
 
-// RetryNow signals the limited turn's TurnWorkflow to run now; RequestDone follows.
-type RetryNow struct{ WorkflowID string }
+// RetryNow tells the limited turn to run now: its TurnWorkflow by a signal, or, Here, the
+// session's drive of turn TurnID. RequestDone follows.
+type RetryNow struct {
+	WorkflowID string
+	TurnID     int64
+	Here       bool
+}
 
 // ContinueAsNew hands the carried state to a new run. AutoUpgrade: the new run starts on
 // the deployment's target version (versioning.go).
@@ -197,6 +226,7 @@ type SessionDataDeleted struct {
 }
 
 func (StartTurn) isCmd()     {}
+func (ResumeTurn) isCmd()    {}
 func (Deliver) isCmd()       {}
 func (RequestCancel) isCmd() {}
 func (RetryNow) isCmd()      {}
@@ -281,11 +311,14 @@ func (s *sessionCore) take(now time.Time, info runInfo) Cmd {
 	case cmdRequestCancel:
 		s.Turn.Cancel = cancelSent
 		s.pending++
-		return RequestCancel{WorkflowID: signals.TurnWorkflowID(s.cfg.SessionID, s.Turn.TurnID)}
+		return RequestCancel{WorkflowID: signals.TurnWorkflowID(s.cfg.SessionID, s.Turn.TurnID), TurnID: s.Turn.TurnID, Here: s.Turn.Here}
 	case cmdRetryNow:
 		s.Turn.Limited.RetryNowSent = true
 		s.pending++
-		return RetryNow{WorkflowID: signals.TurnWorkflowID(s.cfg.SessionID, s.Turn.TurnID)}
+		return RetryNow{WorkflowID: signals.TurnWorkflowID(s.cfg.SessionID, s.Turn.TurnID), TurnID: s.Turn.TurnID, Here: s.Turn.Here}
+	case cmdResumeTurn:
+		s.pending++
+		return s.resumeTurn()
 	case cmdDeliver:
 		d, send := s.takeDelivery(now)
 		if !send {
@@ -300,6 +333,7 @@ func (s *sessionCore) take(now time.Time, info runInfo) Cmd {
 			WorkflowID: signals.TurnWorkflowID(s.cfg.SessionID, in.TurnID),
 			Summary:    fmt.Sprintf("turn %d of session %s", in.TurnID, s.cfg.SessionID),
 			Input:      in,
+			Here:       s.Turn.Here,
 		}
 	}
 	return nil
@@ -317,6 +351,13 @@ func (s *sessionCore) carry(info runInfo) Cmd {
 		// The new run starts on the target version; it may find the agent's host gone with
 		// the old build, so its first turn goes to the session queue (affinity resumes there).
 		st.AgentHost = ""
+	}
+	if t := st.Turn; t != nil && t.Here && t.Cancel == cancelSent {
+		// The cancel went to this run's drive of the turn, which ends with the run: the next
+		// run's drive (ResumeTurn) is asked again.
+		turn := *t
+		turn.Cancel = cancelWanted
+		st.Turn = &turn
 	}
 	carried, err := json.Marshal(st)
 	if err != nil {
@@ -373,6 +414,7 @@ const searchAttrsChange = "search-attributes-v2"
 // rig (core_test.go). Each result comes back to the core as an input.
 type executor interface {
 	startTurn(StartTurn)
+	resumeTurn(ResumeTurn)
 	deliver(Deliver)
 	requestCancel(RequestCancel)
 	retryNow(RetryNow)
@@ -414,6 +456,8 @@ func carryOut(x executor, rd Ready) (end bool, err error) {
 		x.deliver(c)
 	case StartTurn:
 		x.startTurn(c)
+	case ResumeTurn:
+		x.resumeTurn(c)
 	}
 	x.show(rd.SearchAttrs, rd.Details)
 	x.arm(rd.Alarm)

@@ -100,6 +100,11 @@ func (x rigExec) startTurn(c StartTurn) {
 	}
 }
 
+func (x rigExec) resumeTurn(c ResumeTurn) {
+	x.r.did(fmt.Sprintf("resume-turn turn=%d attempt=%d host=%s limited=%t", c.Input.TurnID, c.Attempt, c.HostQueue, c.Limited != nil))
+	x.r.input(ChildStarted{TurnID: c.Input.TurnID})
+}
+
 func (x rigExec) deliver(c Deliver) {
 	d := c.Delivery
 	x.r.sent = &d
@@ -632,7 +637,9 @@ func TestCore_CarriedStateContinuesTheTurn(t *testing.T) {
 		ToolCall: json.RawMessage(`{"kind":"edit","title":"e"}`), Options: []signals.PermissionOption{{OptionID: "y", Kind: "allow_once"}}})
 	r.settle()
 	r.info.suggested = true
-	require.Equal(t, []string{"continue-as-new"}, r.settle())
+	// The next run adopts the attempt from its host (the turn is the session's own).
+	require.Equal(t, []string{"continue-as-new", "resume-turn"}, r.settle())
+	require.Equal(t, "resume-turn turn=1 attempt=1 host=host1 limited=false", r.cmdLog[len(r.cmdLog)-1])
 	next := r.core
 	require.Equal(t, 2, next.Run)
 	require.Equal(t, signals.StateSuspended, next.state())

@@ -48,6 +48,13 @@ type LiveTurn struct {
 	OutcomesDue *time.Time `json:"outcomes_due,omitempty"`
 	// Limited is the turn's wait for a provider's limit (core_limits.go).
 	Limited *limitWait `json:"limited,omitempty"`
+	// LimitWaits counts the turn's waits for a limit (its backoff grows with them).
+	LimitWaits int32 `json:"limit_waits,omitempty"`
+	// Here: the session runs the turn's RunTurn activity itself (turn_here.go), with no
+	// TurnWorkflow; Input is then what a later run needs to go on with the turn after a
+	// continue-as-new (ResumeTurn: adopt the running attempt, or wait out its limit).
+	Here  bool               `json:"here,omitempty"`
+	Input *signals.TurnInput `json:"input,omitempty"`
 }
 
 // turnChild is the life of a turn's TurnWorkflow child, as the session knows it. It only
@@ -178,7 +185,7 @@ func (s *sessionCore) beginTurn(now time.Time) signals.TurnInput {
 	s.Steer.Begin(t.TurnID)
 	s.journal(now, signals.EventTurnStarted, t.TurnID, signals.TurnStartedData{Attempt: 1, PromptClientMessageID: p.ClientMessageID})
 	s.metric(MetricTurnsStarted, nil)
-	return signals.TurnInput{
+	in := signals.TurnInput{
 		SessionID:       s.cfg.SessionID,
 		TurnID:          t.TurnID,
 		ClientMessageID: p.ClientMessageID,
@@ -196,7 +203,17 @@ func (s *sessionCore) beginTurn(now time.Time) signals.TurnInput {
 		Heartbeat:       TurnHeartbeat,
 		CarriedReports:  true, // turnEvents and turnFinished take them
 	}
+	// A run recorded before turns ran in the session keeps its TurnWorkflow children.
+	if s.ask(&s.hereVersion, turnHereChange, 1) > defaultVersion {
+		t.Here, t.Input = true, &in
+	}
+	return in
 }
+
+// turnHereChange guards the turns a session runs itself (no TurnWorkflow child) for the
+// runs recorded with children: the unversioned runs started before Worker Versioning,
+// which the current build replays (versioning.go).
+const turnHereChange = "turn-in-session"
 
 // turnStartFailed: the TurnWorkflow of turnID could not be started; the turn fails.
 func (s *sessionCore) turnStartFailed(now time.Time, turnID int64, err string) {
@@ -214,6 +231,9 @@ func (s *sessionCore) turnWorkflowStarted(turnID int64) bool {
 	t := s.liveTurn(turnID)
 	if t != nil && t.Child == childAsked {
 		t.Child = childRunning
+	}
+	if t != nil && t.Here {
+		s.driving = turnID
 	}
 	return t != nil
 }

@@ -34,8 +34,7 @@ func TestSession_SetMcpServers(t *testing.T) {
 	suite.SetLogger(quiet{})
 	env := suite.NewTestWorkflowEnvironment()
 	env.RegisterWorkflowWithOptions(NewSessionWorkflow(mcpAdmission{}), workflow.RegisterOptions{Name: signals.SessionWorkflowType})
-	env.RegisterWorkflowWithOptions(fakeTurn, workflow.RegisterOptions{Name: signals.TurnWorkflowType})
-	env.SetDetachedChildWait(false)
+	turnsAsChildren(env)
 	h := &harness{t: t, env: env}
 	var mu sync.Mutex
 	var inputs []signals.TurnInput

@@ -33,6 +33,9 @@ type session struct {
 
 	receivers []signalReceiver
 
+	// here is the Here turn this run drives (turn_here.go), nil before its first.
+	here *hereTurn
+
 	// the alarm timer of this run: its generation, its cancel, and whether it rang
 	alarmGen    int
 	cancelAlarm workflow.CancelFunc
@@ -288,12 +291,24 @@ func (x runtimeExec) continueAsNew(c ContinueAsNew) (bool, error) {
 }
 
 func (x runtimeExec) requestCancel(c RequestCancel) {
+	if c.Here {
+		x.s.cancelHere(c.TurnID)
+		_, _ = x.s.core.Step(workflow.Now(x.ctx), RequestDone{})
+		return
+	}
 	x.s.whenDone(x.ctx, workflow.RequestCancelExternalWorkflow(x.ctx, c.WorkflowID, ""))
 }
 
 func (x runtimeExec) retryNow(c RetryNow) {
+	if c.Here {
+		x.s.retryHere(c.TurnID)
+		_, _ = x.s.core.Step(workflow.Now(x.ctx), RequestDone{})
+		return
+	}
 	x.s.whenDone(x.ctx, workflow.SignalExternalWorkflow(x.ctx, c.WorkflowID, "", signals.SignalTurnRetryNow, nil))
 }
+
+func (x runtimeExec) resumeTurn(c ResumeTurn) { x.s.resumeHere(x.ctx, c) }
 
 func (x runtimeExec) deliver(c Deliver)              { x.s.deliver(x.ctx, c) }
 func (x runtimeExec) startTurn(c StartTurn)          { x.s.startTurn(x.ctx, c) }
@@ -309,11 +324,15 @@ func (s *session) whenDone(ctx workflow.Context, f workflow.Future) {
 	})
 }
 
-// startTurn starts the TurnWorkflow and feeds the core what becomes of it: its start, and
-// (in this run) its end.
+// startTurn starts the turn, Here (turn_here.go) or as a TurnWorkflow child, and feeds the
+// core what becomes of it: its start, and (in this run) its end.
 func (s *session) startTurn(ctx workflow.Context, c StartTurn) {
 	if s.build.TurnMarkerForTest {
 		_ = workflow.SideEffect(ctx, func(workflow.Context) any { return true }).Get(nil)
+	}
+	if c.Here {
+		s.startHere(ctx, c)
+		return
 	}
 	cctx := workflow.WithChildOptions(ctx, workflow.ChildWorkflowOptions{
 		WorkflowID:            c.WorkflowID,

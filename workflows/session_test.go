@@ -16,8 +16,11 @@ import (
 	"github.com/tacp-dev/tacp/signals"
 )
 
-// The session shell under the SDK's test environment. TurnWorkflow is replaced by a child
-// that runs until cancelled; the tests play the turn runner by sending its signals.
+// The session shell under the SDK's test environment, with its turns as TurnWorkflow
+// children (turnsAsChildren: the shape the runs recorded before Here turns keep), each
+// replaced by a child that runs until cancelled; the tests play the turn runner by sending
+// its signals. A Here turn's activity runs on a real worker in the e2e tests; its command
+// order is the rig's (core_test.go), and a recorded history replays it.
 
 // seenTurn, when set, is handed every fake turn's input.
 var seenTurn func(signals.TurnInput)
@@ -27,6 +30,15 @@ func fakeTurn(ctx workflow.Context, in signals.TurnInput) error {
 		seenTurn(in)
 	}
 	return workflow.Await(ctx, func() bool { return false })
+}
+
+// turnsAsChildren runs env's sessions with TurnWorkflow children (fakeTurn), as a run
+// recorded before Here turns does (turnHereChange).
+func turnsAsChildren(env *testsuite.TestWorkflowEnvironment) {
+	env.RegisterWorkflowWithOptions(fakeTurn, workflow.RegisterOptions{Name: signals.TurnWorkflowType})
+	env.OnGetVersion(turnHereChange, workflow.DefaultVersion, 1).Return(workflow.DefaultVersion)
+	// The fake turns never end; the session abandons them as it does real ones.
+	env.SetDetachedChildWait(false)
 }
 
 type harness struct {
@@ -42,9 +54,7 @@ func newHarness(t *testing.T) *harness {
 	suite.SetLogger(quiet{})
 	env := suite.NewTestWorkflowEnvironment()
 	env.RegisterWorkflowWithOptions(SessionWorkflow, workflow.RegisterOptions{Name: signals.SessionWorkflowType})
-	env.RegisterWorkflowWithOptions(fakeTurn, workflow.RegisterOptions{Name: signals.TurnWorkflowType})
-	// The fake turns never end; the session abandons them as it does real ones.
-	env.SetDetachedChildWait(false)
+	turnsAsChildren(env)
 	h := &harness{t: t, env: env}
 	env.RegisterActivityWithOptions(func(_ context.Context, req signals.ReleaseAgentRequest) error {
 		h.released = append(h.released, req)

@@ -1,10 +1,11 @@
 package workflows
 
-// TurnWorkflow owns one turn: it runs the RunTurn activity (with its retries and failover)
-// and reports the outcome to the session by a turn_finished signal to the session's
-// workflow id, which reaches whichever run of the session is current. The session starts
-// it as a child with ParentClosePolicy ABANDON, so the turn outlives the run that started it
-// when the session continues as new.
+// The drive of one turn: the RunTurn activity with its retries and failover (affinity.go),
+// the waits for a provider's limit (turn_limits.go), and the outcome reported to the session
+// unless the runner already did. A session runs it itself, in a goroutine of its run
+// (turn_here.go: the turn's activity is the session's own); the runs recorded before that
+// (turnHereChange) run it as TurnWorkflow, a child with ParentClosePolicy ABANDON that
+// reports by signals to the session's workflow id, which reach whichever run is current.
 
 import (
 	"errors"
@@ -20,23 +21,59 @@ import (
 // turnAttempts bounds the RunTurn attempts: a lost worker is retried on another worker.
 const turnAttempts = 3
 
+// turnSide is where a turn's drive reports to and hears from its session: signals across
+// workflows (a TurnWorkflow's), or the session's own core (a Here turn's).
+type turnSide interface {
+	// limited tells the session the attempt was limited (turn_limited).
+	limited(ctx workflow.Context, sig signals.TurnLimitedSignal) error
+	// finished tells the session the turn's outcome (turn_finished); ctx may be cancelled.
+	finished(ctx workflow.Context, fin signals.TurnFinishedSignal) error
+	// retryNow is where the session's retry_now arrives.
+	retryNow(ctx workflow.Context) workflow.ReceiveChannel
+}
+
 // TurnWorkflow runs one turn of a session: on the host that holds the agent first (contract
 // §10), then on the session's queue, and reports the outcome unless the runner already did.
 func TurnWorkflow(ctx workflow.Context, in signals.TurnInput) error {
 	run := signals.RunTurnInput{TurnInput: in, SessionWorkflowID: signals.SessionWorkflowID(in.SessionID)}
-	res, err := runAttempts(ctx, in, &run)
+	return driveTurn(ctx, childSide{in.SessionID}, in, run, runAttempts)
+}
+
+// round runs one round of a turn's drive: its attempts (runAttempts), or, for a turn a
+// session resumes after continuing as new, its adoption or the rest of its wait.
+type round func(ctx workflow.Context, in signals.TurnInput, run *signals.RunTurnInput) (signals.RunTurnResult, error)
+
+// driveTurn drives one turn: its first round, the waits for limits and the rounds after
+// them, and the outcome for the session.
+func driveTurn(ctx workflow.Context, side turnSide, in signals.TurnInput, run signals.RunTurnInput, first round) error {
+	res, err := first(ctx, in, &run)
 	// A limited attempt: wait on the timer and run the prompt again (turn_limits.go).
 	for err == nil && res.Limited != nil {
-		res, err = waitLimit(ctx, in, &run, res)
+		res, err = waitLimit(ctx, side, in, &run, res)
 	}
 	// The runner reported an answered turn itself, straight away: a second turn_finished
 	// would only cost the session a signal and a workflow task.
 	if err == nil && res.Reported {
 		return nil
 	}
+	return side.finished(ctx, turnFinished(in.TurnID, res, err))
+}
+
+// childSide is a TurnWorkflow's side: signals to the session's workflow id.
+type childSide struct{ sessionID string }
+
+func (c childSide) limited(ctx workflow.Context, sig signals.TurnLimitedSignal) error {
+	return workflow.SignalExternalWorkflow(ctx, signals.SessionWorkflowID(c.sessionID), "", signals.SignalTurnLimited, sig).Get(ctx, nil)
+}
+
+func (c childSide) finished(ctx workflow.Context, fin signals.TurnFinishedSignal) error {
 	// The turn's own context may be cancelled; the report must go out regardless.
 	dctx, _ := workflow.NewDisconnectedContext(ctx)
-	return workflow.SignalExternalWorkflow(dctx, signals.SessionWorkflowID(in.SessionID), "", signals.SignalTurnFinished, turnFinished(in.TurnID, res, err)).Get(dctx, nil)
+	return workflow.SignalExternalWorkflow(dctx, signals.SessionWorkflowID(c.sessionID), "", signals.SignalTurnFinished, fin).Get(dctx, nil)
+}
+
+func (childSide) retryNow(ctx workflow.Context) workflow.ReceiveChannel {
+	return workflow.GetSignalChannel(ctx, signals.SignalTurnRetryNow)
 }
 
 // runAttempts runs the RunTurn attempts of one round of the turn: on the host that holds
