@@ -221,12 +221,12 @@ func TestAnAdopterAfterTheEndReturnsTheRememberedOutcome(t *testing.T) {
 	perm := rig.waitPermission(t)
 	orig.end(runGoneErr())
 	requireHandedOver(t, orig.wait(t))
-
-	rig.answer(t, "s1", perm, "allow_once")
-	require.Eventually(t, func() bool { return len(rig.rec.reports(1).finished) == 1 }, time.Minute, 5*time.Millisecond)
 	a := rig.host.heldAttempt(attemptKey{"s1", 1, 1})
 	require.NotNil(t, a)
+
+	rig.answer(t, "s1", perm, "allow_once")
 	<-a.ended
+	require.Len(t, rig.rec.reports(1).finished, 1)
 
 	for range 2 { // as often as it is asked for, within AdoptWait
 		out := rig.start(adopting(in, 1)).wait(t)
