@@ -180,14 +180,13 @@ func TestAHeldAttemptRunsOnAndItsAdopterReturnsItsEnd(t *testing.T) {
 	require.NoError(t, out.err)
 	require.Equal(t, "end_turn", out.res.StopReason)
 	require.Equal(t, int32(1), out.res.Attempt)
-	require.True(t, out.res.Reported, "the early turn_finished went out")
+	require.False(t, out.res.Reported, "an InSession attempt's result is its report: no turn_finished signal")
 
 	require.Equal(t, []string{"permission: selected allow_always"}, joinedTexts(t, rig.rec.events(1)), "the agent streamed on through the hand-overs")
 	require.Equal(t, pid, rig.host.AgentPID("s1"), "one agent process, alive between turns")
 	reports := rig.rec.reports(1)
 	require.Len(t, reports.started, 1, "one attempt started")
-	require.Len(t, reports.finished, 1, "turn_finished once")
-	require.Equal(t, "end_turn", reports.finished[0].StopReason)
+	require.Empty(t, reports.finished, "the result is the report")
 }
 
 // The adopter may come before the attempt's activity noticed its run is gone (heartbeats
@@ -206,14 +205,14 @@ func TestAnAdopterTakesOverBeforeTheOriginalNoticed(t *testing.T) {
 	out := adopter.wait(t)
 	require.NoError(t, out.err)
 	require.Equal(t, "end_turn", out.res.StopReason)
-	require.True(t, out.res.Reported)
+	require.False(t, out.res.Reported)
 	require.Equal(t, []string{"permission: selected allow_once"}, joinedTexts(t, rig.rec.events(1)))
-	require.Len(t, rig.rec.reports(1).finished, 1)
+	require.Empty(t, rig.rec.reports(1).finished)
 }
 
 // The session continued as new just as the turn ended: the attempt ended while held, and
-// its adopter, coming after the end, returns its outcome at once (turn_finished went out
-// once, before).
+// its adopter, coming after the end, returns its outcome at once (the remembered result is
+// the turn's report).
 func TestAnAdopterAfterTheEndReturnsTheRememberedOutcome(t *testing.T) {
 	rig := newTurnRig(t, "")
 	in := inSession("s1", 1, rig.agent(), "/permission edit main.go")
@@ -226,15 +225,15 @@ func TestAnAdopterAfterTheEndReturnsTheRememberedOutcome(t *testing.T) {
 
 	rig.answer(t, "s1", perm, "allow_once")
 	<-a.ended
-	require.Len(t, rig.rec.reports(1).finished, 1)
+	require.Empty(t, rig.rec.reports(1).finished)
 
 	for range 2 { // as often as it is asked for, within AdoptWait
 		out := rig.start(adopting(in, 1)).wait(t)
 		require.NoError(t, out.err)
 		require.Equal(t, "end_turn", out.res.StopReason)
-		require.True(t, out.res.Reported)
+		require.False(t, out.res.Reported)
 	}
-	require.Len(t, rig.rec.reports(1).finished, 1, "turn_finished once")
+	require.Empty(t, rig.rec.reports(1).finished, "the result is the report")
 }
 
 // A held attempt nobody adopts within AdoptWait ends as an attempt whose activity was lost
@@ -292,7 +291,7 @@ func TestACancelOfTheAdopterCancelsTheTurn(t *testing.T) {
 	out := adopter.wait(t)
 	require.NoError(t, out.err)
 	require.Equal(t, "cancelled", out.res.StopReason)
-	require.True(t, out.res.Reported)
+	require.False(t, out.res.Reported)
 	require.NotZero(t, rig.host.AgentPID("s1"), "the agent answered cancelled and lives on")
 }
 

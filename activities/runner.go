@@ -172,15 +172,17 @@ func (r *Runner) RunTurn(ctx context.Context, in signals.RunTurnInput) (signals.
 	return a.answer(owner)
 }
 
-// runAttempt runs one attempt of a turn (runTurn) and, when the agent answered, reports the
-// end to the session straight away, once the agent is back in the idle pool, with the
-// turn's last batch and its turn_started when nothing carried them yet (started.go): the
-// session (or its TurnWorkflow) reports it only when this report did not go out, two
-// server round trips later, carrying the same. It goes out once per attempt, whichever
-// activity answers for the attempt by then. Heartbeats go to owner.
+// runAttempt runs one attempt of a turn (runTurn). For a TurnWorkflow's attempt, when the
+// agent answered, it reports the end to the session straight away, once the agent is back
+// in the idle pool, with the turn's last batch and its turn_started when nothing carried
+// them yet (started.go): the TurnWorkflow reports it only when this report did not go out,
+// two server round trips later, carrying the same. An InSession attempt's result is that
+// report: the activity's completion reaches the session as soon as a signal would (and
+// after a continue-as-new, the adopter returns it), so a signal would cost the session an
+// event, a workflow task and an action for nothing. Heartbeats go to owner.
 func (r *Runner) runAttempt(ctx context.Context, in signals.RunTurnInput, attempt int32, owner beatTarget) (signals.RunTurnResult, error) {
 	res, err := r.runTurn(ctx, in, attempt, owner)
-	if err == nil && res.StopReason != "" {
+	if err == nil && res.StopReason != "" && !in.InSession {
 		if serr := r.signal(context.WithoutCancel(ctx), in.SessionWorkflowID, signals.SignalTurnFinished, signals.TurnFinishedSignal{
 			TurnID: in.TurnID, Attempt: res.Attempt, StopReason: res.StopReason,
 			AgentSessionID: res.AgentSessionID, Usage: res.Usage, Batches: res.Batches, HostQueue: res.Host,

@@ -171,7 +171,7 @@ func TestTheNextRunAdoptsTheTurnOfARunThatContinuedAsNew(t *testing.T) {
 	require.NoError(t, c.GetWorkflow(ctx, in.SessionWorkflowID, "").Get(ctx, &res))
 	require.Equal(t, "end_turn", res.StopReason)
 	require.Equal(t, perm.Attempt, res.Attempt)
-	require.True(t, res.Reported, "the early turn_finished reached the run that adopted the turn")
+	require.False(t, res.Reported, "the adopter's result is the turn's report (no turn_finished signal)")
 	require.Equal(t, pid, host.AgentPID("s1"), "one agent process, alive between turns")
 	require.True(t, logs.has("was_held=true"))
 
