@@ -95,6 +95,14 @@ func TestRecordHistories(t *testing.T) {
 	require.NoError(t, err)
 	first := d.GetWorkflowExecutionInfo().GetFirstRunId()
 	writeHistory(t, signals.SessionWorkflowID(id), first, filepath.Join(dir, fmt.Sprintf("session-continue-as-new-mid-turn-%s.json", stamp)))
+	// Its second run, which adopted the turn's attempt (a Here turn, ResumeTurn).
+	iter := tc.GetWorkflowHistory(ctxFor(t, 30*time.Second), signals.SessionWorkflowID(id), first, false, enumspb.HISTORY_EVENT_FILTER_TYPE_CLOSE_EVENT)
+	require.True(t, iter.HasNext())
+	closed, err := iter.Next()
+	require.NoError(t, err)
+	second := closed.GetWorkflowExecutionContinuedAsNewEventAttributes().GetNewExecutionRunId()
+	require.NotEmpty(t, second, "the first run continued as new")
+	writeHistory(t, signals.SessionWorkflowID(id), second, filepath.Join(dir, fmt.Sprintf("session-continue-as-new-adopted-%s.json", stamp)))
 }
 
 // TestRecordHistoriesSettings records the agent's offer as session state: agent.settings
