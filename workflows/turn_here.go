@@ -79,14 +79,17 @@ func (s *session) resumeHere(ctx workflow.Context, c ResumeTurn) {
 }
 
 // adoptAttempt adopts attempt c.Attempt from c.HostQueue, the host that runs it; when the
-// host does not take the adoption within the affinity wait, or answers that it does not
+// host does not take the adoption within the heartbeat timeout (or the affinity wait, if
+// longer), or answers that it does not
 // hold the attempt, or is lost after it, the turn runs a new attempt on the session queue,
 // numbered after it and resuming from what the session or the adoption knew of it — unless
 // the turn is no longer live (live: its end reached the session meanwhile).
 func adoptAttempt(ctx workflow.Context, in signals.TurnInput, run *signals.RunTurnInput, c ResumeTurn, live func() bool) (signals.RunTurnResult, error) {
 	run.Adopt = true
 	o := runTurnOptions(in, 1)
-	o.TaskQueue, o.ScheduleToStartTimeout = c.HostQueue, max(in.AffinityWait, DefaultAffinityWait)
+	// A host lost mid-turn is noticed after the heartbeat timeout anyway; the adoption waits
+	// as long before it gives up a live attempt (a new one restarts the agent's work).
+	o.TaskQueue, o.ScheduleToStartTimeout = c.HostQueue, max(in.AffinityWait, in.Heartbeat, DefaultAffinityWait)
 	o.Summary = fmt.Sprintf("turn %d: the new run adopts attempt %d on the worker that runs it (taken within %s, or the turn moves)", in.TurnID, c.Attempt, o.ScheduleToStartTimeout)
 	actx := workflow.WithActivityOptions(ctx, o)
 	var res signals.RunTurnResult
