@@ -28,6 +28,7 @@ import (
 	"time"
 
 	"go.temporal.io/api/serviceerror"
+	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/temporal"
 
 	"github.com/tacp-dev/tacp/signals"
@@ -214,7 +215,9 @@ func (a *ownedAttempt) ownerDone(o *attemptOwner) {
 }
 
 // answer waits for the attempt's outcome as its owner o. An owner released before the end
-// answers errHandedOver at once: its result goes nowhere.
+// answers at once with activity.ErrResultPending: its result would go nowhere (its run is
+// gone, or another activity answers for the attempt), so the SDK is told to send none,
+// and the worker logs no failure for a hand-over.
 func (a *ownedAttempt) answer(o *attemptOwner) (signals.RunTurnResult, error) {
 	select {
 	case <-o.released:
@@ -225,8 +228,8 @@ func (a *ownedAttempt) answer(o *attemptOwner) (signals.RunTurnResult, error) {
 			return a.res, a.err
 		}
 	}
-	return signals.RunTurnResult{Attempt: a.key.attempt}, temporal.NewApplicationError(
-		fmt.Sprintf("turn attempt %d handed over: the session's next run answers for it", a.key.attempt), signals.TypeAttemptLost)
+	a.log.Info("turn attempt handed over: another activity answers for it now", "attempt", a.key.attempt)
+	return signals.RunTurnResult{Attempt: a.key.attempt}, activity.ErrResultPending
 }
 
 func (a *ownedAttempt) beatCtx() context.Context {

@@ -180,3 +180,44 @@ func TestWorkerKilledMidTurnRestartsTheTurnOnAnotherWorker(t *testing.T) {
 	require.Equal(t, before.AgentSessionID, st.AgentSessionID)
 	checkInvariants(t, allEvents(t, id))
 }
+
+// A session that continued as new mid-turn left the turn's attempt with its host for the
+// next run to adopt (contract §6, adoption); the host dies after that: the adopter's
+// heartbeats stop, and the turn restarts on another worker, which loads the agent session
+// and ends the turn.
+func TestAnAdoptedTurnWhoseHostIsKilledRestartsOnAnotherWorker(t *testing.T) {
+	t.Parallel()
+	queue := "tacp-adopt-failover-" + signals.NewID()[:8]
+	qc := signals.NewClient(tc, queue)
+	first := startWorkerProcess(t, queue)
+
+	id := session(t)
+	cfg := signals.SessionConfig{SessionID: id, MaxRunEvents: 60}
+	ctx := ctxFor(t, 120*time.Second)
+	_, err := qc.Prompt(ctx, cfg, signals.PromptRequest{Text: "/chunks 200 every 50ms", ClientMessageID: "turn-1"})
+	require.NoError(t, err)
+	// The turn streams across continue-as-new: the run that runs it now adopted it.
+	require.Eventually(t, func() bool {
+		st, err := qc.Status(ctx, id)
+		return err == nil && st.Run >= 2 && st.State == signals.StateRunning
+	}, 60*time.Second, 20*time.Millisecond, "the session continued as new mid-turn")
+	startWorkerProcess(t, queue)
+	require.NoError(t, first.Process.Signal(syscall.SIGKILL))
+	_ = first.Wait()
+
+	evs := turnEnd(t, id, 1)
+	kind, data := terminalData(t, evs)
+	require.Equal(t, signals.EventTurnEnded, kind)
+	require.Equal(t, "end_turn", data["stop_reason"])
+	var restarted []signals.TurnStartedData
+	for _, ev := range evs {
+		if ev.Kind == signals.EventTurnRestarted {
+			var d signals.TurnStartedData
+			require.NoError(t, json.Unmarshal(ev.Data, &d))
+			restarted = append(restarted, d)
+		}
+	}
+	require.NotEmpty(t, restarted, "the lost attempt is superseded by turn.restarted")
+	require.Equal(t, int32(2), restarted[0].Attempt, "numbered after the adopted attempt")
+	checkInvariants(t, allEvents(t, id))
+}
