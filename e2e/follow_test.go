@@ -220,10 +220,7 @@ func TestAnIdleFollowedSessionIsNotQueried(t *testing.T) {
 	_, err = own.Prompt(ctx, cfg, signals.PromptRequest{Text: "/chunks 2", ClientMessageID: signals.NewID()})
 	require.NoError(t, err)
 	// Idle for the server too: the turn ended, no activity or task pending, history still.
-	require.Eventually(t, func() bool {
-		st, err := own.Status(ctx, id)
-		return err == nil && st.State == signals.StateIdle && st.TurnID == 1
-	}, time.Minute, 20*time.Millisecond)
+	turnEnd(t, id, 1)
 	require.Eventually(t, func() bool {
 		d, err := wc.DescribeWorkflowExecution(ctx, wid, "")
 		return err == nil && d.GetPendingWorkflowTask() == nil && len(d.GetPendingChildren()) == 0 && len(d.GetPendingActivities()) == 0

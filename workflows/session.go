@@ -35,6 +35,10 @@ type session struct {
 
 	// here is the Here turn this run drives (turn_here.go), nil before its first.
 	here *hereTurn
+	// stepped: the drive of a Here turn stepped the core (its report, its end) outside the
+	// loop, which carries out the Ready that follows (the search attributes, the metrics):
+	// a report by signal wakes the loop as a signal.
+	stepped bool
 
 	// the alarm timer of this run: its generation, its cancel, and whether it rang
 	alarmGen    int
@@ -246,11 +250,12 @@ func (s *session) loop(ctx workflow.Context) error {
 	}
 	for {
 		err := workflow.Await(ctx, func() bool {
-			return s.signalsPending() || s.alarmRang || s.core.HasReady(s.runInfo(ctx))
+			return s.signalsPending() || s.alarmRang || s.stepped || s.core.HasReady(s.runInfo(ctx))
 		})
 		if err != nil {
 			return err
 		}
+		s.stepped = false
 		s.drainSignals(ctx)
 		rang := s.alarmRang
 		s.alarmRang = false

@@ -46,6 +46,7 @@ func (s *session) driveHere(ctx workflow.Context, in signals.TurnInput, run sign
 			ended.Failure = err.Error()
 		}
 		_, _ = s.core.Step(workflow.Now(ctx), ended)
+		s.stepped = true
 	})
 }
 
@@ -135,6 +136,7 @@ func (x hereSide) report(ctx workflow.Context, name string, v any) {
 		panic(fmt.Sprintf("encode %s: %v", name, err)) // plain data: cannot fail
 	}
 	_, _ = x.s.core.Step(workflow.Now(ctx), SignalInput{Name: name, Raw: raw})
+	x.s.stepped = true
 }
 
 // cancelHere cancels this run's drive of turn turnID (its activity is asked to cancel, and
