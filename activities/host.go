@@ -3,7 +3,8 @@ package activities
 // The host: one per worker process. It owns the pieces a worker's turns share, each in a
 // file of its own: the agent pool (agentpool.go: each session's agent process kept alive
 // between turns), what an agent says between turns (betweenturns.go), the registry of the
-// turns running here (liveturns.go), the Deliver activity that carries the workflow's
+// turns running here (liveturns.go), the attempts a session's next run may adopt
+// (adopt.go), the Deliver activity that carries the workflow's
 // decisions into them (delivery.go) and the bridge of the agent's permission requests to the
 // workflow (permission.go). This file holds the Host type and its lifecycle.
 
@@ -41,7 +42,10 @@ type Host struct {
 	mu     sync.Mutex
 	agents map[string]*hostedAgent // by tacp session id
 	turns  map[turnKey]*liveTurn
-	seq    int
+	// attempts are the InSession attempts running here, and those that ended within
+	// their AdoptWait (adopt.go).
+	attempts map[attemptKey]*ownedAttempt
+	seq      int
 	// starting counts agents between the cap check and their registration.
 	starting int
 	done     chan struct{}
@@ -78,6 +82,7 @@ func (h *Host) init() {
 		}
 		h.agents = map[string]*hostedAgent{}
 		h.turns = map[turnKey]*liveTurn{}
+		h.attempts = map[attemptKey]*ownedAttempt{}
 		h.done = make(chan struct{})
 	})
 }

@@ -17,6 +17,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"runtime/debug"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -85,7 +86,12 @@ type Runner struct {
 	// agent gives no reset time (0: DefaultLimitBackoff), doubled per wait (limits.go).
 	LimitMaxWait time.Duration
 	LimitBackoff time.Duration
-	Logger       *slog.Logger
+	// AdoptWait is how long an attempt the session scheduled itself (InSession) keeps
+	// running after the session's run is gone (it continued as new mid-turn) for the next
+	// run's adopting RunTurn to take it over, and how long an ended one's outcome is kept
+	// for an adopter that comes after its end (0: DefaultAdoptWait). See adopt.go.
+	AdoptWait time.Duration
+	Logger    *slog.Logger
 
 	budget *flushBudget
 	once   sync.Once
@@ -116,6 +122,9 @@ func (r *Runner) setDefaults() {
 	if r.InitTimeout <= 0 {
 		r.InitTimeout = DefaultInitTimeout
 	}
+	if r.AdoptWait <= 0 {
+		r.AdoptWait = DefaultAdoptWait
+	}
 	if r.Logger == nil {
 		r.Logger = slog.New(slog.DiscardHandler)
 	}
@@ -125,13 +134,52 @@ func (r *Runner) setDefaults() {
 	r.Host.init()
 }
 
-// RunTurn runs one attempt of a turn (runTurn) and, when the agent answered, reports the
+// RunTurn runs one attempt of a turn (runAttempt) and answers for it, or, with in.Adopt,
+// answers for an attempt that a closed run of the session scheduled (adopt.go).
+//
+// A TurnWorkflow's attempt runs on the activity's context, as it always did. An attempt the
+// session scheduled itself (in.InSession) runs on a context of its own, in a goroutine of
+// its own, so that it outlives its activity when the session's run is gone: the activity
+// waits for its outcome, or returns at once when it no longer answers for it.
+func (r *Runner) RunTurn(ctx context.Context, in signals.RunTurnInput) (signals.RunTurnResult, error) {
+	r.defaults()
+	if in.Adopt {
+		return r.adopt(ctx, in)
+	}
+	// Attempts on the previous host's queue ran in another activity: number on from them.
+	attempt := in.AttemptBase + activity.GetInfo(ctx).Attempt
+	if !in.InSession {
+		return r.runAttempt(ctx, in, attempt, activityOwned{ctx})
+	}
+	log := r.Logger.With("session", in.SessionID, "turn", in.TurnID, "attempt", attempt)
+	a, owner := r.Host.startAttempt(ctx, attemptKey{in.SessionID, in.TurnID, attempt}, r.AdoptWait, log)
+	go func() {
+		var (
+			res signals.RunTurnResult
+			err error
+		)
+		defer func() {
+			// The SDK's recovery of a panicking activity does not reach this goroutine:
+			// the attempt fails as the SDK would fail it (retryable), the worker lives on.
+			if p := recover(); p != nil {
+				log.Error("turn attempt panicked", "panic", p, "stack", string(debug.Stack()))
+				res, err = signals.RunTurnResult{Attempt: attempt, Host: r.Host.Queue}, fmt.Errorf("turn attempt panicked: %v", p)
+			}
+			r.Host.endAttempt(a, res, err)
+		}()
+		res, err = r.runAttempt(a.ctx, in, attempt, a)
+	}()
+	return a.answer(owner)
+}
+
+// runAttempt runs one attempt of a turn (runTurn) and, when the agent answered, reports the
 // end to the session straight away, once the agent is back in the idle pool, with the
 // turn's last batch and its turn_started when nothing carried them yet (started.go): the
-// TurnWorkflow reports it only when this report did not go out, two server round trips
-// later, carrying the same.
-func (r *Runner) RunTurn(ctx context.Context, in signals.RunTurnInput) (signals.RunTurnResult, error) {
-	res, err := r.runTurn(ctx, in)
+// session (or its TurnWorkflow) reports it only when this report did not go out, two
+// server round trips later, carrying the same. It goes out once per attempt, whichever
+// activity answers for the attempt by then. Heartbeats go to owner.
+func (r *Runner) runAttempt(ctx context.Context, in signals.RunTurnInput, attempt int32, owner beatTarget) (signals.RunTurnResult, error) {
+	res, err := r.runTurn(ctx, in, attempt, owner)
 	if err == nil && res.StopReason != "" {
 		if serr := r.signal(context.WithoutCancel(ctx), in.SessionWorkflowID, signals.SignalTurnFinished, signals.TurnFinishedSignal{
 			TurnID: in.TurnID, Attempt: res.Attempt, StopReason: res.StopReason,
@@ -153,10 +201,7 @@ func (r *Runner) RunTurn(ctx context.Context, in signals.RunTurnInput) (signals.
 // permission answers arrive through Deliver; a cancellation of the activity (delivered with
 // heartbeats) is the backstop for cancel. The prompt loop itself is the turn shell around
 // the turn core (turnshell.go, turncore.go).
-func (r *Runner) runTurn(ctx context.Context, in signals.RunTurnInput) (signals.RunTurnResult, error) {
-	r.defaults()
-	// Attempts on the previous host's queue ran in another activity: number on from them.
-	attempt := in.AttemptBase + activity.GetInfo(ctx).Attempt
+func (r *Runner) runTurn(ctx context.Context, in signals.RunTurnInput, attempt int32, owner beatTarget) (signals.RunTurnResult, error) {
 	t := &turnRun{r: r, in: in, attempt: attempt, res: signals.RunTurnResult{Attempt: attempt, Host: r.Host.Queue}}
 	t.log = r.Logger.With("session", in.SessionID, "turn", in.TurnID, "attempt", attempt)
 	// The attempt beats from its first instruction: an agent's start, its session/load, the
@@ -165,7 +210,7 @@ func (r *Runner) runTurn(ctx context.Context, in signals.RunTurnInput) (signals.
 	// another). Until this attempt knows better, it beats what the attempt before it knew,
 	// so that a retry after this one loads the same agent session.
 	t.before = t.progressBefore(ctx)
-	beat := startHeartbeat(ctx, t.before)
+	beat := startHeartbeat(ctx, owner, t.before)
 	defer beat.stop()
 	setup, err := t.prepare(ctx)
 	if err != nil {
@@ -582,8 +627,10 @@ type heartbeat struct {
 	set1     sync.Once
 }
 
-// startHeartbeat keeps recording beat, and then the latest progress (set), until stop.
-func startHeartbeat(ctx context.Context, beat signals.TurnProgress) *heartbeat {
+// startHeartbeat keeps recording beat, and then the latest progress (set), until stop, on
+// the context of the activity that answers for the attempt (to): none while the attempt is
+// held, at once when another activity adopted it. ctx is the attempt's.
+func startHeartbeat(ctx context.Context, to beatTarget, beat signals.TurnProgress) *heartbeat {
 	h := &heartbeat{progress: make(chan struct{}), done: make(chan struct{})}
 	h.beat.Store(&beat)
 	setupEvery := 3 * time.Second
@@ -594,14 +641,21 @@ func startHeartbeat(ctx context.Context, beat signals.TurnProgress) *heartbeat {
 		tick := time.NewTicker(setupEvery)
 		defer tick.Stop()
 		progress := h.progress
+		record := func() {
+			if owner := to.beatCtx(); owner != nil {
+				activity.RecordHeartbeat(owner, *h.beat.Load())
+			}
+		}
 		for {
 			select {
 			case <-tick.C:
-				activity.RecordHeartbeat(ctx, *h.beat.Load())
+				record()
 			case <-progress:
 				progress = nil
-				activity.RecordHeartbeat(ctx, *h.beat.Load())
+				record()
 				tick.Reset(heartbeatEvery)
+			case <-to.ownerChanged():
+				record()
 			case <-h.done:
 				return
 			}

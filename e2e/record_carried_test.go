@@ -52,5 +52,4 @@ func TestRecordHistoriesCarriedReports(t *testing.T) {
 	t.Logf("turn_started signals %d, upserts %d", started, upserts)
 	require.Less(t, started, 3, "the short turn's turn_started rode on a batch")
 	closeAndRecord(t, sc, id, signals.CloseRequest{Reason: "recorded"}, filepath.Join(dir, fmt.Sprintf("session-carried-reports-%s.json", stamp)))
-	writeHistory(t, signals.TurnWorkflowID(id, 1), "", filepath.Join(dir, fmt.Sprintf("turn-carried-reports-%s.json", stamp)))
 }

@@ -20,8 +20,9 @@ import (
 
 // TestRecordHistories records real histories for workflows/replay_test.go, which replays
 // every file under workflows/testdata/histories so that a change breaking running sessions
-// fails CI. Run it after a deliberate change of the workflows' shape (with
-// workflow.GetVersion guarding the old one), and commit the new files beside the old:
+// fails CI. Run it after a deliberate change of the workflows' shape, and commit the new
+// files beside the old. A turn is the session's own activity, so its history is the
+// session's (the turn-*.json files are TurnWorkflows of the runs recorded before):
 //
 //	TACP_RECORD_HISTORIES=1 go test ./e2e -run TestRecordHistories
 func TestRecordHistories(t *testing.T) {
@@ -41,7 +42,6 @@ func TestRecordHistories(t *testing.T) {
 	require.NoError(t, err)
 	turnEnd(t, id, 2)
 	closeAndRecord(t, sc, id, signals.CloseRequest{Reason: "recorded"}, filepath.Join(dir, fmt.Sprintf("session-turns-cancel-close-%s.json", stamp)))
-	writeHistory(t, signals.TurnWorkflowID(id, 2), "", filepath.Join(dir, fmt.Sprintf("turn-cancelled-%s.json", stamp)))
 
 	// Decisions delivered into running turns: an injected steer, a permission answered, a
 	// cancel delivered while a permission waits.
@@ -95,7 +95,6 @@ func TestRecordHistories(t *testing.T) {
 	require.NoError(t, err)
 	first := d.GetWorkflowExecutionInfo().GetFirstRunId()
 	writeHistory(t, signals.SessionWorkflowID(id), first, filepath.Join(dir, fmt.Sprintf("session-continue-as-new-mid-turn-%s.json", stamp)))
-	writeHistory(t, signals.TurnWorkflowID(id, 1), "", filepath.Join(dir, fmt.Sprintf("turn-streamed-%s.json", stamp)))
 }
 
 // TestRecordHistoriesSettings records the agent's offer as session state: agent.settings
@@ -129,7 +128,6 @@ func TestRecordHistoriesSettings(t *testing.T) {
 	evs := turnEnd(t, id, 3)
 	require.Equal(t, "settings mode=acceptEdits model=sonnet", strings.Join(agentTexts(t, evs, 3), ""))
 	closeAndRecord(t, sc, id, signals.CloseRequest{Reason: "recorded"}, filepath.Join(dir, fmt.Sprintf("session-settings-%s.json", stamp)))
-	writeHistory(t, signals.TurnWorkflowID(id, 2), "", filepath.Join(dir, fmt.Sprintf("turn-settings-delivered-%s.json", stamp)))
 
 	// set_mcp_servers: by update (the servers it has), refused by policy (this worker takes
 	// none from clients) by update and by its signal twin (a SideEffect), then a turn.
@@ -209,7 +207,6 @@ func TestRecordHistoriesPermissionExpiredAndFailover(t *testing.T) {
 	evs := turnEnd(t, id, 2)
 	require.NotZero(t, countKind(evs, signals.EventTurnRestarted, 1), "turn 1 restarted")
 	closeAndRecord(t, qc, id, signals.CloseRequest{Reason: "recorded"}, filepath.Join(dir, fmt.Sprintf("session-failover-turn-restarted-%s.json", stamp)))
-	writeHistory(t, signals.TurnWorkflowID(id, 1), "", filepath.Join(dir, fmt.Sprintf("turn-failover-heartbeat-timeout-%s.json", stamp)))
 }
 
 // recordingTo skips unless TACP_RECORD_HISTORIES is set, and returns the folder recorded

@@ -19,15 +19,15 @@
 //     the validators, the signal twins and the scenario verbs come from it.
 //   - core.go: sessionCore's state (carried across continue-as-new), its sessionEnv, the
 //     journal helper.
-//   - core_turn.go: the turn's life: LiveTurn (its TurnWorkflow child asked, running,
-//     ended; its cancel none, wanted, sent), beginTurn, the runner's reports (attempt
+//   - core_turn.go: the turn's life: LiveTurn (its drive asked, running, ended: the
+//     session's own or a TurnWorkflow child's; its cancel none, wanted, sent; Here), beginTurn, the runner's reports (attempt
 //     watermarks, turn.restarted, "finish waits for the last batch"), maybeFinish, the
 //     between-turn journal.
 //   - core_prompts.go: prompt, steer, cancel and close, each a check and an apply.
 //   - core_status.go, core_usage.go: the state, Current Details, the search attributes'
 //     values, the status query; the usage totals.
 //   - core_next.go: next, which alone says which command Ready hands out, and the
-//     continue-as-new policy.
+//     continue-as-new policy, and the ResumeTurn of a Here turn the run before drove.
 //   - core_signals.go: the runner's signals, the drain order, the start of a run
 //     (newSessionCore).
 //   - core_delivery.go: the delivery lane (Async deliveries, DeliveryID, the steer
@@ -58,11 +58,15 @@
 //     its answers to the core's Ask, and ProfilesWorkflow.
 //   - versioning.go: Worker Versioning: the build's options, the removal rule of the
 //     GetVersion ids.
-//   - turn.go: TurnWorkflow, which runs the RunTurn activity with its retries and
-//     failover and reports the turn's end to the session.
+//   - turn.go: a turn's drive (driveTurn): the RunTurn activity with its retries and
+//     failover, its waits for limits (turn_limits.go), its end reported to the session;
+//     TurnWorkflow runs it as a child for the runs recorded before Here turns.
+//   - turn_here.go: a Here turn: the session drives its turn itself, and the next run
+//     adopts the attempt a run that continued as new left running (ResumeTurn).
 //
 // Every recorded history under testdata/histories replays (replay_test.go). Runs are
 // pinned to the build that started them (versioning.go): a change to the commands a
-// session produces ships as a new build, needs no workflow.GetVersion, and reaches a
-// running session when it continues as new at its next idle safe point.
+// session produces ships as a new build, and reaches a running session when it continues
+// as new at its next idle safe point; only a change the unversioned runs started before
+// versioning would replay wrongly takes a change id (turn-in-session).
 package workflows

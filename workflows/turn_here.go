@@ -74,15 +74,16 @@ func (s *session) resumeHere(ctx workflow.Context, c ResumeTurn) {
 		return
 	}
 	s.driveHere(ctx, c.Input, run, func(ctx workflow.Context, in signals.TurnInput, run *signals.RunTurnInput) (signals.RunTurnResult, error) {
-		return adoptAttempt(ctx, in, run, c)
+		return adoptAttempt(ctx, in, run, c, func() bool { return s.core.liveTurn(c.Input.TurnID) != nil })
 	})
 }
 
 // adoptAttempt adopts attempt c.Attempt from c.HostQueue, the host that runs it; when the
 // host does not take the adoption within the affinity wait, or answers that it does not
 // hold the attempt, or is lost after it, the turn runs a new attempt on the session queue,
-// numbered after it and resuming from what the session or the adoption knew of it.
-func adoptAttempt(ctx workflow.Context, in signals.TurnInput, run *signals.RunTurnInput, c ResumeTurn) (signals.RunTurnResult, error) {
+// numbered after it and resuming from what the session or the adoption knew of it — unless
+// the turn is no longer live (live: its end reached the session meanwhile).
+func adoptAttempt(ctx workflow.Context, in signals.TurnInput, run *signals.RunTurnInput, c ResumeTurn, live func() bool) (signals.RunTurnResult, error) {
 	run.Adopt = true
 	o := runTurnOptions(in, 1)
 	o.TaskQueue, o.ScheduleToStartTimeout = c.HostQueue, max(in.AffinityWait, DefaultAffinityWait)
@@ -91,7 +92,7 @@ func adoptAttempt(ctx workflow.Context, in signals.TurnInput, run *signals.RunTu
 	var res signals.RunTurnResult
 	err := workflow.ExecuteActivity(actx, signals.ActivityRunTurn, *run).Get(actx, &res)
 	next := afterHostAttempt(err)
-	if !next.Fallback {
+	if !next.Fallback || !live() {
 		return res, err
 	}
 	workflow.GetLogger(ctx).Info("the adopted attempt moves to the session queue", "why", next.Why, "host", c.HostQueue, "error", err)

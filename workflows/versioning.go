@@ -30,7 +30,14 @@ package workflows
 // async-delivery, agent-settings and search-attributes-v2 (their old branch changes what
 // an old unversioned run sends, journals or shows after its replay; the kept histories
 // replay without them, but a run still open on the old shape would switch mid-run).
-// No new change id is added: a change of the session's shape ships as a new build.
+// One change id was added since: turn-in-session (the session runs its turns' RunTurn
+// itself, turn_here.go, where runs recorded before started a TurnWorkflow child). The rule
+// "a change of the session's shape ships as a new build" holds for pinned runs, but the
+// unversioned runs started before versioning are replayed by the current build, and the
+// kept histories of 2026-11-30 and 2026-12-01 start children: without the id every one of
+// them would fail its replay. It goes with admission and alarms, when no unversioned run is
+// open. No other new change id: any other change of the session's shape ships as a new
+// build.
 
 // Build is what one build of the worker fixes about its session workflows when it registers
 // them: plain data, never read from an environment by the workflow, so a run's shape is the
