@@ -219,8 +219,12 @@ func countedClient(ctx context.Context, t testing.TB) (client.Client, *rpcCounte
 type streamCost struct {
 	seconds float64
 	chunks  int
-	total   actionCount // the streaming turn
-	perMin  actionCount // (total − a short prompt) per minute of streaming
+	// runs is the session runs the reply crossed into (continue-as-new: the next run adopts
+	// the turn's attempt), restarts its turn.restarted events (an attempt that was not
+	// adopted started over: its chunks streamed again).
+	runs, restarts int
+	total          actionCount // the streaming turn
+	perMin         actionCount // (total − a short prompt) per minute of streaming
 }
 
 // measureStreamCost streams a reply of TACP_BENCH_STREAM_SECONDS (one chunk every
@@ -233,7 +237,7 @@ func measureStreamCost(ctx context.Context, t *testing.T, s *tacpSession, g *acp
 	if err != nil {
 		t.Fatal(err)
 	}
-	q0, b0 := env.queries.count(signals.QueryEvents, s.id), rpcs.heartbeats()
+	q0, b0, seq0 := env.queries.count(signals.QueryEvents, s.id), rpcs.heartbeats(), s.lastSeq
 	start := time.Now()
 	if _, err := g.prompt(ctx, fmt.Sprintf("slow: %d tick", c.chunks)); err != nil {
 		t.Fatal(err)
@@ -244,6 +248,12 @@ func measureStreamCost(ctx context.Context, t *testing.T, s *tacpSession, g *acp
 	}
 	if c.total, err = costSince(ctx, s, from); err != nil {
 		t.Fatal(err)
+	}
+	c.runs = int(c.total.starts)
+	for _, ev := range journalTail(ctx, s, seq0) {
+		if ev.Kind == signals.EventTurnRestarted {
+			c.restarts++
+		}
 	}
 	c.total.queries = float64(env.queries.count(signals.QueryEvents, s.id) - q0)
 	c.total.heartbeats = float64(rpcs.heartbeats() - b0)
@@ -317,7 +327,8 @@ func printCostTable(t testing.TB, figs []ttftFigures) {
 	}
 	for _, f := range figs {
 		if f.stream != nil {
-			row(fmt.Sprintf("streamed minute beyond a prompt, %s (%.0f s, %d chunks)", f.agent, f.stream.seconds, f.stream.chunks), f.stream.perMin)
+			row(fmt.Sprintf("streamed minute beyond a prompt, %s (%.0f s, %d chunks, %d continue-as-new, %d restarts)",
+				f.agent, f.stream.seconds, f.stream.chunks, f.stream.runs, f.stream.restarts), f.stream.perMin)
 		}
 		if f.idle != nil {
 			row(fmt.Sprintf("idle day, `starter acp` attached (from %.0f s)", f.idle.seconds), f.idle.attached)
