@@ -7,13 +7,15 @@ package bench
 // What counts as an action is Temporal Cloud's published list ("Temporal Cloud Actions" in
 // its documentation), read off each history event:
 //
-//   - a workflow started: the session's run (a client start, continue-as-new) and every
-//     child TurnWorkflow (its WorkflowExecutionStarted);
+//   - a workflow started: the session's run (a client start, continue-as-new); a turn starts
+//     no workflow since the session schedules its RunTurn activity itself (a Here turn,
+//     issue 28), so a turn's cost is all in the session's history;
 //   - a signal: every WorkflowExecutionSignaled (turn_events, turn_started,
 //     turn_finished…), counted once, at the receiver;
 //   - an update: every accepted update (WorkflowExecutionUpdateAccepted: prompt, attach…);
 //     rejected updates are billed too but write no history, so they are not in these counts;
-//   - a timer started, an activity scheduled (and each retry: its attempt past the first),
+//   - a timer started, an activity scheduled (the turn's RunTurn, and each retry: its attempt
+//     past the first),
 //     a search-attribute upsert, a side effect; local activities once per workflow task;
 //   - activity heartbeats that reach the server: not in any history, counted as the worker's
 //     RecordActivityHeartbeat calls (a gRPC interceptor on its client);
@@ -50,9 +52,9 @@ import (
 // tier (USD).
 const defaultPricePerM = 50.0
 
-// actionCount is the history and the actions of some span of tacp's workflows.
+// actionCount is the history and the actions of some span of a session.
 type actionCount struct {
-	sessionEvents, turnEvents float64
+	events                    float64 // the session's history events
 	starts, signals, updates  float64
 	timers, activities, other float64 // other: upserts, side effects, local activities
 	heartbeats, queries       float64
@@ -66,12 +68,10 @@ func (a actionCount) billedNoQueries() float64 {
 
 func (a actionCount) billed() float64 { return a.billedNoQueries() + a.queries }
 
-func (a actionCount) events() float64 { return a.sessionEvents + a.turnEvents }
-
 // scale is a with every count times k (per prompt, per minute, per day).
 func (a actionCount) scale(k float64) actionCount {
 	b := a
-	for _, p := range []*float64{&b.sessionEvents, &b.turnEvents, &b.starts, &b.signals, &b.updates, &b.timers, &b.activities, &b.other, &b.heartbeats, &b.queries} {
+	for _, p := range []*float64{&b.events, &b.starts, &b.signals, &b.updates, &b.timers, &b.activities, &b.other, &b.heartbeats, &b.queries} {
 		*p *= k
 	}
 	b.signalsByName, b.eventsByType = map[string]float64{}, map[string]float64{}
@@ -93,7 +93,7 @@ func (a actionCount) minus(b actionCount) actionCount {
 		x *float64
 		y float64
 	}{
-		{&c.sessionEvents, b.sessionEvents}, {&c.turnEvents, b.turnEvents}, {&c.starts, b.starts}, {&c.signals, b.signals},
+		{&c.events, b.events}, {&c.starts, b.starts}, {&c.signals, b.signals},
 		{&c.updates, b.updates}, {&c.timers, b.timers}, {&c.activities, b.activities}, {&c.other, b.other},
 		{&c.heartbeats, b.heartbeats}, {&c.queries, b.queries},
 	} {
@@ -103,8 +103,8 @@ func (a actionCount) minus(b actionCount) actionCount {
 }
 
 // countEvents reads one workflow's history from event afterID of runID on (following
-// continue-as-new) into a, its events as session or turn events.
-func countEvents(ctx context.Context, a *actionCount, workflowID, runID string, afterID int64, turn bool) error {
+// continue-as-new) into a.
+func countEvents(ctx context.Context, a *actionCount, workflowID, runID string, afterID int64) error {
 	if a.signalsByName == nil {
 		a.signalsByName, a.eventsByType = map[string]float64{}, map[string]float64{}
 	}
@@ -121,11 +121,7 @@ func countEvents(ctx context.Context, a *actionCount, workflowID, runID string, 
 			if ev.GetEventId() <= afterID {
 				continue
 			}
-			if turn {
-				a.turnEvents++
-			} else {
-				a.sessionEvents++
-			}
+			a.events++
 			a.eventsByType[strings.TrimPrefix(ev.GetEventType().String(), "EVENT_TYPE_")]++
 			switch ev.GetEventType() {
 			case enumspb.EVENT_TYPE_WORKFLOW_EXECUTION_STARTED:
@@ -165,19 +161,12 @@ func countEvents(ctx context.Context, a *actionCount, workflowID, runID string, 
 	}
 }
 
-// costSince is the history and actions of session s since from and of its TurnWorkflows
-// turns (queries and heartbeats are the caller's to fill in).
-func costSince(ctx context.Context, s *tacpSession, from runMark, turns []int64) (actionCount, error) {
+// costSince is the history and actions of session s since from, its turns' RunTurn
+// activities included (queries and heartbeats are the caller's to fill in).
+func costSince(ctx context.Context, s *tacpSession, from runMark) (actionCount, error) {
 	var a actionCount
-	if err := countEvents(ctx, &a, signals.SessionWorkflowID(s.id), from.runID, from.length, false); err != nil {
-		return a, err
-	}
-	for _, id := range turns {
-		if err := countEvents(ctx, &a, signals.TurnWorkflowID(s.id, id), "", 0, true); err != nil {
-			return a, err
-		}
-	}
-	return a, nil
+	err := countEvents(ctx, &a, signals.SessionWorkflowID(s.id), from.runID, from.length)
+	return a, err
 }
 
 // rpcCounter counts a client's gRPC calls by method.
@@ -230,8 +219,12 @@ func countedClient(ctx context.Context, t testing.TB) (client.Client, *rpcCounte
 type streamCost struct {
 	seconds float64
 	chunks  int
-	total   actionCount // the streaming turn
-	perMin  actionCount // (total − a short prompt) per minute of streaming
+	// runs is the session runs the reply crossed into (continue-as-new: the next run adopts
+	// the turn's attempt), restarts its turn.restarted events (an attempt that was not
+	// adopted started over: its chunks streamed again).
+	runs, restarts int
+	total          actionCount // the streaming turn
+	perMin         actionCount // (total − a short prompt) per minute of streaming
 }
 
 // measureStreamCost streams a reply of TACP_BENCH_STREAM_SECONDS (one chunk every
@@ -244,7 +237,7 @@ func measureStreamCost(ctx context.Context, t *testing.T, s *tacpSession, g *acp
 	if err != nil {
 		t.Fatal(err)
 	}
-	q0, b0 := env.queries.count(signals.QueryEvents, s.id), rpcs.heartbeats()
+	q0, b0, seq0 := env.queries.count(signals.QueryEvents, s.id), rpcs.heartbeats(), s.lastSeq
 	start := time.Now()
 	if _, err := g.prompt(ctx, fmt.Sprintf("slow: %d tick", c.chunks)); err != nil {
 		t.Fatal(err)
@@ -253,8 +246,14 @@ func measureStreamCost(ctx context.Context, t *testing.T, s *tacpSession, g *acp
 	if _, err := settleGateway(ctx, s); err != nil {
 		t.Fatal(err)
 	}
-	if c.total, err = costSince(ctx, s, from, []int64{s.lastTurn}); err != nil {
+	if c.total, err = costSince(ctx, s, from); err != nil {
 		t.Fatal(err)
+	}
+	c.runs = int(c.total.starts)
+	for _, ev := range journalTail(ctx, s, seq0) {
+		if ev.Kind == signals.EventTurnRestarted {
+			c.restarts++
+		}
 	}
 	c.total.queries = float64(env.queries.count(signals.QueryEvents, s.id) - q0)
 	c.total.heartbeats = float64(rpcs.heartbeats() - b0)
@@ -288,11 +287,11 @@ func measureIdleCost(ctx context.Context, t *testing.T, s *tacpSession, sc *sign
 	sleepCtx(ctx, window)
 	took := time.Since(start)
 	c := &idleCost{seconds: took.Seconds()}
-	if c.attachedObserved, err = costSince(ctx, s, fromA, nil); err != nil {
+	if c.attachedObserved, err = costSince(ctx, s, fromA); err != nil {
 		t.Fatal(err)
 	}
 	c.attachedObserved.queries = float64(env.queries.count(signals.QueryEvents, s.id) - qa)
-	b, err := costSince(ctx, alone, fromB, nil)
+	b, err := costSince(ctx, alone, fromB)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -317,10 +316,10 @@ func printCostTable(t testing.TB, figs []ttftFigures) {
 	}
 	fmt.Printf("History and Temporal Cloud billable actions (at $%.0f per million actions, the published list price of the first tier; TACP_BENCH_PRICE_PER_M sets another)\n", price)
 	tw := tabwriter.NewWriter(os.Stdout, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "span\tsession events\tturn events\tstarts\tsignals\tupdates\ttimers\tactivities\tother\theartbeats\tactions w/o queries\tqueries\tactions\tUSD per million spans (w/o queries)")
+	fmt.Fprintln(tw, "span\tsession events\tstarts\tsignals\tupdates\ttimers\tactivities\tother\theartbeats\tactions w/o queries\tqueries\tactions\tUSD per million spans (w/o queries)")
 	row := func(name string, a actionCount) {
-		fmt.Fprintf(tw, "%s\t%.1f\t%.1f\t%.1f\t%.1f\t%.1f\t%.1f\t%.1f\t%.1f\t%.1f\t%.1f\t%.1f\t%.1f\t%.0f (%.0f)\n", name,
-			a.sessionEvents, a.turnEvents, a.starts, a.signals, a.updates, a.timers, a.activities, a.other, a.heartbeats,
+		fmt.Fprintf(tw, "%s\t%.1f\t%.1f\t%.1f\t%.1f\t%.1f\t%.1f\t%.1f\t%.1f\t%.1f\t%.1f\t%.1f\t%.0f (%.0f)\n", name,
+			a.events, a.starts, a.signals, a.updates, a.timers, a.activities, a.other, a.heartbeats,
 			a.billedNoQueries(), a.queries, a.billed(), a.billed()*price, a.billedNoQueries()*price)
 	}
 	for _, f := range figs {
@@ -328,7 +327,8 @@ func printCostTable(t testing.TB, figs []ttftFigures) {
 	}
 	for _, f := range figs {
 		if f.stream != nil {
-			row(fmt.Sprintf("streamed minute beyond a prompt, %s (%.0f s, %d chunks)", f.agent, f.stream.seconds, f.stream.chunks), f.stream.perMin)
+			row(fmt.Sprintf("streamed minute beyond a prompt, %s (%.0f s, %d chunks, %d continue-as-new, %d restarts)",
+				f.agent, f.stream.seconds, f.stream.chunks, f.stream.runs, f.stream.restarts), f.stream.perMin)
 		}
 		if f.idle != nil {
 			row(fmt.Sprintf("idle day, `starter acp` attached (from %.0f s)", f.idle.seconds), f.idle.attached)

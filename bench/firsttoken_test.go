@@ -7,14 +7,15 @@ package bench
 // fake model servers. Both agents run behind stdiotap (bench/internal/stdiotap), which
 // timestamps every JSON-RPC line on the agent's stdin and stdout, so each first token splits
 // into: the client's prompt → the agent's stdin (for tacp: the gateway, the prompt update,
-// the session task, the child TurnWorkflow, the RunTurn activity, the runner), the agent's
-// own work up to its first chunk on stdout (its model request at the fake model in between),
-// and the agent's stdout → the client (for tacp: the batcher, the turn_events signal, the
-// session task, the gateway's query).
+// the session task that schedules the RunTurn activity, its dispatch, the runner), the
+// agent's own work up to its first chunk on stdout (its model request at the fake model in
+// between), and the agent's stdout → the client (for tacp: the batcher, the turn_events
+// signal, the session task, the gateway's query). The session schedules RunTurn itself (a
+// Here turn, issue 28: no TurnWorkflow child), so the activity's times are in its history.
 //
 // The same run counts the history and the Temporal Cloud billable actions of the gateway's
-// session and its TurnWorkflows per short prompt, per minute of a streaming reply, and per
-// idle day of a session with a client attached (actions.go).
+// session per short prompt, per minute of a streaming reply, and per idle day of a session
+// with a client attached (actions_test.go).
 //
 //	TACP_BENCH=1 go test ./bench -run TestRealAgentFirstTokenTable -v -timeout 30m
 //
@@ -103,12 +104,11 @@ type ttftRound struct {
 	start, first, end time.Time // the client: before the prompt, first chunk, the answer
 	model             time.Time // the fake model got the reply's request
 	tap               tapTrace
-	// Through tacp only, from the journal and the histories (the workflow's clock is the
-	// machine's): turn.started journaled, RunTurn started, the turn_events signal carrying
-	// the first chunk recorded, and that chunk journaled.
-	turnID                                 int64
-	started, activity, signaled, journaled time.Time
-	child, childTask, scheduled            time.Time // the TurnWorkflow started, its first task, RunTurn scheduled
+	// Through tacp only, from the journal and the session's history (the workflow's clock is
+	// the machine's): turn.started journaled, RunTurn scheduled and started, the turn_events
+	// signal carrying the first chunk recorded, and that chunk journaled.
+	turnID                                            int64
+	started, scheduled, activity, signaled, journaled time.Time
 }
 
 func (r ttftRound) firstToken() time.Duration { return r.first.Sub(r.start) }
@@ -119,7 +119,7 @@ type ttftFigures struct {
 	agent                        string
 	direct, tacp                 []ttftRound
 	directRequests, tacpRequests float64
-	perPrompt                    actionCount // the gateway's session and TurnWorkflows, per short prompt
+	perPrompt                    actionCount // the gateway's session, per short prompt
 	directTap, tacpTap           []tapLine
 	stream                       *streamCost
 	idle                         *idleCost
@@ -293,11 +293,10 @@ func measureFirstToken(ctx context.Context, t *testing.T, a fakemodel.Agent, rou
 		f.direct[i].tap, _ = traceIn(dl, f.direct[i].start)
 		f.tacp[i].tap, _ = traceIn(tl, f.tacp[i].start)
 	}
-	turns, err := placeTurns(ctx, gs, from, f.tacp)
-	if err != nil {
+	if err := placeTurns(ctx, gs, from, f.tacp); err != nil {
 		t.Fatal(err)
 	}
-	f.perPrompt, err = costSince(ctx, gs, from, turns)
+	f.perPrompt, err = costSince(ctx, gs, from)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -337,15 +336,15 @@ func journalTail(ctx context.Context, s *tacpSession, after int64) []signals.Eve
 	}
 }
 
-// placeTurns fills in each tacp round's turn, its journal times, its RunTurn start and the
-// signal that carried its first chunk; it returns the turns' ids.
-func placeTurns(ctx context.Context, s *tacpSession, from runMark, rounds []ttftRound) ([]int64, error) {
+// placeTurns fills in each tacp round's turn, its journal times, its RunTurn's schedule and
+// start and the signal that carried its first chunk, from the journal and the session's
+// history since from.
+func placeTurns(ctx context.Context, s *tacpSession, from runMark, rounds []ttftRound) error {
 	evs := journalTail(ctx, s, 0)
 	h, err := s.historySince(ctx, from)
 	if err != nil {
-		return nil, err
+		return err
 	}
-	var ids []int64
 	for i := range rounds {
 		r := &rounds[i]
 		for _, ev := range evs {
@@ -355,9 +354,8 @@ func placeTurns(ctx context.Context, s *tacpSession, from runMark, rounds []ttft
 			}
 		}
 		if r.turnID == 0 {
-			return nil, fmt.Errorf("round %d: no turn.started between its prompt and its answer", i)
+			return fmt.Errorf("round %d: no turn.started between its prompt and its answer", i)
 		}
-		ids = append(ids, r.turnID)
 		for _, ev := range evs {
 			if ev.TurnID == r.turnID && ev.Kind == signals.EventAgentUpdate && strings.Contains(string(ev.Data), `"agent_message_chunk"`) {
 				r.journaled = ev.At
@@ -365,13 +363,13 @@ func placeTurns(ctx context.Context, s *tacpSession, from runMark, rounds []ttft
 			}
 		}
 		r.signaled = h.firstChunkSignal[r.turnID]
-		tw, err := s.turnWorkflowHistory(ctx, r.turnID)
+		a, err := h.turn(r.turnID)
 		if err != nil {
-			return nil, err
+			return err
 		}
-		r.activity, r.child, r.childTask, r.scheduled = tw.activityStarted, tw.started, tw.firstTask, tw.activityScheduled
+		r.scheduled, r.activity = a.scheduled, a.started
 	}
-	return ids, nil
+	return nil
 }
 
 // TestRealAgentFirstTokenTable prints the real agents' first token and whole turn, direct
@@ -446,6 +444,7 @@ var (
 	atTapChunk  = func(r ttftRound) time.Time { return r.tap.chunk }
 	atTapAnswer = func(r ttftRound) time.Time { return r.tap.answer }
 	atStarted   = func(r ttftRound) time.Time { return r.started }
+	atScheduled = func(r ttftRound) time.Time { return r.scheduled }
 	atActivity  = func(r ttftRound) time.Time { return r.activity }
 	atSignaled  = func(r ttftRound) time.Time { return r.signaled }
 	atJournaled = func(r ttftRound) time.Time { return r.journaled }
@@ -462,11 +461,9 @@ var directSegments = []segment{
 
 var tacpSegments = []segment{
 	{"client → turn.started journaled (gateway, prompt update, session task)", between(atStart, atStarted)},
-	{"→ RunTurn started (child TurnWorkflow start, its task, dispatch)", between(atStarted, atActivity)},
-	{"  of which turn.started → TurnWorkflow started", between(atStarted, func(r ttftRound) time.Time { return r.child })},
-	{"  → its first workflow task started", between(func(r ttftRound) time.Time { return r.child }, func(r ttftRound) time.Time { return r.childTask })},
-	{"  → RunTurn scheduled", between(func(r ttftRound) time.Time { return r.childTask }, func(r ttftRound) time.Time { return r.scheduled })},
-	{"  → RunTurn started", between(func(r ttftRound) time.Time { return r.scheduled }, atActivity)},
+	{"→ RunTurn started (the activity's scheduling and dispatch)", between(atStarted, atActivity)},
+	{"  of which turn.started → RunTurn scheduled (the session task completes)", between(atStarted, atScheduled)},
+	{"  → RunTurn started (dispatch to the agent's host)", between(atScheduled, atActivity)},
 	{"→ prompt on the agent's stdin (runner)", between(atActivity, atTapPrompt)},
 	{"stdin → the agent's model request (agent)", between(atTapPrompt, atModel)},
 	{"model request → first chunk on its stdout (agent)", between(atModel, atTapChunk)},

@@ -6,7 +6,7 @@ package bench
 // with TACP_BENCH_WORKERS=N, N worker processes sharing one (scaleworkers_test.go) — gets
 // TACP_BENCH_SCALE_SESSIONS sessions (default 1,000). Each is created by a zero-work prompt
 // (`/chunks 0`) whose turn has finished, so it is idle the way a real session is between
-// turns: a journal, a closed TurnWorkflow, an agent session id, and an agent process that was
+// turns: a journal, a closed RunTurn activity, an agent session id, and an agent process that was
 // started and, past the worker's cap on live agents, evicted again. Then
 // TACP_BENCH_SCALE_TURNS of them (default 50) stream `/chunks N every 20ms stamp` at once
 // (N: TACP_BENCH_SCALE_CHUNKS, default 250), each watched by its own viewer that runs the
@@ -24,12 +24,12 @@ package bench
 // the test's clients and viewers. Worker processes are measured each on its own, and so are
 // the Temporal services named in TACP_BENCH_SERVER_PIDS (bench/cluster sets it). Agent
 // processes are separate processes, counted and measured apart. A session's history events
-// are its session workflow's history length (Describe) and its turns' TurnWorkflows'.
+// are its session workflow's history length (Describe): the session schedules its turns'
+// RunTurn activities itself (a Here turn, issue 28), so a turn writes no other history.
 
 import (
 	"bufio"
 	"context"
-	"errors"
 	"fmt"
 	"maps"
 	"os"
@@ -44,7 +44,6 @@ import (
 	"time"
 
 	enumspb "go.temporal.io/api/enums/v1"
-	"go.temporal.io/api/serviceerror"
 
 	"github.com/tacp-dev/tacp/activities"
 	"github.com/tacp-dev/tacp/internal/tacpworker"
@@ -189,8 +188,9 @@ func (b *scaleBench) follow(ctx context.Context, s *scaleSession, turn int64, er
 }
 
 // create starts session id with a zero-work turn and returns once its turn.ended is
-// visible. It waits for the TurnWorkflow to close (a long poll) before it polls the
-// journal, so that creating many sessions at once does not flood the server with queries.
+// visible. It waits for the turn's RunTurn activity to close (a long poll on the session's
+// history) before it polls the journal, so that creating many sessions at once does not
+// flood the server with queries.
 func (b *scaleBench) create(ctx context.Context, id string, errs *errTally) (*scaleSession, bool) {
 	s := &scaleSession{id: id}
 	res, err := b.sc.Prompt(ctx, signals.SessionConfig{SessionID: id}, signals.PromptRequest{Text: zeroWork})
@@ -199,16 +199,9 @@ func (b *scaleBench) create(ctx context.Context, id string, errs *errTally) (*sc
 		return s, false
 	}
 	s.lastTurn = res.TurnID
-	// The TurnWorkflow's own result does not matter here: follow reads the turn's outcome
-	// from the journal. The child may not have started yet when the prompt is answered.
-	for {
-		err := b.sc.Temporal.GetWorkflow(ctx, signals.TurnWorkflowID(id, res.TurnID), "").Get(ctx, nil)
-		var notFound *serviceerror.NotFound
-		if !errors.As(err, &notFound) || ctx.Err() != nil {
-			break
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+	// How the activity closed does not matter here: follow reads the turn's outcome from the
+	// journal, and reports a failed long poll as the turn not seen to its end.
+	_ = awaitRunTurn(ctx, b.sc.Temporal, id)
 	_, ok := b.follow(ctx, s, res.TurnID, errs)
 	return s, ok
 }
@@ -362,7 +355,7 @@ type scalePhase struct {
 	heapLive uint64     // after the stream and a GC
 	agents   agentCount // live agent processes of the scale workers after the stream
 	// history is the history events each streaming turn wrote: its session workflow's
-	// (the growth of its history length) and its TurnWorkflow's, means over the turns.
+	// (the growth of its history length), the mean over the turns.
 	history historyCount
 }
 
@@ -385,19 +378,19 @@ func (a agentCount) String() string {
 	return s
 }
 
-// historyCount is the history events of some sessions' turns, means per turn.
+// historyCount is the history events of some sessions' turns, the mean per turn.
 type historyCount struct {
-	session, turn float64
-	n             int  // turns counted
-	newRun        bool // a session continued as new meanwhile: its growth is not counted
+	session float64
+	n       int  // turns counted
+	newRun  bool // a session continued as new meanwhile: its growth is not counted
 }
 
-// histories reads, once each session's last turn is over for the server too (its
-// TurnWorkflow closed, the session's history no longer growing), the history length of
-// its session workflow and of that TurnWorkflow, 32 sessions at a time; a session that does
-// not settle within opTimeout is left out (0).
-func histories(ctx context.Context, sessions []*scaleSession) (session []runMark, turn []int64) {
-	session, turn = make([]runMark, len(sessions)), make([]int64, len(sessions))
+// histories reads, once each session's last turn is over for the server too (its RunTurn
+// activity closed, the session's history no longer growing), the history length of its
+// session workflow, 32 sessions at a time; a session that does not settle within
+// opTimeout is left out (a zero mark).
+func histories(ctx context.Context, sessions []*scaleSession) []runMark {
+	session := make([]runMark, len(sessions))
 	sem := make(chan struct{}, 32)
 	var wg sync.WaitGroup
 	for i, s := range sessions {
@@ -406,55 +399,48 @@ func histories(ctx context.Context, sessions []*scaleSession) (session []runMark
 			defer func() { <-sem }()
 			ctx, cancel := context.WithTimeout(ctx, opTimeout)
 			defer cancel()
-			session[i], turn[i] = settled(ctx, s)
+			session[i] = settled(ctx, s)
 		})
 	}
 	wg.Wait()
-	return session, turn
+	return session
 }
 
-// settled waits as tacpSession.settle does and returns the session's history mark and its
-// last TurnWorkflow's history length (zero marks: it did not settle).
-func settled(ctx context.Context, s *scaleSession) (runMark, int64) {
-	var turn int64
+// settled waits as tacpSession.settle does and returns the session's history mark (a zero
+// mark: it did not settle).
+func settled(ctx context.Context, s *scaleSession) runMark {
 	if s.lastTurn > 0 {
-		id := signals.TurnWorkflowID(s.id, s.lastTurn)
-		if err := env.c.GetWorkflow(ctx, id, "").Get(ctx, nil); err != nil && ctx.Err() != nil {
-			return runMark{}, 0
+		if err := awaitRunTurn(ctx, env.c, s.id); err != nil {
+			return runMark{}
 		}
-		d, err := env.c.DescribeWorkflowExecution(ctx, id, "")
-		if err != nil {
-			return runMark{}, 0
-		}
-		turn = d.GetWorkflowExecutionInfo().GetHistoryLength()
 	}
 	var prev runMark
 	for {
 		d, err := env.c.DescribeWorkflowExecution(ctx, signals.SessionWorkflowID(s.id), "")
 		if err != nil {
-			return runMark{}, 0
+			return runMark{}
 		}
 		info := d.GetWorkflowExecutionInfo()
 		m := runMark{runID: info.GetExecution().GetRunId(), length: info.GetHistoryLength()}
-		if m == prev && d.GetPendingWorkflowTask() == nil && len(d.GetPendingChildren()) == 0 {
-			return m, turn
+		if m == prev && quiet(d) {
+			return m
 		}
 		prev = m
 		select {
 		case <-ctx.Done():
-			return runMark{}, 0
+			return runMark{}
 		case <-time.After(20 * time.Millisecond):
 		}
 	}
 }
 
 // historyOf is the history events of each session's last turn: its session workflow's
-// growth since before (nil: the whole history) and its TurnWorkflow's.
-func historyOf(before, after []runMark, turns []int64) historyCount {
+// growth since before (nil: the whole history).
+func historyOf(before, after []runMark) historyCount {
 	var h historyCount
-	var sessionSum, turnSum int64
+	var sessionSum int64
 	for i, a := range after {
-		if a.length == 0 || turns[i] == 0 {
+		if a.length == 0 {
 			continue
 		}
 		grown := a.length
@@ -466,11 +452,10 @@ func historyOf(before, after []runMark, turns []int64) historyCount {
 			grown -= before[i].length
 		}
 		sessionSum += grown
-		turnSum += turns[i]
 		h.n++
 	}
 	if h.n > 0 {
-		h.session, h.turn = float64(sessionSum)/float64(h.n), float64(turnSum)/float64(h.n)
+		h.session = float64(sessionSum) / float64(h.n)
 	}
 	return h
 }
@@ -479,7 +464,7 @@ func (h historyCount) String() string {
 	if h.n == 0 {
 		return "–"
 	}
-	s := fmt.Sprintf("%.0f = %.1f + %.1f", h.session+h.turn, h.session, h.turn)
+	s := fmt.Sprintf("%.1f", h.session)
 	if h.newRun {
 		s += " (a session continued as new: left out)"
 	}
@@ -494,7 +479,7 @@ func (b *scaleBench) stream(ctx context.Context, name string, streaming, all []*
 		mu sync.Mutex
 		wg sync.WaitGroup
 	)
-	before, _ := histories(ctx, streaming)
+	before := histories(ctx, streaming)
 	w := b.watchMem()
 	start := time.Now()
 	for _, s := range streaming {
@@ -513,8 +498,7 @@ func (b *scaleBench) stream(ctx context.Context, name string, streaming, all []*
 	runtime.ReadMemStats(&m)
 	p.heapLive = m.HeapAlloc
 	p.agents = b.liveAgents(all)
-	after, turns := histories(ctx, streaming)
-	p.history = historyOf(before, after, turns)
+	p.history = historyOf(before, histories(ctx, streaming))
 	return p
 }
 
@@ -721,8 +705,7 @@ func TestScaleTable(t *testing.T) {
 	runtime.GC()
 	idleMem := b.readMem()
 	idleAgents := b.liveAgents(all)
-	idleSessions, idleTurns := histories(ctx, idle)
-	idleHistory := historyOf(nil, idleSessions, idleTurns)
+	idleHistory := historyOf(nil, histories(ctx, idle))
 
 	// The streaming sessions are spread over the creation order, so that most of their
 	// agents were evicted and start again; the single one is the first session not among them.
@@ -863,7 +846,7 @@ func printScaleTable(t testing.TB, f scaleFigures) {
 		fmt.Fprintf(tw, "\t%s", p.agents)
 	}
 	fmt.Fprintln(tw, "\t")
-	fmt.Fprint(tw, "history events per streaming turn (session + TurnWorkflow)")
+	fmt.Fprint(tw, "history events per streaming turn (the session's: no TurnWorkflow since issue 28)")
 	for _, p := range f.phases {
 		fmt.Fprintf(tw, "\t%s", p.history)
 	}
@@ -889,7 +872,7 @@ func printScaleTable(t testing.TB, f scaleFigures) {
 	if f.servers {
 		fmt.Fprintf(tw, "idle: Temporal services' RSS together, before → with the idle sessions\t\t%s\t\t\n", perIdle(f.beforeIdle.servers, f.idleMem.servers))
 	}
-	fmt.Fprintf(tw, "history events per idle session (session + its one TurnWorkflow)\t\t%s\t\t\n", f.idleHistory)
+	fmt.Fprintf(tw, "history events per idle session (its one zero-work turn's included)\t\t%s\t\t\n", f.idleHistory)
 	flushTable(t, tw)
 	recordScaleFigures(t, f)
 }
@@ -916,13 +899,13 @@ func recordScaleFigures(t testing.TB, f scaleFigures) {
 		recordFigure(t, key, p.turns, s.p50, s.p99)
 		recordValue(t, key+"/errors", float64(p.errs.total()))
 		recordValue(t, key+"/wall_s", p.took.Seconds())
-		recordValue(t, key+"/history", p.history.session+p.history.turn)
+		recordValue(t, key+"/history", p.history.session)
 	}
 	last := f.phases[len(f.phases)-1]
 	recordValue(t, "scale/idle_sessions", float64(f.created.n))
 	recordValue(t, "scale/create_s", f.created.took.Seconds())
 	recordValue(t, "scale/create_errors", float64(f.created.errs.total()))
-	recordValue(t, "scale/idle_history", f.idleHistory.session+f.idleHistory.turn)
+	recordValue(t, "scale/idle_history", f.idleHistory.session)
 	recordValue(t, "scale/idle_agents", float64(f.idleAgents.n))
 	recordValue(t, "scale/process_rss_idle_mib", mib(f.idleMem.rss))
 	recordValue(t, "scale/process_rss_peak_mib", mib(last.peak.rss))

@@ -14,8 +14,9 @@ package bench
 //     once) on a session whose agent is already running: tacp's Prompt until turn.ended is
 //     visible to the viewer, against the direct session/prompt round trip.
 //   - History. The session workflow's history events for one streaming turn (every run of
-//     the session, following continue-as-new), per chunk and projected to an hour, and the
-//     TurnWorkflow's own history.
+//     the session, following continue-as-new), per chunk and projected to an hour. The
+//     session schedules the turn's RunTurn activity itself (a Here turn, issue 28: no
+//     TurnWorkflow child), so the activity's events, and its times, are in that history too.
 //
 // The fixture's worker flushes events every 100 ms (the default). The table also starts a
 // second worker with a 1 s flush on a task queue of its own, to show what the flush
@@ -42,6 +43,9 @@ import (
 
 	acp "github.com/coder/acp-go-sdk"
 	enumspb "go.temporal.io/api/enums/v1"
+	historypb "go.temporal.io/api/history/v1"
+	"go.temporal.io/api/workflowservice/v1"
+	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/converter"
 
 	"github.com/tacp-dev/tacp/activities"
@@ -427,12 +431,14 @@ type runMark struct {
 	length int64
 }
 
-// settle waits until the session's last turn is over for the server too (its TurnWorkflow
-// closed, the session's history no longer growing) and marks where its history stands.
+// settle waits until the session's last turn is over for the server too (its RunTurn
+// activity closed, the session's history no longer growing, nothing pending) and marks
+// where its history stands. The viewer sees turn.ended as soon as the runner's
+// turn_finished is journaled, before the activity's completion reaches the session.
 func (s *tacpSession) settle(ctx context.Context) (runMark, error) {
 	if s.lastTurn > 0 {
-		if err := env.c.GetWorkflow(ctx, signals.TurnWorkflowID(s.id, s.lastTurn), "").Get(ctx, nil); err != nil {
-			return runMark{}, fmt.Errorf("turn workflow %d: %w", s.lastTurn, err)
+		if err := awaitRunTurn(ctx, env.c, s.id); err != nil {
+			return runMark{}, fmt.Errorf("turn %d: %w", s.lastTurn, err)
 		}
 	}
 	var prev runMark
@@ -443,7 +449,7 @@ func (s *tacpSession) settle(ctx context.Context) (runMark, error) {
 		}
 		info := d.GetWorkflowExecutionInfo()
 		m := runMark{runID: info.GetExecution().GetRunId(), length: info.GetHistoryLength()}
-		if m == prev && d.GetPendingWorkflowTask() == nil && len(d.GetPendingChildren()) == 0 {
+		if m == prev && quiet(d) {
 			return m, nil
 		}
 		prev = m
@@ -455,28 +461,121 @@ func (s *tacpSession) settle(ctx context.Context) (runMark, error) {
 	}
 }
 
+// quiet says a described workflow has nothing pending: no workflow task, no activity, no
+// child (a run recorded before issue 28 still starts TurnWorkflows).
+func quiet(d *workflowservice.DescribeWorkflowExecutionResponse) bool {
+	return d.GetPendingWorkflowTask() == nil && len(d.GetPendingActivities()) == 0 && len(d.GetPendingChildren()) == 0
+}
+
+// awaitRunTurn waits until the RunTurn activity pending in session id's current run (a
+// run drives one turn at a time) has closed, or that run has (it continued as new: the next
+// run adopts the attempt): one long poll of the run's history instead of describing the
+// session over and over. It returns at once when no RunTurn is pending.
+func awaitRunTurn(ctx context.Context, c client.Client, id string) error {
+	d, err := c.DescribeWorkflowExecution(ctx, signals.SessionWorkflowID(id), "")
+	if err != nil {
+		return err
+	}
+	pending := map[string]bool{} // by activity id
+	for _, a := range d.GetPendingActivities() {
+		if a.GetActivityType().GetName() == signals.ActivityRunTurn {
+			pending[a.GetActivityId()] = true
+		}
+	}
+	if len(pending) == 0 {
+		return nil
+	}
+	mine := map[int64]bool{} // the pending activities by their scheduled event's id
+	run := d.GetWorkflowExecutionInfo().GetExecution().GetRunId()
+	it := c.GetWorkflowHistory(ctx, signals.SessionWorkflowID(id), run, true, enumspb.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)
+	for it.HasNext() {
+		ev, err := it.Next()
+		if err != nil {
+			return fmt.Errorf("history of %s: %w", id, err)
+		}
+		if a := ev.GetActivityTaskScheduledEventAttributes(); a != nil && pending[a.GetActivityId()] {
+			mine[ev.GetEventId()] = true
+			continue
+		}
+		if sid, ok := activityClosed(ev); ok && mine[sid] {
+			return nil
+		}
+	}
+	return nil // the run closed
+}
+
+// runTurnOf is the turn id of a RunTurn activity's ActivityTaskScheduled event (ok false:
+// another event, or another activity).
+func runTurnOf(dc converter.DataConverter, ev *historypb.HistoryEvent) (int64, bool) {
+	a := ev.GetActivityTaskScheduledEventAttributes()
+	if a == nil || a.GetActivityType().GetName() != signals.ActivityRunTurn {
+		return 0, false
+	}
+	var in signals.RunTurnInput
+	if err := dc.FromPayloads(a.GetInput(), &in); err != nil {
+		return 0, false
+	}
+	return in.TurnID, true
+}
+
+// activityClosed is the scheduled event id of the activity an event closes (ok false: the
+// event closes none).
+func activityClosed(ev *historypb.HistoryEvent) (int64, bool) {
+	switch {
+	case ev.GetActivityTaskCompletedEventAttributes() != nil:
+		return ev.GetActivityTaskCompletedEventAttributes().GetScheduledEventId(), true
+	case ev.GetActivityTaskFailedEventAttributes() != nil:
+		return ev.GetActivityTaskFailedEventAttributes().GetScheduledEventId(), true
+	case ev.GetActivityTaskTimedOutEventAttributes() != nil:
+		return ev.GetActivityTaskTimedOutEventAttributes().GetScheduledEventId(), true
+	case ev.GetActivityTaskCanceledEventAttributes() != nil:
+		return ev.GetActivityTaskCanceledEventAttributes().GetScheduledEventId(), true
+	}
+	return 0, false
+}
+
 // sessionHistory is the part of a session's history written between two marks.
 type sessionHistory struct {
 	events  int
 	runs    int // runs it spans (more than 1 after a continue-as-new)
 	byType  map[string]int
 	batches int // turn_events signals
+	// turns is each turn's RunTurn activity, by turn id.
+	turns map[int64]*turnActivity
 	// signaled is when the server recorded the turn_events signal carrying each stamped
 	// chunk, by chunk index.
 	signaled map[int]time.Time
 	// firstChunkSignal is when the server recorded each turn's first turn_events signal that
 	// carried an agent_message_chunk, by turn id.
 	firstChunkSignal map[int64]time.Time
+	// finished is when the server recorded each turn's turn_finished signal (the runner's
+	// own report of an answered turn), by turn id.
+	finished map[int64]time.Time
+}
+
+// turn is turn turnID's RunTurn activity with its turn_finished time, or an error when the
+// history holds no RunTurn of it.
+func (h sessionHistory) turn(turnID int64) (turnActivity, error) {
+	t := h.turns[turnID]
+	if t == nil {
+		return turnActivity{}, fmt.Errorf("no RunTurn activity of turn %d in the session's history", turnID)
+	}
+	a := *t
+	a.finished = h.finished[turnID]
+	return a, nil
 }
 
 // historySince counts the session's history events after from, following the
 // continue-as-new chain to the current run.
 func (s *tacpSession) historySince(ctx context.Context, from runMark) (sessionHistory, error) {
-	h := sessionHistory{byType: map[string]int{}, signaled: map[int]time.Time{}, firstChunkSignal: map[int64]time.Time{}}
+	h := sessionHistory{byType: map[string]int{}, turns: map[int64]*turnActivity{}, finished: map[int64]time.Time{}, signaled: map[int]time.Time{}, firstChunkSignal: map[int64]time.Time{}}
 	dc := converter.GetDefaultDataConverter()
 	for runID := from.runID; runID != ""; {
 		h.runs++
 		next := ""
+		// This run's RunTurn activities by their scheduled event's id (event ids are the run's).
+		// A run after a continue-as-new starts with none: its activities are scheduled in it.
+		byScheduled := map[int64]*turnActivity{}
 		it := env.c.GetWorkflowHistory(ctx, signals.SessionWorkflowID(s.id), runID, false, enumspb.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)
 		for it.HasNext() {
 			ev, err := it.Next()
@@ -491,7 +590,45 @@ func (s *tacpSession) historySince(ctx context.Context, from runMark) (sessionHi
 			if a := ev.GetWorkflowExecutionContinuedAsNewEventAttributes(); a != nil {
 				next = a.GetNewExecutionRunId()
 			}
+			at := ev.GetEventTime().AsTime()
+			if id, ok := runTurnOf(dc, ev); ok {
+				t := h.turns[id]
+				if t == nil {
+					t = &turnActivity{scheduled: at}
+					h.turns[id] = t
+				}
+				t.activities++
+				t.events++
+				byScheduled[ev.GetEventId()] = t
+				continue
+			}
+			if a := ev.GetActivityTaskStartedEventAttributes(); a != nil {
+				if t := byScheduled[a.GetScheduledEventId()]; t != nil {
+					t.events++
+					if t.started.IsZero() {
+						t.started = at
+					}
+				}
+				continue
+			}
+			if sid, ok := activityClosed(ev); ok {
+				if t := byScheduled[sid]; t != nil {
+					t.events++
+					t.closed = at
+				}
+				continue
+			}
 			a := ev.GetWorkflowExecutionSignaledEventAttributes()
+			if a != nil && a.GetSignalName() == signals.SignalTurnFinished {
+				var fin signals.TurnFinishedSignal
+				if err := dc.FromPayloads(a.GetInput(), &fin); err != nil {
+					return h, fmt.Errorf("decode turn_finished: %w", err)
+				}
+				if _, seen := h.finished[fin.TurnID]; !seen {
+					h.finished[fin.TurnID] = at
+				}
+				continue
+			}
 			if a == nil || a.GetSignalName() != signals.SignalTurnEvents {
 				continue
 			}
@@ -514,56 +651,39 @@ func (s *tacpSession) historySince(ctx context.Context, from runMark) (sessionHi
 	return h, nil
 }
 
-// turnWorkflowHistory is the TurnWorkflow's history length and when its RunTurn activity
-// started and completed.
-type turnWorkflowHistory struct {
-	events            int
-	activityStarted   time.Time
-	activityCompleted time.Time
-	// started is the child's WorkflowExecutionStarted, firstTask its first workflow task's
-	// start and activityScheduled its RunTurn's schedule (the first of each).
-	started, firstTask, activityScheduled time.Time
+// turnActivity is one turn's RunTurn activity as the session's history has it: when the
+// session first scheduled it (its workflow task completed), when that activity started
+// (for an activity with a retry policy the Started event is written when it closes, but
+// with the real start as its time), when the last of the turn's activities closed, and
+// when the runner's turn_finished report was recorded.
+type turnActivity struct {
+	scheduled, started, closed time.Time
+	// finished is the turn_finished signal's time; zero when the runner's report did not go
+	// out and the session reported the turn itself when the activity closed.
+	finished time.Time
+	// activities is the RunTurn activities of the turn (more than one when its host did not
+	// take it and it moved, or a new run adopted it); events their history events.
+	activities, events int
 }
 
-func (s *tacpSession) turnWorkflowHistory(ctx context.Context, turnID int64) (turnWorkflowHistory, error) {
-	var h turnWorkflowHistory
-	it := env.c.GetWorkflowHistory(ctx, signals.TurnWorkflowID(s.id, turnID), "", false, enumspb.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)
-	for it.HasNext() {
-		ev, err := it.Next()
-		if err != nil {
-			return h, fmt.Errorf("history of turn %d: %w", turnID, err)
-		}
-		h.events++
-		at := ev.GetEventTime().AsTime()
-		switch ev.GetEventType() {
-		case enumspb.EVENT_TYPE_WORKFLOW_EXECUTION_STARTED:
-			h.started = at
-		case enumspb.EVENT_TYPE_WORKFLOW_TASK_STARTED:
-			if h.firstTask.IsZero() {
-				h.firstTask = at
-			}
-		case enumspb.EVENT_TYPE_ACTIVITY_TASK_SCHEDULED:
-			if h.activityScheduled.IsZero() {
-				h.activityScheduled = at
-			}
-		case enumspb.EVENT_TYPE_ACTIVITY_TASK_STARTED:
-			h.activityStarted = ev.GetEventTime().AsTime()
-		case enumspb.EVENT_TYPE_ACTIVITY_TASK_COMPLETED:
-			h.activityCompleted = ev.GetEventTime().AsTime()
-		}
+// reported is when the session had the turn's outcome: the runner's turn_finished, or the
+// activity's close.
+func (a turnActivity) reported() time.Time {
+	if !a.finished.IsZero() {
+		return a.finished
 	}
-	return h, nil
+	return a.closed
 }
 
 // measuredTurn is a turn with the history it wrote.
 type measuredTurn struct {
 	seen    seenTurn
 	session sessionHistory
-	turn    turnWorkflowHistory
+	run     turnActivity // the turn's RunTurn, from the session's history
 }
 
 // measureTurn runs one turn between two settled points of the session's history (so that
-// the count holds exactly this turn's events) and reads both histories. Only the turn itself
+// the count holds exactly this turn's events) and reads that history. Only the turn itself
 // is timed, by the viewer.
 func (s *tacpSession) measureTurn(ctx context.Context, text string) (measuredTurn, error) {
 	var m measuredTurn
@@ -580,7 +700,7 @@ func (s *tacpSession) measureTurn(ctx context.Context, text string) (measuredTur
 	if m.session, err = s.historySince(ctx, from); err != nil {
 		return m, err
 	}
-	m.turn, err = s.turnWorkflowHistory(ctx, m.seen.turnID)
+	m.run, err = m.session.turn(m.seen.turnID)
 	return m, err
 }
 
@@ -605,12 +725,12 @@ func statsOf(lat []time.Duration) stats {
 // streamFigures is one streaming turn through one worker, with the baseline streamed
 // alongside it.
 type streamFigures struct {
-	flush     time.Duration
-	chunks    int
-	direct    []time.Duration
-	turn      measuredTurn
-	fixed     int // session history events of a zero-work turn on the same worker (median)
-	fixedTurn int // TurnWorkflow events of that zero-work turn
+	flush    time.Duration
+	chunks   int
+	direct   []time.Duration
+	turn     measuredTurn
+	fixed    int // session history events of a zero-work turn on the same worker (median)
+	fixedRun int // of which its RunTurn activity's
 	// second is each chunk's latency to a second viewer of the same session (a Watch of its
 	// own), which asks its queries at the same moments as the first.
 	second []time.Duration
@@ -637,15 +757,15 @@ func (f streamFigures) perChunk() float64 {
 // three), then streams chunks through s while d streams the same prompt directly.
 func measureStream(ctx context.Context, s *tacpSession, d *acpPeer, flush time.Duration, chunks int) (streamFigures, error) {
 	f := streamFigures{flush: flush, chunks: chunks}
-	var fixed, fixedTurn []int
+	var fixed, fixedRun []int
 	for range 3 {
 		m, err := s.measureTurn(ctx, zeroWork)
 		if err != nil {
 			return f, err
 		}
-		fixed, fixedTurn = append(fixed, m.session.events), append(fixedTurn, m.turn.events)
+		fixed, fixedRun = append(fixed, m.session.events), append(fixedRun, m.run.events)
 	}
-	f.fixed, f.fixedTurn = median(fixed), median(fixedTurn)
+	f.fixed, f.fixedRun = median(fixed), median(fixedRun)
 
 	var (
 		wg        sync.WaitGroup
@@ -687,25 +807,30 @@ type warmRound struct {
 func (r warmRound) total() time.Duration { return r.tacp.seen.visible.Sub(r.tacp.seen.start) }
 
 // segments splits tacp's warm turn on one clock (the viewer's and the server's are the
-// machine's): client → session task that starts the turn; → RunTurn activity started
-// (child workflow start, its task, activity dispatch); the activity; → session task that
-// journals turn.ended (child task, turn_finished signal); → viewer sees it.
+// machine's): client → the session task that starts the turn and schedules its RunTurn;
+// → RunTurn started (the task's completion, the activity's dispatch); → the runner's
+// turn_finished recorded (the agent, the final flush, the report); → the session task
+// that journals turn.ended; → viewer sees it.
 func (r warmRound) segments() [5]time.Duration {
-	st, tw := r.tacp.seen, r.tacp.turn
+	st, a := r.tacp.seen, r.tacp.run
 	return [5]time.Duration{
 		st.startedAt.Sub(st.start),
-		tw.activityStarted.Sub(st.startedAt),
-		tw.activityCompleted.Sub(tw.activityStarted),
-		st.endedAt.Sub(tw.activityCompleted),
+		a.started.Sub(st.startedAt),
+		a.reported().Sub(a.started),
+		st.endedAt.Sub(a.reported()),
 		st.visible.Sub(st.endedAt),
 	}
 }
 
+// scheduling is part 2's first half: turn.started → RunTurn scheduled (the session task
+// that journaled turn.started completes with the activity's command); dispatch the rest.
+func (r warmRound) scheduling() time.Duration { return r.tacp.run.scheduled.Sub(r.tacp.seen.startedAt) }
+
 var segmentNames = [5]string{
 	"prompt → turn.started (update, session task)",
-	"turn.started → activity started (child start, child task, dispatch)",
-	"RunTurn activity (turn_started signal, agent, flush)",
-	"activity done → turn.ended (child task, turn_finished, session task)",
+	"turn.started → RunTurn started (the activity's scheduling and dispatch)",
+	"RunTurn started → turn_finished recorded (agent, flush, the runner's report)",
+	"turn_finished recorded → turn.ended (session task)",
 	"turn.ended journaled → visible to the viewer",
 }
 
@@ -943,15 +1068,18 @@ func printFirstChunkTable(t testing.TB, direct []time.Duration, firsts []measure
 func printWarmTable(t testing.TB, warm []warmRound) {
 	var direct, tacp []time.Duration
 	var segs [5][]time.Duration
-	var events, turnEvents []int
+	var scheduling, dispatch []time.Duration
+	var events, runEvents []int
 	for _, r := range warm {
 		direct = append(direct, r.direct)
 		tacp = append(tacp, r.total())
 		for i, s := range r.segments() {
 			segs[i] = append(segs[i], s)
 		}
+		scheduling = append(scheduling, r.scheduling())
+		dispatch = append(dispatch, r.tacp.run.started.Sub(r.tacp.run.scheduled))
 		events = append(events, r.tacp.session.events)
-		turnEvents = append(turnEvents, r.tacp.turn.events)
+		runEvents = append(runEvents, r.tacp.run.events)
 	}
 	b, s := statsOf(direct), statsOf(tacp)
 	recordFigure(t, "warm/direct", b.n, b.p50, b.p99)
@@ -969,9 +1097,14 @@ func printWarmTable(t testing.TB, warm []warmRound) {
 	for i, name := range segmentNames {
 		st := statsOf(segs[i])
 		fmt.Fprintf(tw, "%s\t%.1f / %.1f\n", name, st.p50, st.p99)
+		if i == 1 {
+			a, b := statsOf(scheduling), statsOf(dispatch)
+			fmt.Fprintf(tw, "  of which → RunTurn scheduled (the session task completes)\t%.1f / %.1f\n", a.p50, a.p99)
+			fmt.Fprintf(tw, "  → RunTurn started (dispatch)\t%.1f / %.1f\n", b.p50, b.p99)
+		}
 	}
 	fmt.Fprintf(tw, "history events per zero-work turn: session (median)\t%d\n", median(events))
-	fmt.Fprintf(tw, "history events per zero-work turn: TurnWorkflow (median)\t%d\n", median(turnEvents))
+	fmt.Fprintf(tw, "  of which the RunTurn activity's (median)\t%d\n", median(runEvents))
 	flushTable(t, tw)
 }
 
@@ -979,7 +1112,7 @@ func printHistoryTable(t testing.TB, streams []streamFigures) {
 	fmt.Printf("History of one streaming turn (%d chunks at %d/s; target ≤ 1 event per 20 chunks, a 60-min turn under 10,240 events in one run)\n",
 		streams[0].chunks, int(time.Second/chunkEvery))
 	tw := tabwriter.NewWriter(os.Stdout, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "worker flush\tsession events\truns\tturn_events signals\tzero-work turn events\tevents/chunk (beyond zero-work)\tchunks/event\t60-min turn, flush fixed (projected)\t60-min turn, flush stretched (projected)\tTurnWorkflow events")
+	fmt.Fprintln(tw, "worker flush\tsession events\truns\tturn_events signals\tzero-work turn events\tevents/chunk (beyond zero-work)\tchunks/event\t60-min turn, flush fixed (projected)\t60-min turn, flush stretched (projected)\tof which RunTurn events")
 	for _, f := range streams {
 		h := f.turn.session
 		per := f.perChunk()
@@ -993,7 +1126,7 @@ func printHistoryTable(t testing.TB, streams []streamFigures) {
 		}
 		stretched := float64(f.fixed) + perFlush*float64(flushes)
 		fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%d\t%.3f\t%.1f\t%.0f\t%.0f (%d flushes × %.1f)\t%d (zero-work %d)\n",
-			f.flush, h.events, h.runs, h.batches, f.fixed, per, 1/per, hour, stretched, flushes, perFlush, f.turn.turn.events, f.fixedTurn)
+			f.flush, h.events, h.runs, h.batches, f.fixed, per, 1/per, hour, stretched, flushes, perFlush, f.turn.run.events, f.fixedRun)
 	}
 	flushTable(t, tw)
 	for _, f := range streams {
