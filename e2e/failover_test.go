@@ -154,14 +154,7 @@ func TestWorkerKilledMidTurnRestartsTheTurnOnAnotherWorker(t *testing.T) {
 	require.Equal(t, int64(2), res.TurnID)
 
 	evs := turnEnd(t, id, 2)
-	var restarted []signals.TurnStartedData
-	for _, ev := range evs {
-		if ev.Kind == signals.EventTurnRestarted {
-			var d signals.TurnStartedData
-			require.NoError(t, json.Unmarshal(ev.Data, &d))
-			restarted = append(restarted, d)
-		}
-	}
+	restarted := restarts(t, evs)
 	require.NotEmpty(t, restarted, "the lost attempt is superseded by turn.restarted")
 	require.Equal(t, int32(2), restarted[0].Attempt)
 	var ends []string
@@ -209,15 +202,22 @@ func TestAnAdoptedTurnWhoseHostIsKilledRestartsOnAnotherWorker(t *testing.T) {
 	kind, data := terminalData(t, evs)
 	require.Equal(t, signals.EventTurnEnded, kind)
 	require.Equal(t, "end_turn", data["stop_reason"])
-	var restarted []signals.TurnStartedData
+	restarted := restarts(t, evs)
+	require.NotEmpty(t, restarted, "the lost attempt is superseded by turn.restarted")
+	require.Equal(t, int32(2), restarted[0].Attempt, "numbered after the adopted attempt")
+	checkInvariants(t, allEvents(t, id))
+}
+
+// restarts is the data of the turn.restarted events in evs, in order.
+func restarts(t *testing.T, evs []signals.Event) []signals.TurnStartedData {
+	t.Helper()
+	var out []signals.TurnStartedData
 	for _, ev := range evs {
 		if ev.Kind == signals.EventTurnRestarted {
 			var d signals.TurnStartedData
 			require.NoError(t, json.Unmarshal(ev.Data, &d))
-			restarted = append(restarted, d)
+			out = append(out, d)
 		}
 	}
-	require.NotEmpty(t, restarted, "the lost attempt is superseded by turn.restarted")
-	require.Equal(t, int32(2), restarted[0].Attempt, "numbered after the adopted attempt")
-	checkInvariants(t, allEvents(t, id))
+	return out
 }
