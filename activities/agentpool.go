@@ -117,7 +117,7 @@ func (h *Host) acquire(ctx context.Context, sessionID string, argv, env []string
 	}
 
 	log := h.Logger.With("session", sessionID)
-	hc := &hostClient{log: log, sandbox: sandbox, noTypedFailures: noTypedFailures}
+	hc := &hostClient{log: log, sandbox: sandbox, noTypedFailures: noTypedFailures, nice: h.AgentNice}
 	proc, err := startAgent(argv, env, dir, hc, log)
 	if err != nil {
 		return nil, err

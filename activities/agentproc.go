@@ -75,11 +75,23 @@ func startAgent(argv, env []string, dir string, client acp.Client, log *slog.Log
 	if err != nil {
 		return nil, err
 	}
+	nice := 0
+	if hc, ok := client.(*hostClient); ok {
+		nice = hc.nice
+	}
 	if err := sandbox.Start(cmd); err != nil { // confined to its session when env says (internal/sandbox)
 		return nil, fmt.Errorf("start agent %q: %w", argv[0], err)
 	}
 	// The agent's group dies with this worker, however the worker dies (reaper.go).
 	pgid := cmd.Process.Pid
+	if nice != 0 {
+		// Every thread of the group, now, a moment after the exec and before the agent's
+		// runtime starts its own threads, which inherit it, as its tools do; the worker's
+		// threads keep theirs (a thread's nice is what a fork inherits).
+		if err := syscall.Setpriority(syscall.PRIO_PGRP, pgid, nice); err != nil {
+			log.Warn("the agent runs at the worker's CPU priority", "nice", nice, "error", err)
+		}
+	}
 	reap := theReaper(log)
 	reap.watch(pgid)
 	p := &agentProc{cmd: cmd, stdin: &agentStdin{WriteCloser: stdin}, exited: make(chan struct{}), log: log, offerFS: true, stderr: stderr}

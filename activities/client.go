@@ -22,6 +22,8 @@ type hostClient struct {
 	sandbox *Sandbox
 	// noTypedFailures: initialize does not ask for typed failures (Profile.TypedFailures).
 	noTypedFailures bool
+	// nice is the agent's CPU priority (Host.AgentNice).
+	nice int
 
 	mu   sync.Mutex
 	turn *liveTurn

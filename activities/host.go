@@ -33,6 +33,11 @@ type Host struct {
 	Queue     string
 	IdleTTL   time.Duration
 	MaxAgents int
+	// AgentNice is the CPU priority (nice, 0–19) the agents start with, and their tools
+	// with them: above 0 the worker's heartbeats, signals and queries, and an embedded
+	// server, go first when agents and their builds fill the machine's cores. 0: the
+	// worker's own (the default: the machine may run more than tacp).
+	AgentNice int
 	Client    client.Client
 	Logger    *slog.Logger
 	// FlushInterval and FlushBytes configure the batching of events between turns.

@@ -55,6 +55,9 @@ func (r *Runner) probe(ctx context.Context, name, dir string) error {
 	}
 	defer os.RemoveAll(work)
 	hc := &hostClient{log: r.Logger.With("profile", name), noTypedFailures: !pr.AsksTypedFailures()}
+	if r.Host != nil {
+		hc.nice = r.Host.AgentNice
+	}
 	if pr.OffersClientFS() {
 		// Offered the same files a turn would offer, the agent answers as it will then.
 		if hc.sandbox, err = NewSandbox(work); err != nil {

@@ -22,10 +22,13 @@ package bench
 // TACP_BENCH_REAL_TURNS (default 30) sets the rounds; TACP_BENCH_REAL_AGENTS (default all
 // four: codex, claude, gemini, opencode) the agents; TACP_BENCH_STREAM_SECONDS (60) the
 // streaming reply (first agent only), TACP_BENCH_IDLE_SECONDS (120) the idle window (first
-// agent only); TACP_BENCH_PRICE_PER_M (50) the price in USD per million actions.
+// agent only); TACP_BENCH_PRICE_PER_M (50) the price in USD per million actions;
+// TACP_BENCH_AGENT_NICE (0) the workers' -agent.nice, a list ("0,10") to measure each in
+// turn, agent by agent.
 
 import (
 	"bufio"
+	"cmp"
 	"context"
 	"fmt"
 	"os"
@@ -177,8 +180,13 @@ func promptThrough(ctx context.Context, p *acpPeer, fm *fakemodel.Server) (ttftR
 // measureFirstToken runs rounds of shortReply on a warm direct session and a warm session
 // through `starter acp` of agent a, alternating, and, when costs is set, what a streaming
 // reply and an idle day of the gateway's session cost.
-func measureFirstToken(ctx context.Context, t *testing.T, a fakemodel.Agent, rounds int, costs bool) ttftFigures {
+func measureFirstToken(ctx context.Context, t *testing.T, a fakemodel.Agent, nice int, label bool, rounds int, costs bool) ttftFigures {
 	f := ttftFigures{agent: a.Name}
+	tag := a.Name
+	if label {
+		f.agent = fmt.Sprintf("%s, nice %d", a.Name, nice)
+		tag = fmt.Sprintf("%s-nice%d", a.Name, nice)
+	}
 	bin, err := filepath.Abs(filepath.Join("..", ".ci", "npm", "node_modules", ".bin", a.Bin))
 	if err != nil {
 		t.Fatal(err)
@@ -192,15 +200,15 @@ func measureFirstToken(ctx context.Context, t *testing.T, a fakemodel.Agent, rou
 	tap := buildTap(t)
 	fm := fakemodel.New(a.Provider)
 	t.Cleanup(fm.Close)
-	agentEnv, err := a.Setup(filepath.Join(env.tmp, "home-ttft-"+a.Name), fm)
+	agentEnv, err := a.Setup(filepath.Join(env.tmp, "home-ttft-"+tag), fm)
 	if err != nil {
 		t.Fatal(err)
 	}
-	directLog := filepath.Join(env.tmp, "tap-direct-"+a.Name+".log")
-	tacpLog := filepath.Join(env.tmp, "tap-tacp-"+a.Name+".log")
+	directLog := filepath.Join(env.tmp, "tap-direct-"+tag+".log")
+	tacpLog := filepath.Join(env.tmp, "tap-tacp-"+tag+".log")
 
 	// The baseline: the agent behind the tap over a direct pipe.
-	ws := filepath.Join(env.tmp, "ttft-direct-"+a.Name)
+	ws := filepath.Join(env.tmp, "ttft-direct-"+tag)
 	if err := os.MkdirAll(ws, 0o755); err != nil {
 		t.Fatal(err)
 	}
@@ -208,7 +216,7 @@ func measureFirstToken(ctx context.Context, t *testing.T, a fakemodel.Agent, rou
 	cmd.Dir = ws
 	cmd.Env = append(os.Environ(), agentEnv...)
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	d, err := startPeerWarm(ctx, a.Name+" direct", cmd, ws, "reply: warm")
+	d, err := startPeerWarm(ctx, f.agent+" direct", cmd, ws, "reply: warm")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -220,10 +228,10 @@ func measureFirstToken(ctx context.Context, t *testing.T, a fakemodel.Agent, rou
 	// Through tacp: a worker of its own (on a client that counts its heartbeats) whose agent
 	// is a behind the tap, and `starter acp` in front of it.
 	c, rpcs := countedClient(ctx, t)
-	queue := "tacp-bench-ttft-" + a.Name + "-" + signals.NewID()[:8]
-	dataDir := filepath.Join(env.tmp, "data-ttft-"+a.Name)
+	queue := "tacp-bench-ttft-" + tag + "-" + signals.NewID()[:8]
+	dataDir := filepath.Join(env.tmp, "data-ttft-"+tag)
 	words := append(append(append([]string{"/usr/bin/env"}, agentEnv...), tap, tacpLog, bin), a.Args...)
-	w, err := tacpworker.Start(c, tacpworker.Options{TaskQueue: queue, DataDir: dataDir, Agent: quoteWords(words), InitTimeout: 2 * time.Minute})
+	w, err := tacpworker.Start(c, tacpworker.Options{TaskQueue: queue, DataDir: dataDir, Agent: quoteWords(words), InitTimeout: 2 * time.Minute, AgentNice: nice})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -233,7 +241,7 @@ func measureFirstToken(ctx context.Context, t *testing.T, a fakemodel.Agent, rou
 	if err := os.MkdirAll(gws, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	g, err := startPeerWarm(ctx, a.Name+" via starter acp", starterCmdOn(t, queue, "acp"), gws, "reply: warm")
+	g, err := startPeerWarm(ctx, f.agent+" via starter acp", starterCmdOn(t, queue, "acp"), gws, "reply: warm")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -386,9 +394,19 @@ func TestRealAgentFirstTokenTable(t *testing.T) {
 	if os.Getenv("TACP_BENCH_REAL_AGENTS") == "" {
 		agents = fakemodel.Agents
 	}
+	var nices []int
+	for _, v := range strings.Split(cmp.Or(os.Getenv("TACP_BENCH_AGENT_NICE"), "0"), ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(v))
+		if err != nil {
+			t.Fatalf("TACP_BENCH_AGENT_NICE: %v", err)
+		}
+		nices = append(nices, n)
+	}
 	var figs []ttftFigures
 	for i, a := range agents {
-		figs = append(figs, measureFirstToken(ctx, t, a, rounds, i == 0))
+		for j, nice := range nices { // alternated per agent: before and after in one run
+			figs = append(figs, measureFirstToken(ctx, t, a, nice, len(nices) > 1, rounds, i == 0 && j == 0))
+		}
 	}
 	printFirstTokenTable(t, figs)
 	printFirstTokenTrace(t, figs)

@@ -63,6 +63,7 @@ func run() error {
 		logLevel  = fs.String("log.level", "info", "log level: debug, info, warn, error")
 		idleTTL   = fs.Duration("agent.idle-ttl", activities.DefaultIdleTTL, "stop an agent process idle this long between turns")
 		maxAgents = fs.Int("agent.max", activities.DefaultMaxAgents, "live agent processes on this worker; past it the least recently used idle one is stopped")
+		agentNice = fs.Int("agent.nice", 0, "the CPU priority (nice, 0-19) agents and their tools start with; above 0 the worker, its heartbeats and viewers' queries go first on a machine the agents fill (10 on a dedicated worker host: see docs/operators.md)")
 		grace     = fs.Duration("agent.cancel-grace", activities.DefaultCancelGrace, "kill an agent that has not stopped this long after session/cancel")
 		probe     = fs.Bool("agent.probe", true, "start each profile's agent once when the worker starts (initialize, then stop), so the first editor is told what it supports")
 		startMax  = fs.Duration("agent.start-timeout", activities.DefaultInitTimeout, "fail a turn whose agent has not started and opened its session (initialize, session/new or load, authenticate) this long after its start; the turn heartbeats meanwhile")
@@ -172,7 +173,7 @@ func run() error {
 		TaskQueue: *queue, Agent: *agentCmd, Profiles: profiles, DefaultProfile: *profDef,
 		WorkspaceRoots: rootDirs, MCP: activities.MCPPolicy{Mode: *mcpMode, Commands: splitList(*mcpCmds)},
 		DataDir: *data, Logger: logger,
-		AgentIdleTTL: *idleTTL, MaxAgents: *maxAgents, CancelGrace: *grace, InitTimeout: *startMax, ProbeAgents: *probe,
+		AgentIdleTTL: *idleTTL, MaxAgents: *maxAgents, AgentNice: *agentNice, CancelGrace: *grace, InitTimeout: *startMax, ProbeAgents: *probe,
 		FlushInterval: *flush, FlushLongest: *flushLong, FlushMaxRate: *flushRate, WorkflowPollers: *pollers,
 		NoCarryContext: !*carry, CarryContextBytes: *carryMax, MissingWorkspace: *missingWS,
 		Deployment:   tacpworker.Deployment{Name: *depName, BuildID: *depBuild},

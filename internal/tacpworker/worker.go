@@ -65,6 +65,8 @@ type Options struct {
 	// AgentIdleTTL and MaxAgents bound the agent processes kept alive between turns.
 	AgentIdleTTL time.Duration
 	MaxAgents    int
+	// AgentNice is the CPU priority the agents start with (activities.Host.AgentNice).
+	AgentNice int
 	// Sandbox is whether the profiles that do not say run their agents in the kernel
 	// sandbox of their session: "on" or "off" ("": off; the worker binary's -agent.sandbox
 	// is on). A sandboxed profile on a kernel that cannot sandbox fails Start.
@@ -166,6 +168,9 @@ func Start(c client.Client, opts Options) (*Worker, error) {
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.DiscardHandler)
 	}
+	if opts.AgentNice < 0 || opts.AgentNice > 19 {
+		return nil, fmt.Errorf("agent nice %d: want 0 (the worker's priority) to 19 (the lowest); an agent never runs above the worker", opts.AgentNice)
+	}
 	trust, err := NewTrust(opts)
 	if err != nil {
 		return nil, err
@@ -206,6 +211,7 @@ func Start(c client.Client, opts Options) (*Worker, error) {
 		Queue:         HostQueue(),
 		IdleTTL:       opts.AgentIdleTTL,
 		MaxAgents:     opts.MaxAgents,
+		AgentNice:     opts.AgentNice,
 		Client:        c,
 		Logger:        opts.Logger,
 		FlushInterval: opts.FlushInterval,
