@@ -10,6 +10,7 @@ import (
 	"os/exec"
 	"os/signal"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -50,6 +51,7 @@ func runWorkerProcess() int {
 		WorkspaceRoots: splitNonEmpty(os.Getenv("TACP_E2E_WORKSPACES")),
 	}
 	opts.LimitMaxWait, _ = time.ParseDuration(os.Getenv("TACP_E2E_LIMIT_WAIT"))
+	opts.AgentNice, _ = strconv.Atoi(os.Getenv("TACP_E2E_AGENT_NICE"))
 	opts.LimitBackoff, _ = time.ParseDuration(os.Getenv("TACP_E2E_LIMIT_BACKOFF"))
 	if roots := os.Getenv("TACP_E2E_ROOTS"); roots != "" {
 		opts.WorkspaceRoots = filepath.SplitList(roots)

@@ -8,6 +8,7 @@ package e2e
 
 import (
 	"fmt"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"strconv"
@@ -25,11 +26,11 @@ import (
 // lifecycleWorker starts a worker process on a queue of its own whose agent has a child,
 // runs /pids in a session and returns the worker, the session's client and id, and the
 // agent's and its child's pids (killed at the end of t, should the test fail).
-func lifecycleWorker(t *testing.T) (*exec.Cmd, *signals.Client, string, int, int) {
+func lifecycleWorker(t *testing.T, env ...string) (*exec.Cmd, *signals.Client, string, int, int) {
 	t.Helper()
 	queue := "tacp-lifecycle-" + signals.NewID()[:8]
 	agent := fmt.Sprintf("%s -spawn-child -transcripts %s", testagent, filepath.Join(dataDir, "transcripts"))
-	w := startWorkerProcess(t, queue, "TACP_E2E_AGENT="+agent)
+	w := startWorkerProcess(t, queue, append([]string{"TACP_E2E_AGENT=" + agent}, env...)...)
 	qc := signals.NewClient(tc, queue)
 	id := session(t)
 	_, err := qc.Prompt(ctxFor(t, 30*time.Second), signals.SessionConfig{SessionID: id}, signals.PromptRequest{Text: "/pids", ClientMessageID: "pids"})
@@ -47,6 +48,42 @@ func lifecycleWorker(t *testing.T) (*exec.Cmd, *signals.Client, string, int, int
 	})
 	require.True(t, proctree.Alive(agentPID) && proctree.Alive(childPID))
 	return w, qc, id, agentPID, childPID
+}
+
+// threadNices lists the nice of every thread of process pid.
+func threadNices(t *testing.T, pid int) []int {
+	t.Helper()
+	tasks, err := os.ReadDir(fmt.Sprintf("/proc/%d/task", pid))
+	require.NoError(t, err)
+	var nices []int
+	for _, task := range tasks {
+		stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/task/%s/stat", pid, task.Name()))
+		if err != nil {
+			continue // the thread ended
+		}
+		fields := strings.Fields(string(stat[strings.LastIndexByte(string(stat), ')')+2:])) // from field 3
+		n, err := strconv.Atoi(fields[19-3])
+		require.NoError(t, err)
+		nices = append(nices, n)
+	}
+	return nices
+}
+
+// A worker started with an agent nice runs its agents, every thread, and what they start at
+// that priority, and keeps its own.
+func TestWorkerAgentNiceLowersTheAgentAndItsChildrenOnly(t *testing.T) {
+	t.Parallel()
+	w, _, _, agentPID, childPID := lifecycleWorker(t, "TACP_E2E_AGENT_NICE=5")
+	for _, p := range []int{agentPID, childPID} {
+		nices := threadNices(t, p)
+		require.NotEmpty(t, nices)
+		for _, n := range nices {
+			require.Equal(t, 5, n, "a thread of process %d", p)
+		}
+	}
+	for _, n := range threadNices(t, w.Process.Pid) {
+		require.Equal(t, 0, n, "a thread of the worker")
+	}
 }
 
 func TestWorkerKilledWithSIGKILLLeavesNoAgentBehind(t *testing.T) {
