@@ -18,7 +18,6 @@ import (
 	"os/signal"
 	"path/filepath"
 	"runtime"
-	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -27,6 +26,8 @@ import (
 
 	acp "github.com/coder/acp-go-sdk"
 	"github.com/stretchr/testify/require"
+
+	"github.com/tacp-dev/tacp/internal/proctree"
 )
 
 // testagentBin is the testagent binary built once by TestMain.
@@ -579,36 +580,6 @@ func TestAgentProcLineOverTheSDKLimit(t *testing.T) {
 		"pump outlived the agent process")
 }
 
-// statField reads field n (1-based, as proc(5) numbers them) of a /proc stat line.
-func statField(t *testing.T, stat string, n int) int {
-	t.Helper()
-	fields := strings.Fields(stat[strings.LastIndexByte(stat, ')')+2:]) // fields[0] is field 3
-	v, err := strconv.Atoi(fields[n-3])
-	require.NoError(t, err, stat)
-	return v
-}
-
-// threadNices lists the nice of every thread of every process of group pgid.
-func threadNices(t *testing.T, pgid int) []int {
-	t.Helper()
-	procs, err := os.ReadDir("/proc")
-	require.NoError(t, err)
-	var nices []int
-	for _, p := range procs {
-		stat, err := os.ReadFile("/proc/" + p.Name() + "/stat")
-		if err != nil || statField(t, string(stat), 5) != pgid {
-			continue
-		}
-		tasks, _ := os.ReadDir("/proc/" + p.Name() + "/task")
-		for _, task := range tasks {
-			if s, err := os.ReadFile("/proc/" + p.Name() + "/task/" + task.Name() + "/stat"); err == nil {
-				nices = append(nices, statField(t, string(s), 19))
-			}
-		}
-	}
-	return nices
-}
-
 // An agent started with Host.AgentNice runs at it, every thread, and its children with it;
 // the worker's threads keep their own.
 func TestStartAgentWithANiceLowersTheAgentsGroupOnly(t *testing.T) {
@@ -620,14 +591,15 @@ func TestStartAgentWithANiceLowersTheAgentsGroupOnly(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), patience)
 	defer cancel()
 	require.NoError(t, proc.initialize(ctx))
-	pgid := proc.cmd.Process.Pid
-	require.Eventually(t, func() bool { return len(threadNices(t, pgid)) > 1 }, patience, 10*time.Millisecond)
-	for _, n := range threadNices(t, pgid) {
-		require.Equal(t, 7, n, "a thread of the agent's group")
+	pid := proc.cmd.Process.Pid
+	require.Eventually(t, func() bool { return len(proctree.Descendants(pid)) > 0 }, patience, 10*time.Millisecond, "the agent's child")
+	require.NotEmpty(t, proctree.ThreadNices(pid))
+	for _, p := range append([]int{pid}, proctree.Descendants(pid)...) {
+		for _, n := range proctree.ThreadNices(p) {
+			require.Equal(t, 7, n, "a thread of the agent's group")
+		}
 	}
-	self, err := os.ReadFile("/proc/self/stat")
-	require.NoError(t, err)
-	for _, n := range threadNices(t, statField(t, string(self), 5)) {
+	for _, n := range proctree.ThreadNices(os.Getpid()) {
 		require.Equal(t, 0, n, "a thread of the worker")
 	}
 }

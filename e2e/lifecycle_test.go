@@ -8,7 +8,6 @@ package e2e
 
 import (
 	"fmt"
-	"os"
 	"os/exec"
 	"path/filepath"
 	"strconv"
@@ -50,38 +49,19 @@ func lifecycleWorker(t *testing.T, env ...string) (*exec.Cmd, *signals.Client, s
 	return w, qc, id, agentPID, childPID
 }
 
-// threadNices lists the nice of every thread of process pid.
-func threadNices(t *testing.T, pid int) []int {
-	t.Helper()
-	tasks, err := os.ReadDir(fmt.Sprintf("/proc/%d/task", pid))
-	require.NoError(t, err)
-	var nices []int
-	for _, task := range tasks {
-		stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/task/%s/stat", pid, task.Name()))
-		if err != nil {
-			continue // the thread ended
-		}
-		fields := strings.Fields(string(stat[strings.LastIndexByte(string(stat), ')')+2:])) // from field 3
-		n, err := strconv.Atoi(fields[19-3])
-		require.NoError(t, err)
-		nices = append(nices, n)
-	}
-	return nices
-}
-
 // A worker started with an agent nice runs its agents, every thread, and what they start at
 // that priority, and keeps its own.
 func TestWorkerAgentNiceLowersTheAgentAndItsChildrenOnly(t *testing.T) {
 	t.Parallel()
 	w, _, _, agentPID, childPID := lifecycleWorker(t, "TACP_E2E_AGENT_NICE=5")
 	for _, p := range []int{agentPID, childPID} {
-		nices := threadNices(t, p)
+		nices := proctree.ThreadNices(p)
 		require.NotEmpty(t, nices)
 		for _, n := range nices {
 			require.Equal(t, 5, n, "a thread of process %d", p)
 		}
 	}
-	for _, n := range threadNices(t, w.Process.Pid) {
+	for _, n := range proctree.ThreadNices(w.Process.Pid) {
 		require.Equal(t, 0, n, "a thread of the worker")
 	}
 }

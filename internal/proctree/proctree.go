@@ -68,3 +68,20 @@ func Alive(pid int) bool {
 	fields := stat(b)
 	return len(fields) == 0 || fields[0] != "Z"
 }
+
+// ThreadNices lists the nice (proc(5) field 19) of every thread of pid; threads that end
+// while it reads are left out.
+func ThreadNices(pid int) []int {
+	dir := "/proc/" + strconv.Itoa(pid) + "/task/"
+	tasks, _ := os.ReadDir(dir)
+	var nices []int
+	for _, task := range tasks {
+		b, err := os.ReadFile(dir + task.Name() + "/stat")
+		if fields := stat(b); err == nil && len(fields) > 16 {
+			if n, err := strconv.Atoi(fields[16]); err == nil { // fields[0] is field 3
+				nices = append(nices, n)
+			}
+		}
+	}
+	return nices
+}
