@@ -59,6 +59,11 @@ type Follower struct {
 	every time.Duration
 	timer *time.Timer // the safety poll
 
+	// queried is when the viewer last said it was querying (or the Follower started): the
+	// safety poll wakes the viewer only once its interval has passed since. A timer that
+	// fired just before Querying reset it would otherwise wake the viewer early.
+	queried time.Time
+
 	mu       sync.Mutex
 	cov      cover
 	ended    bool          // the workflow closed and no run follows it
@@ -78,7 +83,8 @@ func newFollower(ctx context.Context, c *Client, src historySource, sessionID st
 	if f.every <= 0 {
 		f.every = DefaultSafetyPoll
 	}
-	f.timer = time.AfterFunc(f.every, f.wake)
+	f.queried = time.Now()
+	f.timer = time.AfterFunc(f.every, f.safetyPoll)
 	context.AfterFunc(ctx, func() { f.timer.Stop() })
 	wid := SessionWorkflowID(sessionID)
 	// Where the history stands now: what a query issued after Follow returns has seen, so
@@ -111,6 +117,7 @@ func (f *Follower) Querying() (done func()) {
 	}
 	f.cov.querying()
 	f.inFlight++
+	f.queried = time.Now()
 	if f.ended || f.ctx.Err() != nil {
 		f.timer.Stop() // a closed workflow journals nothing more
 	} else {
@@ -153,6 +160,17 @@ func (f *Follower) Ended() bool {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	return f.ended && !f.cov.stale()
+}
+
+// safetyPoll is the timer's callback: it wakes the viewer if the interval has passed since
+// its last query. One that fired while Querying reset the timer finds it has not, and the
+// timer Querying reset fires again in time.
+func (f *Follower) safetyPoll() {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if time.Since(f.queried) >= f.every {
+		f.wake()
+	}
 }
 
 func (f *Follower) wake() {

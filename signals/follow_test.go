@@ -471,12 +471,29 @@ func TestFollowerSafetyPollAsksForAQueryWhenNothingHappens(t *testing.T) {
 	h := newFakeHistory("a", batch(1)...)
 	f := newFollower(ctx, &Client{SafetyPoll: 20 * time.Millisecond}, h, "s")
 	for range 3 {
+		start := time.Now() // before Querying: the interval starts inside it
 		f.Querying()()
-		start := time.Now()
 		waitReady(t, f)
 		require.GreaterOrEqual(t, time.Since(start), 20*time.Millisecond, "not before the interval")
 	}
 	require.Equal(t, 1, h.blockedCount(), "the history did not move")
+}
+
+// A safety poll's timer that fired just before the viewer's query reset it (its callback
+// still on its way, as on a loaded machine) must not wake the viewer early.
+func TestFollowerSafetyPollThatFiredBeforeAQueryWakesNobody(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	h := newFakeHistory("a", batch(1)...)
+	f := newFollower(ctx, &Client{SafetyPoll: time.Hour}, h, "s")
+	f.Querying()()
+	f.safetyPoll() // the callback of a timer that fired before Querying reset it
+	require.False(t, readyNow(f), "the interval has not passed since the query")
+	f.mu.Lock()
+	f.queried = time.Now().Add(-time.Hour)
+	f.mu.Unlock()
+	f.safetyPoll()
+	require.True(t, readyNow(f), "the interval has passed since the query")
 }
 
 func TestFollowerStopsWithItsContext(t *testing.T) {
