@@ -152,10 +152,17 @@ func setup(ctx context.Context) (*fixture, error) {
 	nw := worker.New(f.c, noopQueue, worker.Options{})
 	nw.RegisterWorkflow(NoopWorkflow)
 	nw.RegisterWorkflow(FloorWorkflow)
+	nw.RegisterWorkflow(FirstTokenFloorWorkflow)
 	if err := nw.Start(); err != nil {
 		return f, fmt.Errorf("start noop worker: %w", err)
 	}
 	f.workers = append(f.workers, nw)
+	hw := worker.New(f.c, floorHostQueue, worker.Options{})
+	hw.RegisterActivity(&floorHost{c: f.c})
+	if err := hw.Start(); err != nil {
+		return f, fmt.Errorf("start the floor's host worker: %w", err)
+	}
+	f.workers = append(f.workers, hw)
 
 	// Both busy sessions exist before anything is timed (see the file comment).
 	f.noop = &noopTarget{f: f}

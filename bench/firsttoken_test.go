@@ -24,7 +24,8 @@ package bench
 // streaming reply (first agent only), TACP_BENCH_IDLE_SECONDS (120) the idle window (first
 // agent only); TACP_BENCH_PRICE_PER_M (50) the price in USD per million actions;
 // TACP_BENCH_AGENT_NICE (0) the workers' -agent.nice, a list ("0,10") to measure each in
-// turn, agent by agent.
+// turn, agent by agent; TACP_BENCH_QUIET=0 starts each prompt at once instead of on a quiet
+// machine (quiet_test.go).
 
 import (
 	"bufio"
@@ -124,6 +125,8 @@ type ttftFigures struct {
 	directRequests, tacpRequests float64
 	perPrompt                    actionCount // the gateway's session, per short prompt
 	directTap, tacpTap           []tapLine
+	quiet, busy                  int             // prompts that started on a quiet machine, and not (quiet_test.go)
+	floor                        []time.Duration // Temporal's floor of a first token, a round beside each (FirstTokenFloorWorkflow)
 	stream                       *streamCost
 	idle                         *idleCost
 }
@@ -254,6 +257,11 @@ func measureFirstToken(ctx context.Context, t *testing.T, a fakemodel.Agent, nic
 	})
 	gs := &tacpSession{sc: sc, id: gid}
 
+	floor, err := startTTFTFloor(ctx, env.c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer floor.close()
 	const warmup = 3
 	var directReqs, tacpReqs int
 	var from runMark
@@ -265,17 +273,37 @@ func measureFirstToken(ctx context.Context, t *testing.T, a fakemodel.Agent, nic
 			}
 			queries0, beats0 = env.queries.count(signals.QueryEvents, gid), rpcs.heartbeats()
 		}
+		settle := func() {
+			if !quietOn() {
+				return
+			}
+			switch ok := waitQuiet(ctx); {
+			case i < warmup:
+			case ok:
+				f.quiet++
+			default:
+				f.busy++
+			}
+		}
+		settle()
 		n0 := len(fm.Requests())
 		dr, err := promptThrough(ctx, d, fm)
 		if err != nil {
 			t.Fatal(err)
 		}
+		settle()
 		n1 := len(fm.Requests())
 		tr, err := promptThrough(ctx, g, fm)
 		if err != nil {
 			t.Fatal(err)
 		}
+		settle()
+		fl, err := floor.round(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
 		if i >= warmup {
+			f.floor = append(f.floor, fl)
 			directReqs += n1 - n0
 			tacpReqs += len(fm.Requests()) - n1
 			f.direct, f.tacp = append(f.direct, dr), append(f.tacp, tr)
@@ -409,8 +437,44 @@ func TestRealAgentFirstTokenTable(t *testing.T) {
 		}
 	}
 	printFirstTokenTable(t, figs)
+	printFirstTokenFloor(t, figs)
 	printFirstTokenTrace(t, figs)
 	printCostTable(t, figs)
+}
+
+// outsideAgent is a round's first token less the agent's own part of it (its prompt on
+// stdin to its first chunk on stdout): what the path around the agent added.
+func outsideAgent(r ttftRound) (time.Duration, bool) {
+	if r.tap.prompt.IsZero() || r.tap.chunk.IsZero() {
+		return 0, false
+	}
+	return r.firstToken() - r.tap.chunk.Sub(r.tap.prompt), true
+}
+
+func outsideAgentRounds(rs []ttftRound) []time.Duration {
+	var out []time.Duration
+	for _, r := range rs {
+		if d, ok := outsideAgent(r); ok {
+			out = append(out, d)
+		}
+	}
+	return out
+}
+
+// printFirstTokenFloor sets what each path adds around the agent beside Temporal's floor of
+// the same shape (FirstTokenFloorWorkflow: an update, an activity on another queue, its
+// signal, a query), measured a round beside each of the agent's.
+func printFirstTokenFloor(t testing.TB, figs []ttftFigures) {
+	fmt.Println("The first token around the agent (the round's first token less the agent's stdin → first chunk on stdout), beside Temporal's floor of a first token (update → activity on another queue → its signal → query, plain SDK, a round beside each) (ms)")
+	tw := tabwriter.NewWriter(os.Stdout, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "agent	n	direct pipe p50 / p99	through tacp p50 / p99	Temporal's floor p50 / p99	tacp over the floor p50")
+	for _, f := range figs {
+		d, tc, fl := statsOf(outsideAgentRounds(f.direct)), statsOf(outsideAgentRounds(f.tacp)), statsOf(f.floor)
+		recordFigure(t, "ttft/"+f.agent+"/tacp-outside-agent", tc.n, tc.p50, tc.p99)
+		recordFigure(t, "ttft/"+f.agent+"/floor", fl.n, fl.p50, fl.p99)
+		fmt.Fprintf(tw, "%s\t%d\t%.1f / %.1f\t%.1f / %.1f\t%.1f / %.1f\t%+.1f\n", f.agent, tc.n, d.p50, d.p99, tc.p50, tc.p99, fl.p50, fl.p99, tc.p50-fl.p50)
+	}
+	flushTable(t, tw)
 }
 
 func printFirstTokenTable(t testing.TB, figs []ttftFigures) {
@@ -427,6 +491,14 @@ func printFirstTokenTable(t testing.TB, figs []ttftFigures) {
 			dt.p50, dt.p99, tt.p50, tt.p99, tt.p50-dt.p50, tt.p50/dt.p50, f.directRequests, f.tacpRequests)
 	}
 	flushTable(t, tw)
+	if quietOn() {
+		var quiet, busy int
+		for _, f := range figs {
+			quiet, busy = quiet+f.quiet, busy+f.busy
+		}
+		fmt.Printf("each prompt waited for a quiet machine (< %.0f%% of the CPUs busy for %s, at most %s; TACP_BENCH_QUIET=0: none): %d of %d found it\n\n",
+			quietBusy*100, quietWindow, quietMost, quiet, quiet+busy)
+	}
 }
 
 func mapRounds(rs []ttftRound, fn func(ttftRound) time.Duration) []time.Duration {
