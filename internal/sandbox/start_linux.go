@@ -3,10 +3,11 @@
 package sandbox
 
 // Start starts a sandboxed agent without running the worker's binary again, where it can:
-// the sandbox is applied to one OS thread of the worker, locked to the goroutine that then
-// forks the agent from it (a fork copies the calling thread's credentials, Landlock domain,
-// seccomp filter and mount namespace; execve keeps them), and the thread is never given back
-// to the Go runtime: it ends with its goroutine. Re-running the worker's binary costs the
+// the sandbox is applied to one OS thread of the worker (never its main thread,
+// offMainThread), locked to the goroutine that then forks the agent from it (a fork copies
+// the calling thread's credentials, Landlock domain, seccomp filter and mount namespace;
+// execve keeps them), and the thread is never given back to the Go runtime: it ends with
+// its goroutine. Re-running the worker's binary costs the
 // init of all its packages (the embedded Temporal server: ~100 ms and more on a loaded
 // machine) where this costs a thread. A worker that is not root cannot give a thread a mount
 // namespace of its own (a user namespace needs a single-threaded process), so its agents
@@ -50,15 +51,38 @@ func Start(cmd *exec.Cmd) error {
 		cmd.SysProcAttr.UidMappings, cmd.SysProcAttr.GidMappings, cmd.SysProcAttr.AmbientCaps = nil, nil, nil
 	}
 	done := make(chan error, 1)
-	go func() {
-		runtime.LockOSThread() // never unlocked: the confined thread ends with this goroutine
+	offMainThread(func() {
 		if err := confineThread(p); err != nil {
 			done <- fmt.Errorf("sandbox: %w", err)
 			return
 		}
 		done <- cmd.Start()
-	}()
+	})
 	return <-done
+}
+
+// offMainThread runs fn on a goroutine locked to an OS thread that is not the process's
+// main thread, and never gives that thread back: it ends with fn's goroutine. A thread the
+// sandbox confines must not be the main one. Its tid is the worker's pid, and Landlock's
+// signal scope compares the target's domain with the sender's: with the main thread in an
+// agent's domain, that agent could signal the worker (a kill -0 did, once in 300 starts).
+// And the Go runtime never ends its main thread: it would stay confined.
+func offMainThread(fn func()) {
+	go func() {
+		runtime.LockOSThread()
+		if unix.Gettid() != unix.Getpid() {
+			fn()
+			return
+		}
+		// While this goroutine holds the main thread, the next one locks another.
+		done := make(chan struct{})
+		offMainThread(func() {
+			defer close(done)
+			fn()
+		})
+		<-done
+		runtime.UnlockOSThread()
+	}()
 }
 
 // confineThread applies p to the calling (locked) thread.
