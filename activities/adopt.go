@@ -47,18 +47,25 @@ type attemptKey struct {
 }
 
 // beatTarget is where an attempt's heartbeats go: the context of the activity that answers
-// for it now (nil: nobody does, the attempt is held), and a channel that is ready when that
-// changed, so the new owner's first beat goes out at once.
+// for it now (nil: nobody does, the attempt is held), a channel that is ready when that
+// changed, so the new owner's first beat goes out at once, and lostOwner, which a heartbeat's
+// answer calls when the server no longer holds that activity (or asked for its cancel).
 type beatTarget interface {
 	beatCtx() context.Context
 	ownerChanged() <-chan struct{}
+	lostOwner(owner context.Context, cause error)
 }
 
-// activityOwned is the beat target of an attempt that only its own activity answers for.
-type activityOwned struct{ ctx context.Context }
+// activityOwned is the beat target of an attempt that only its own activity answers for:
+// the attempt runs on a context that cancel ends with the heartbeat's cause.
+type activityOwned struct {
+	ctx    context.Context
+	cancel context.CancelCauseFunc
+}
 
-func (o activityOwned) beatCtx() context.Context      { return o.ctx }
-func (o activityOwned) ownerChanged() <-chan struct{} { return nil }
+func (o activityOwned) beatCtx() context.Context                 { return o.ctx }
+func (o activityOwned) ownerChanged() <-chan struct{}            { return nil }
+func (o activityOwned) lostOwner(_ context.Context, cause error) { o.cancel(cause) }
 
 // attemptOwner is one activity answering for an attempt.
 type attemptOwner struct {
@@ -174,16 +181,25 @@ func (a *ownedAttempt) own(ctx context.Context) *attemptOwner {
 	}
 	o := &attemptOwner{ctx: ctx, released: make(chan struct{})}
 	a.owner = o
-	a.unwatch = context.AfterFunc(ctx, func() { a.ownerDone(o) })
+	a.unwatch = context.AfterFunc(ctx, func() { a.ownerDone(o, context.Cause(o.ctx)) })
 	return o
 }
 
-// ownerDone takes the end of owner o's context: a run-gone end holds the attempt, any other
-// cancels the body with the same cause (a cancel request cancels the turn, a lost context
-// loses the attempt), as the activity's own context did before adoption existed. An owner
-// that no longer answers for the attempt is ignored.
-func (a *ownedAttempt) ownerDone(o *attemptOwner) {
-	cause := context.Cause(o.ctx)
+// lostOwner ends the owner whose context is owner, with the cause its heartbeat met.
+func (a *ownedAttempt) lostOwner(owner context.Context, cause error) {
+	a.mu.Lock()
+	o := a.owner
+	a.mu.Unlock()
+	if o != nil && o.ctx == owner {
+		a.ownerDone(o, cause)
+	}
+}
+
+// ownerDone takes the end of owner o (its context's, or its heartbeat's answer): a run-gone
+// end holds the attempt, any other cancels the body with the same cause (a cancel request
+// cancels the turn, a lost context loses the attempt). An owner that no longer answers for
+// the attempt is ignored.
+func (a *ownedAttempt) ownerDone(o *attemptOwner, cause error) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	if a.owner != o {

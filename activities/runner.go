@@ -43,7 +43,6 @@ const (
 	DefaultMaxFlushRate = 200
 	DefaultCancelGrace  = 30 * time.Second
 	DefaultInitTimeout  = time.Minute
-	heartbeatEvery      = time.Second
 )
 
 // Runner runs turns. Its fields are the worker's configuration.
@@ -95,6 +94,9 @@ type Runner struct {
 
 	budget *flushBudget
 	once   sync.Once
+	// beat sends a heartbeat (nil: clientBeat); tests send theirs through the SDK's test
+	// environment.
+	beat beatFunc
 	// egressCounted is how many of the sandbox's egress refusals are counted already.
 	egressCounted atomic.Int64
 }
@@ -149,7 +151,9 @@ func (r *Runner) RunTurn(ctx context.Context, in signals.RunTurnInput) (signals.
 	// Attempts on the previous host's queue ran in another activity: number on from them.
 	attempt := in.AttemptBase + activity.GetInfo(ctx).Attempt
 	if !in.InSession {
-		return r.runAttempt(ctx, in, attempt, activityOwned{ctx})
+		actx, cancel := context.WithCancelCause(ctx)
+		defer cancel(nil)
+		return r.runAttempt(actx, in, attempt, activityOwned{ctx, cancel})
 	}
 	log := r.Logger.With("session", in.SessionID, "turn", in.TurnID, "attempt", attempt)
 	a, owner := r.Host.startAttempt(ctx, attemptKey{in.SessionID, in.TurnID, attempt}, r.AdoptWait, log)
@@ -212,7 +216,7 @@ func (r *Runner) runTurn(ctx context.Context, in signals.RunTurnInput, attempt i
 	// another). Until this attempt knows better, it beats what the attempt before it knew,
 	// so that a retry after this one loads the same agent session.
 	t.before = t.progressBefore(ctx)
-	beat := startHeartbeat(ctx, owner, t.before)
+	beat := r.startHeartbeat(ctx, owner, t.before, t.log)
 	defer beat.stop()
 	setup, err := t.prepare(ctx)
 	if err != nil {
@@ -610,71 +614,6 @@ func (t *turnRun) sessionsAgentSession(ctx context.Context) string {
 	}
 	return st.AgentSessionID
 }
-
-// heartbeat records the attempt's progress until stop. Heartbeats beat on their own:
-// nothing the turn waits for (an agent slow to start, a write to an agent that stopped
-// reading its stdin) may starve them, or a healthy worker's turn is taken for lost.
-//
-// While the agent starts and opens its session it beats every third of the heartbeat
-// timeout, and not at once: the SDK sends at most one heartbeat a throttle interval and
-// holds back the rest, so a setup that beat a moment ago would hold back the progress that
-// matters most — that the prompt was sent — just when a worker killed then would lose it.
-// A quick setup (most turns) beats first with that progress, as before the agent's start
-// was covered. From set on, it beats every heartbeatEvery.
-type heartbeat struct {
-	beat     atomic.Pointer[signals.TurnProgress]
-	progress chan struct{}
-	done     chan struct{}
-	once     sync.Once
-	set1     sync.Once
-}
-
-// startHeartbeat keeps recording beat, and then the latest progress (set), until stop, on
-// the context of the activity that answers for the attempt (to): none while the attempt is
-// held, at once when another activity adopted it. ctx is the attempt's.
-func startHeartbeat(ctx context.Context, to beatTarget, beat signals.TurnProgress) *heartbeat {
-	h := &heartbeat{progress: make(chan struct{}), done: make(chan struct{})}
-	h.beat.Store(&beat)
-	setupEvery := 3 * time.Second
-	if hb := activity.GetInfo(ctx).HeartbeatTimeout; hb > 0 {
-		setupEvery = max(hb/3, heartbeatEvery)
-	}
-	go func() {
-		tick := time.NewTicker(setupEvery)
-		defer tick.Stop()
-		progress := h.progress
-		record := func() {
-			if owner := to.beatCtx(); owner != nil {
-				activity.RecordHeartbeat(owner, *h.beat.Load())
-			}
-		}
-		for {
-			select {
-			case <-tick.C:
-				record()
-			case <-progress:
-				progress = nil
-				record()
-				tick.Reset(heartbeatEvery)
-			case <-to.ownerChanged():
-				record()
-			case <-h.done:
-				return
-			}
-		}
-	}()
-	return h
-}
-
-// set records p from now on: at once, from the heartbeat's goroutine (an attempt's first
-// record is a round trip to the server, which the caller does not wait for), and in every
-// beat after.
-func (h *heartbeat) set(p signals.TurnProgress) {
-	h.beat.Store(&p)
-	h.set1.Do(func() { close(h.progress) })
-}
-
-func (h *heartbeat) stop() { h.once.Do(func() { close(h.done) }) }
 
 // isCancelRequest reports whether an activity context ended because the workflow asked for
 // the cancellation (the cancel backstop), rather than because the attempt was lost.

@@ -194,8 +194,16 @@ func newTurnRig(t *testing.T, transcripts string) *turnRig {
 	rig.runner = &Runner{
 		Client: rec, Host: host, Trust: &Trust{Profiles: ps, Roots: roots}, Logger: logger,
 		FlushInterval: 5 * time.Millisecond, CancelGrace: 10 * time.Second,
+		beat: sdkBeat,
 	}
 	return rig
+}
+
+// sdkBeat sends a heartbeat through the SDK, which the test environment hands to its
+// heartbeat listener.
+func sdkBeat(_, owner context.Context, p signals.TurnProgress) error {
+	activity.RecordHeartbeat(owner, p)
+	return nil
 }
 
 func (r *turnRig) command(flags []string) string {

@@ -400,15 +400,51 @@ func resendNotReady(ctx context.Context, send func() error) error {
 	}
 }
 
+// query runs a query of the session. A query a busy server or worker did not answer in time
+// (the worker runs the query in a workflow task, behind the session's other work) is asked
+// again, with a growing pause, until ctx ends, or for QueryPatience when ctx has no
+// deadline: a slow session is late, not an error a person sees.
 func (c *Client) query(ctx context.Context, sessionID, name string, res any, args ...any) error {
 	if err := ValidateSessionID(sessionID); err != nil {
 		return Reject(RejectInvalidRequest, "%v", err)
 	}
-	v, err := c.Temporal.QueryWorkflow(ctx, SessionWorkflowID(sessionID), "", name, args...)
-	if err != nil {
-		return c.mapErr(ctx, sessionID, err)
+	if _, ok := ctx.Deadline(); !ok {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, QueryPatience)
+		defer cancel()
 	}
-	return v.Get(res)
+	for pause := 50 * time.Millisecond; ; pause = min(2*pause, 2*time.Second) {
+		v, err := c.Temporal.QueryWorkflow(ctx, SessionWorkflowID(sessionID), "", name, args...)
+		if err == nil {
+			return v.Get(res)
+		}
+		if !busy(err) || ctx.Err() != nil {
+			return c.mapErr(ctx, sessionID, err)
+		}
+		select {
+		case <-ctx.Done():
+			return c.mapErr(ctx, sessionID, err)
+		case <-time.After(pause):
+		}
+	}
+}
+
+// QueryPatience is how long a query with no deadline of its own is asked again while the
+// server or the session's worker is too busy to answer it.
+const QueryPatience = 2 * time.Minute
+
+// busy reports whether err is a server's or worker's "not now": the round trip or the
+// query's workflow task timed out, the server is unavailable or sheds load. Anything else
+// (no such session, a failed query, a refusal) is an answer.
+func busy(err error) bool {
+	var (
+		deadline  *serviceerror.DeadlineExceeded
+		unavail   *serviceerror.Unavailable
+		exhausted *serviceerror.ResourceExhausted
+		canceled  *serviceerror.Canceled
+	)
+	return errors.As(err, &deadline) || errors.As(err, &unavail) || errors.As(err, &exhausted) ||
+		errors.As(err, &canceled) || errors.Is(err, context.DeadlineExceeded)
 }
 
 // mapErr turns a validator's ApplicationError into a *Rejection, and "no such workflow"

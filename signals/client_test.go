@@ -5,7 +5,12 @@ import (
 	"errors"
 	"testing"
 
+	"github.com/stretchr/testify/require"
+	commonpb "go.temporal.io/api/common/v1"
 	"go.temporal.io/api/serviceerror"
+	"go.temporal.io/api/workflowservice/v1"
+	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/converter"
 )
 
 func TestResendNotReadyResendsOnlyWhatNoRunAdmitted(t *testing.T) {
@@ -38,4 +43,63 @@ func TestResendNotReadyResendsOnlyWhatNoRunAdmitted(t *testing.T) {
 	if err := resendNotReady(ctx, func() error { return notReady }); !errors.As(err, new(*serviceerror.WorkflowNotReady)) {
 		t.Fatalf("a cancelled context returns the last error, got %v", err)
 	}
+}
+
+// queryAnswers is a Temporal client whose QueryWorkflow answers with errs in order, then
+// with a status.
+type queryAnswers struct {
+	client.Client
+	errs  []error
+	asked int
+}
+
+func (q *queryAnswers) QueryWorkflow(context.Context, string, string, string, ...any) (converter.EncodedValue, error) {
+	q.asked++
+	if q.asked <= len(q.errs) {
+		return nil, q.errs[q.asked-1]
+	}
+	p, err := converter.GetDefaultDataConverter().ToPayloads(Status{State: StateRunning})
+	if err != nil {
+		return nil, err
+	}
+	return encoded{p}, nil
+}
+
+func (q *queryAnswers) DescribeWorkflowExecution(context.Context, string, string) (*workflowservice.DescribeWorkflowExecutionResponse, error) {
+	return nil, errors.New("not described here")
+}
+
+type encoded struct{ p *commonpb.Payloads }
+
+func (e encoded) HasValue() bool { return true }
+func (e encoded) Get(v any) error {
+	return converter.GetDefaultDataConverter().FromPayloads(e.p, v)
+}
+
+// Slow is not dead (issue 35): a query the server or the session's worker was too busy to
+// answer is asked again, and the viewer gets its answer late rather than an error; an
+// answer (no such session) is not asked again.
+func TestQueryAsksAgainWhatABusyServerDidNotAnswer(t *testing.T) {
+	busyErrs := []error{
+		serviceerror.NewDeadlineExceeded("query timed out"),
+		serviceerror.NewResourceExhausted(0, "busy"),
+		serviceerror.NewUnavailable("restarting"),
+		context.DeadlineExceeded,
+	}
+	q := &queryAnswers{errs: busyErrs}
+	st, err := NewClient(q, "").Status(context.Background(), "s1")
+	require.NoError(t, err)
+	require.Equal(t, StateRunning, st.State)
+	require.Equal(t, len(busyErrs)+1, q.asked)
+
+	q = &queryAnswers{errs: []error{serviceerror.NewQueryFailed("unknown queryType")}}
+	_, err = NewClient(q, "").Status(context.Background(), "s1")
+	require.Error(t, err)
+	require.Equal(t, 1, q.asked, "an answer is not asked again")
+
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	q = &queryAnswers{errs: []error{serviceerror.NewDeadlineExceeded("query timed out")}}
+	_, err = NewClient(q, "").Status(ctx, "s1")
+	require.Error(t, err, "the caller's context bounds the retries")
 }

@@ -12,14 +12,43 @@ import (
 	"fmt"
 	"time"
 
+	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/tacp-dev/tacp/signals"
 )
 
-// turnAttempts bounds the RunTurn attempts: a lost worker is retried on another worker.
+// turnAttempts bounds the RunTurn attempts of a round: a lost worker is retried on another
+// worker, and a round whose attempts were all lost is followed by another (attemptLost):
+// only a failure that is not a lost worker fails the turn.
 const turnAttempts = 3
+
+// attemptLost reports whether a RunTurn ended because its worker was lost: its heartbeats
+// stopped (the server's heartbeat timeout) or its runner saw its activity given up
+// (signals.TypeAttemptLost). resume is how far it got, from its last heartbeat.
+func attemptLost(err error) (lost bool, resume *signals.TurnProgress) {
+	var te *temporal.TimeoutError
+	if errors.As(err, &te) {
+		if te.TimeoutType() != enumspb.TIMEOUT_TYPE_HEARTBEAT {
+			return false, nil
+		}
+		var p signals.TurnProgress
+		if te.HasLastHeartbeatDetails() && te.LastHeartbeatDetails(&p) == nil && p.AgentSessionID != "" {
+			resume = &p
+		}
+		return true, resume
+	}
+	var ae *temporal.ApplicationError
+	if errors.As(err, &ae) && ae.Type() == signals.TypeAttemptLost {
+		var p signals.TurnProgress
+		if ae.HasDetails() && ae.Details(&p) == nil && p.AgentSessionID != "" {
+			resume = &p
+		}
+		return true, resume
+	}
+	return false, nil
+}
 
 // turnSide is where a turn's drive reports to and hears from its session: signals across
 // workflows (a TurnWorkflow's), or the session's own core (a Here turn's).
@@ -84,8 +113,25 @@ func runAttempts(ctx workflow.Context, in signals.TurnInput, run *signals.RunTur
 		res, fallback, err = runOnHost(ctx, in, run)
 	}
 	if fallback {
-		actx := workflow.WithActivityOptions(ctx, runTurnOptions(in, max(turnAttempts-(run.AttemptBase-base), 1)))
-		err = workflow.ExecuteActivity(actx, signals.ActivityRunTurn, *run).Get(actx, &res)
+		attempts := max(turnAttempts-(run.AttemptBase-base), 1)
+		for {
+			actx := workflow.WithActivityOptions(ctx, runTurnOptions(in, attempts))
+			err = workflow.ExecuteActivity(actx, signals.ActivityRunTurn, *run).Get(actx, &res)
+			lost, resume := attemptLost(err)
+			if !lost || ctx.Err() != nil {
+				break
+			}
+			// Every attempt's worker was lost (killed, or gone from the cluster): the turn
+			// runs again, numbered on, and is never failed for it. Each attempt follows a
+			// real loss; the turn's deadline bounds them all.
+			workflow.GetLogger(ctx).Warn("every attempt's worker was lost: the turn runs again", "attempts", attempts, "error", err)
+			run.AttemptBase += attempts
+			attempts = turnAttempts
+			if resume != nil {
+				run.Resume = resume
+			}
+			res = signals.RunTurnResult{}
+		}
 		// No orphans: the turn ran elsewhere; the host the session left stops its idle agent
 		// (it holds one when it was alive but slow to take the turn).
 		if in.HostQueue != "" && res.Host != "" && res.Host != in.HostQueue {
