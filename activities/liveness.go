@@ -78,8 +78,11 @@ func (r *Runner) startHeartbeat(ctx context.Context, to beatTarget, beat signals
 	if send == nil {
 		send = r.clientBeat
 	}
-	every := beatEvery(activity.GetInfo(ctx).HeartbeatTimeout)
-	go h.run(to, send, every, log)
+	hb := activity.GetInfo(ctx).HeartbeatTimeout
+	if hb <= 0 {
+		hb = defaultHeartbeatTimeout
+	}
+	go h.run(to, send, beatEvery(hb), hb, log)
 	return h
 }
 
@@ -92,7 +95,7 @@ func newHeartbeat(beat signals.TurnProgress, metrics client.MetricsHandler) *hea
 // run is the heartbeat's goroutine. The first beat goes out after every, or with the first
 // progress: a turn shorter than that (most short prompts) beats once, when its prompt is on
 // the agent's stdin.
-func (h *heartbeat) run(to beatTarget, send beatFunc, every time.Duration, log *slog.Logger) {
+func (h *heartbeat) run(to beatTarget, send beatFunc, every, timeout time.Duration, log *slog.Logger) {
 	tick := time.NewTimer(every)
 	defer tick.Stop()
 	var failures int
@@ -105,7 +108,7 @@ func (h *heartbeat) run(to beatTarget, send beatFunc, every time.Duration, log *
 			return
 		}
 		next := every
-		if owner := to.beatCtx(); owner != nil && !h.send(owner, to, send, every, log) {
+		if owner := to.beatCtx(); owner != nil && !h.send(owner, to, send, timeout, log) {
 			// Tried again soon, not at once: a server that does not answer is busy.
 			failures++
 			next = min(time.Duration(failures)*time.Second, every)
@@ -122,11 +125,12 @@ func (h *heartbeat) run(to beatTarget, send beatFunc, every time.Duration, log *
 	}
 }
 
-// send sends one beat for owner; it reports whether the server answered. Its round trip is
-// bounded by the heartbeat's interval, or a second at least: a beat waits for the server no
-// longer than the next would, and the next carries the newer progress.
-func (h *heartbeat) send(owner context.Context, to beatTarget, send beatFunc, every time.Duration, log *slog.Logger) bool {
-	rpc, cancel := context.WithTimeout(context.Background(), max(every, time.Second))
+// send sends one beat for owner; it reports whether the server answered. Its round trip may
+// take up to the heartbeat timeout (the client tries it again within that when a try is
+// lost): a beat that lands late still tells the server the worker is alive, and one that
+// takes longer is worth nothing.
+func (h *heartbeat) send(owner context.Context, to beatTarget, send beatFunc, timeout time.Duration, log *slog.Logger) bool {
+	rpc, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
 	started := time.Now()
 	err := send(rpc, owner, *h.beat.Load())

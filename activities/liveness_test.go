@@ -60,7 +60,7 @@ func runBeats(t *testing.T, want int, answers ...error) *beatRecorder {
 		return err
 	}
 	h := newHeartbeat(signals.TurnProgress{}, client.MetricsNopHandler)
-	go h.run(to, send, 10*time.Millisecond, slog.New(slog.DiscardHandler))
+	go h.run(to, send, 10*time.Millisecond, time.Second, slog.New(slog.DiscardHandler))
 	defer h.stop()
 	<-done
 	return to

@@ -354,6 +354,7 @@ type scalePhase struct {
 	peak     memSample  // maxima during the stream
 	heapLive uint64     // after the stream and a GC
 	agents   agentCount // live agent processes of the scale workers after the stream
+	load     string     // the load average when the streams ended
 	// history is the history events each streaming turn wrote: its session workflow's
 	// (the growth of its history length), the mean over the turns.
 	history historyCount
@@ -492,6 +493,7 @@ func (b *scaleBench) stream(ctx context.Context, name string, streaming, all []*
 	}
 	wg.Wait()
 	p.took = time.Since(start)
+	p.load = loadAvg()
 	p.peak = w.end()
 	runtime.GC()
 	var m runtime.MemStats
@@ -658,6 +660,7 @@ func TestScaleTable(t *testing.T) {
 	}
 	b := &scaleBench{servers: servers, chunks: chunks}
 	before := b.readMem()
+	burners := startBurn(t)
 
 	// The cap on live agents past which the least recently used idle one is stopped, on
 	// each worker: at least every streaming turn's agent plus the two single streams' (the
@@ -730,9 +733,10 @@ func TestScaleTable(t *testing.T) {
 		beforeIdle: beforeIdle, idleMem: idleMem, idleAgents: idleAgents, idleHistory: idleHistory,
 		aloneCreate: aloneCreate, created: created,
 		closed: len(sessions), closeTook: closeTook, closeErrs: closeErrs,
-		phases: []scalePhase{base, oneIdle, many},
+		phases: []scalePhase{base, oneIdle, many}, burners: burners,
 	})
 	for _, p := range []scalePhase{base, oneIdle, many} {
+		fmt.Printf("%s: load average %s when the streams ended\n", p.name, p.load)
 		if p.errs.total() > 0 {
 			t.Logf("%s: errors: %s", p.name, p.errs)
 		}
@@ -747,6 +751,7 @@ func TestScaleTable(t *testing.T) {
 
 type scaleFigures struct {
 	chunks, maxAgents int
+	burners           int  // busy processes beside the test (TACP_BENCH_BURN)
 	workers           int  // worker processes (0: one worker in the test process)
 	servers           bool // the services' memory is measured (TACP_BENCH_SERVER_PIDS)
 	// before: before the scale worker; beforeIdle: after the baseline, before the idle
@@ -778,6 +783,8 @@ func printScaleTable(t testing.TB, f scaleFigures) {
 	}
 	fmt.Printf("Scale: %d idle sessions on %s (%s; agent cap %d per worker), then %d turns streaming at once (%d chunks each at %d/s, each watched by %s; targets: no errors, p99 ≤ 1 s)\n",
 		f.created.n, workers, server, f.maxAgents, f.phases[len(f.phases)-1].turns, f.chunks, int(time.Second/chunkEvery), viewers)
+	fmt.Printf("machine: %d cores, %d busy processes beside the test (TACP_BENCH_BURN), load average at the end %s\n",
+		runtime.NumCPU(), f.burners, loadAvg())
 	inProcessServer := ""
 	if os.Getenv("TACP_BENCH_ADDRESS") == "" {
 		inProcessServer = "the in-process Temporal server, "
