@@ -94,6 +94,9 @@ type Runner struct {
 
 	budget *flushBudget
 	once   sync.Once
+	// Gate admits the turns of this worker's host queue against its capacity (nil: no
+	// bound); the session queue's take their slot from its slot supplier.
+	Gate *TurnGate
 	// beat sends a heartbeat (nil: clientBeat); tests send theirs through the SDK's test
 	// environment.
 	beat beatFunc
@@ -150,7 +153,20 @@ func (r *Runner) RunTurn(ctx context.Context, in signals.RunTurnInput) (signals.
 	}
 	// Attempts on the previous host's queue ran in another activity: number on from them.
 	attempt := in.AttemptBase + activity.GetInfo(ctx).Attempt
+	// A turn the session queue gave this worker has its slot (TurnGate.TurnSlots); one sent
+	// to its host queue takes one now, or goes back to the session queue.
+	done := func() {}
+	if activity.GetInfo(ctx).TaskQueue == r.Host.Queue {
+		if !r.Gate.tryHost() {
+			// Benign: expected at capacity, logged without alarm.
+			return signals.RunTurnResult{}, temporal.NewApplicationErrorWithOptions(fmt.Sprintf(
+				"this worker runs %d turns, its -turns.max: the turn goes to the session queue", r.Gate.Max()),
+				signals.TypeHostBusy, temporal.ApplicationErrorOptions{Category: temporal.ApplicationErrorCategoryBenign})
+		}
+		done = r.Gate.doneHost
+	}
 	if !in.InSession {
+		defer done()
 		actx, cancel := context.WithCancelCause(ctx)
 		defer cancel(nil)
 		return r.runAttempt(actx, in, attempt, activityOwned{ctx, cancel})
@@ -158,6 +174,7 @@ func (r *Runner) RunTurn(ctx context.Context, in signals.RunTurnInput) (signals.
 	log := r.Logger.With("session", in.SessionID, "turn", in.TurnID, "attempt", attempt)
 	a, owner := r.Host.startAttempt(ctx, attemptKey{in.SessionID, in.TurnID, attempt}, r.AdoptWait, log)
 	go func() {
+		defer done()
 		var (
 			res signals.RunTurnResult
 			err error

@@ -52,6 +52,7 @@ func runWorkerProcess() int {
 	}
 	opts.LimitMaxWait, _ = time.ParseDuration(os.Getenv("TACP_E2E_LIMIT_WAIT"))
 	opts.AgentNice, _ = strconv.Atoi(os.Getenv("TACP_E2E_AGENT_NICE"))
+	opts.MaxTurns, _ = strconv.Atoi(os.Getenv("TACP_E2E_MAX_TURNS"))
 	opts.LimitBackoff, _ = time.ParseDuration(os.Getenv("TACP_E2E_LIMIT_BACKOFF"))
 	if roots := os.Getenv("TACP_E2E_ROOTS"); roots != "" {
 		opts.WorkspaceRoots = filepath.SplitList(roots)

@@ -161,3 +161,52 @@ func TestAStarvedWorkerKeepsItsTurn(t *testing.T) {
 	}
 	checkInvariants(t, allEvents(t, id))
 }
+
+// Backpressure (issue 35): a worker that runs as many turns as it may (-turns.max) takes no
+// more. A turn sent to it — by affinity, to the worker that holds its session's agent — goes
+// back to the session queue at once and waits there, scheduled, while status says it waits
+// for a worker with room; it runs when the running turn ends, once, nothing restarted.
+func TestAFullWorkerLeavesNewTurnsWaitingInTheQueue(t *testing.T) {
+	t.Parallel()
+	queue := "tacp-full-" + signals.NewID()[:8]
+	qc := signals.NewClient(tc, queue)
+	startWorkerProcess(t, queue, "TACP_E2E_MAX_TURNS=1")
+	ctx := ctxFor(t, 2*time.Minute)
+
+	waiting := signals.SessionConfig{SessionID: session(t) + "-waiting"}
+	_, err := qc.Prompt(ctx, waiting, signals.PromptRequest{Text: "/chunks 1", ClientMessageID: "w-1"})
+	require.NoError(t, err)
+	turnEnd(t, waiting.SessionID, 1) // its agent now lives on the worker: the next turn goes there first
+
+	busy := signals.SessionConfig{SessionID: session(t) + "-busy"}
+	_, err = qc.Prompt(ctx, busy, signals.PromptRequest{Text: "/chunks 100 every 50ms", ClientMessageID: "b-1"})
+	require.NoError(t, err)
+	waitRunning(t, busy.SessionID, 1)
+
+	_, err = qc.Prompt(ctx, waiting, signals.PromptRequest{Text: "/chunks 3", ClientMessageID: "w-2"})
+	require.NoError(t, err)
+	var wait *signals.WorkerWait
+	require.Eventually(t, func() bool {
+		st, err := qc.Status(ctx, waiting.SessionID)
+		require.NoError(t, err)
+		wait = st.WaitingWorker
+		return wait != nil
+	}, time.Minute, 50*time.Millisecond, "status says the turn waits for a worker with room")
+	require.Equal(t, int64(2), wait.TurnID)
+	st, err := qc.Status(ctx, busy.SessionID)
+	require.NoError(t, err)
+	require.Equal(t, signals.StateRunning, st.State, "the waiting turn waits while the worker's one turn runs")
+	require.Nil(t, st.WaitingWorker, "the running turn does not wait")
+
+	for _, c := range []struct {
+		id   string
+		turn int64
+	}{{busy.SessionID, 1}, {waiting.SessionID, 2}} {
+		evs := turnEnd(t, c.id, c.turn)
+		kind, data := terminalData(t, evs)
+		require.Equal(t, signals.EventTurnEnded, kind, "%s: %v", c.id, data)
+		require.Empty(t, restarts(t, evs), "%s: nothing restarted", c.id)
+		checkInvariants(t, allEvents(t, c.id))
+	}
+	require.Equal(t, []string{"chunk 1\n", "chunk 2\n", "chunk 3\n"}, agentTexts(t, allEvents(t, waiting.SessionID), 2))
+}

@@ -231,9 +231,34 @@ func (c *Client) Close(ctx context.Context, sessionID string, req CloseRequest) 
 }
 
 // Status queries a session's status snapshot.
+//
+// A running turn whose attempt no worker has taken yet is marked WaitingWorker, from the
+// session's pending RunTurn activity (one DescribeWorkflowExecution, not a billable action,
+// for a running session only).
 func (c *Client) Status(ctx context.Context, sessionID string) (Status, error) {
 	var st Status
-	return st, c.query(ctx, sessionID, QueryStatus, &st)
+	if err := c.query(ctx, sessionID, QueryStatus, &st); err != nil {
+		return st, err
+	}
+	if st.State == StateRunning && st.WaitingLimit == nil {
+		st.WaitingWorker = c.waitingWorker(ctx, sessionID, st.TurnID)
+	}
+	return st, nil
+}
+
+// waitingWorker is the wait of the session's RunTurn activity for a worker, when it is
+// scheduled and not started (nil: it runs, or the session could not be described).
+func (c *Client) waitingWorker(ctx context.Context, sessionID string, turnID int64) *WorkerWait {
+	d, err := c.Temporal.DescribeWorkflowExecution(ctx, SessionWorkflowID(sessionID), "")
+	if err != nil {
+		return nil
+	}
+	for _, a := range d.GetPendingActivities() {
+		if a.GetActivityType().GetName() == ActivityRunTurn && a.GetState() == enumspb.PENDING_ACTIVITY_STATE_SCHEDULED {
+			return &WorkerWait{TurnID: turnID, Since: a.GetScheduledTime().AsTime()}
+		}
+	}
+	return nil
 }
 
 // Events queries the journal after afterSeq (at most limit events; 0 means the default).

@@ -201,12 +201,23 @@ type Status struct {
 	// agent has kept the whole conversation).
 	ContextLost *ContextLostView `json:"context_lost,omitempty"`
 	// WaitingLimit is the live turn's wait for a provider's limit (nil: none waits).
-	WaitingLimit  *LimitWait `json:"waiting_limit,omitempty"`
-	HistoryLength int        `json:"history_length"`
-	Run           int        `json:"run"`
+	WaitingLimit *LimitWait `json:"waiting_limit,omitempty"`
+	// WaitingWorker is set while the live turn's attempt is scheduled and no worker has
+	// taken it: every worker runs as many turns as it may (-turns.max), or none polls.
+	// Client.Status reads it from the session's pending activity; the workflow cannot know.
+	WaitingWorker *WorkerWait `json:"waiting_worker,omitempty"`
+	HistoryLength int         `json:"history_length"`
+	Run           int         `json:"run"`
 	// BuildID is the build of the worker that answered (a pinned run's is the build it is
 	// pinned to); empty on an unversioned worker.
 	BuildID string `json:"build_id,omitempty"`
+}
+
+// WorkerWait is status's account of a turn waiting for a worker with room.
+type WorkerWait struct {
+	TurnID int64 `json:"turn_id"`
+	// Since is when the waiting attempt was scheduled.
+	Since time.Time `json:"since"`
 }
 
 // ContextLostView is status's account of the last agent.context_lost.
@@ -359,6 +370,11 @@ const TypeNothingToAdopt = "nothing_to_adopt"
 // TypeAttemptLost is the ApplicationError type of a turn attempt its worker gave up (it is
 // shutting down, or the server stopped waiting for it): retried, on another worker.
 const TypeAttemptLost = "attempt_lost"
+
+// TypeHostBusy is the ApplicationError type of a RunTurn on a worker's host queue when that
+// worker runs as many turns as it may (-turns.max): no attempt ran, and the turn goes to the
+// session queue, where a worker with room takes it.
+const TypeHostBusy = "host_busy"
 
 // TurnStartedSignal tells the session that an attempt of a turn is running, where it runs
 // (the host queue deliveries go to) and what it opened. A runner carries it in the first

@@ -37,6 +37,10 @@ func cmdStatus(ctx context.Context, e *env, fs *flag.FlagSet, args []string) int
 		fmt.Fprintf(e.out, "limited   turn %d attempt %d (%s): %s\n          waiting until %s; starter retry --session %s runs it now\n",
 			l.TurnID, l.Attempt, l.Reason, orDash(l.Message), l.RetryAt.UTC().Format("2006-01-02 15:04:05 UTC"), st.SessionID)
 	}
+	if w := st.WaitingWorker; w != nil {
+		fmt.Fprintf(e.out, "waiting   turn %d for a worker with room since %s (every worker runs its -turns.max, or none polls)\n",
+			w.TurnID, w.Since.Local().Format("15:04:05"))
+	}
 	for _, p := range st.PendingPermissions {
 		opts := make([]string, len(p.Options))
 		for i, o := range p.Options {

@@ -63,6 +63,7 @@ func run() error {
 		logLevel  = fs.String("log.level", "info", "log level: debug, info, warn, error")
 		idleTTL   = fs.Duration("agent.idle-ttl", activities.DefaultIdleTTL, "stop an agent process idle this long between turns")
 		maxAgents = fs.Int("agent.max", activities.DefaultMaxAgents, "live agent processes on this worker; past it the least recently used idle one is stopped")
+		maxTurns  = fs.Int("turns.max", 0, "turns this worker runs at once; past it new turns wait in the session queue for a worker with room (0: -agent.max; negative: no bound)")
 		agentNice = fs.Int("agent.nice", 0, "the CPU priority (nice, 0-19) agents and their tools start with; above 0 the worker, its heartbeats and viewers' queries go first on a machine the agents fill (10 on a dedicated worker host: see docs/operators.md)")
 		grace     = fs.Duration("agent.cancel-grace", activities.DefaultCancelGrace, "kill an agent that has not stopped this long after session/cancel")
 		probe     = fs.Bool("agent.probe", true, "start each profile's agent once when the worker starts (initialize, then stop), so the first editor is told what it supports")
@@ -163,8 +164,9 @@ func run() error {
 
 	// No agent reaches the Temporal frontend, nor a port this process listens on (the
 	// embedded server's, its UI's, the metrics').
-	frontend := dial.Address(*address)
+	frontend, ns := dial.Address(*address), dial.Namespace(*namespace)
 	if *dev {
+		ns = client.DefaultNamespace
 		frontend = fmt.Sprintf("127.0.0.1:%d", *devPort)
 	}
 	deny := append(sandbox.ListeningPorts(), sandbox.PortOf(frontend))
@@ -173,6 +175,7 @@ func run() error {
 		TaskQueue: *queue, Agent: *agentCmd, Profiles: profiles, DefaultProfile: *profDef,
 		WorkspaceRoots: rootDirs, MCP: activities.MCPPolicy{Mode: *mcpMode, Commands: splitList(*mcpCmds)},
 		DataDir: *data, Logger: logger,
+		MaxTurns: *maxTurns, MetricsHandler: tel.MetricsHandler, Namespace: ns,
 		AgentIdleTTL: *idleTTL, MaxAgents: *maxAgents, AgentNice: *agentNice, CancelGrace: *grace, InitTimeout: *startMax, ProbeAgents: *probe,
 		FlushInterval: *flush, FlushLongest: *flushLong, FlushMaxRate: *flushRate, WorkflowPollers: *pollers,
 		NoCarryContext: !*carry, CarryContextBytes: *carryMax, MissingWorkspace: *missingWS,

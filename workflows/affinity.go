@@ -39,7 +39,8 @@ type hostOutcome struct {
 // afterHostAttempt decides what follows the attempt on the previous host's queue, which ended
 // with err (nil: the agent answered). Checked in this order:
 //  1. answered, or cancelled by the session: done;
-//  2. not taken within the schedule-to-start bound: the host is gone; fall back, no attempt ran;
+//  2. not taken within the schedule-to-start bound (the host is gone), or refused because the
+//     host runs as many turns as it may (signals.TypeHostBusy): fall back, no attempt ran;
 //  3. timed out after it started (heartbeat, start-to-close): the host was lost mid-turn;
 //     fall back as attempt 2, resuming from its last heartbeat;
 //  4. a non-retryable application error (the agent failed, the worker refused the turn):
@@ -64,6 +65,9 @@ func afterHostAttempt(err error) hostOutcome {
 		return out
 	}
 	var ae *temporal.ApplicationError
+	if errors.As(err, &ae) && ae.Type() == signals.TypeHostBusy {
+		return hostOutcome{Fallback: true, Why: "the previous host has no room for another turn"}
+	}
 	if errors.As(err, &ae) && ae.NonRetryable() {
 		return hostOutcome{Why: "the attempt failed for good"}
 	}

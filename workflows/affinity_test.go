@@ -30,6 +30,7 @@ func TestAffinity_AfterHostAttempt(t *testing.T) {
 		{"Rule1_AnsweredIsDone", nil, hostOutcome{}},
 		{"Rule1_CancelledIsDone", temporal.NewCanceledError(), hostOutcome{}},
 		{"Rule2_NotTakenFallsBackWithNoAttemptSpent", temporal.NewTimeoutError(enumspb.TIMEOUT_TYPE_SCHEDULE_TO_START, nil), hostOutcome{Fallback: true}},
+		{"Rule2_HostBusyFallsBackWithNoAttemptSpent", temporal.NewApplicationError("no room", signals.TypeHostBusy), hostOutcome{Fallback: true}},
 		{"Rule3_HeartbeatLostFallsBackAsAttempt2", temporal.NewTimeoutError(enumspb.TIMEOUT_TYPE_HEARTBEAT, nil), hostOutcome{Fallback: true, Base: 1}},
 		{"Rule3_HeartbeatLostResumesFromTheLastHeartbeat", temporal.NewHeartbeatTimeoutError(progress), hostOutcome{Fallback: true, Base: 1, Resume: &progress}},
 		{"Rule3_StartToCloseFallsBack", temporal.NewTimeoutError(enumspb.TIMEOUT_TYPE_START_TO_CLOSE, nil), hostOutcome{Fallback: true, Base: 1}},

@@ -489,13 +489,23 @@
       const perms = st.pending_permissions || [];
       const questions = st.pending_elicitations || [];
       const wait = st.waiting_limit;
+      const room = st.waiting_worker;
       const key = perms.map((p) => p.request_id).concat(questions.map((q) => q.request_id),
-        wait ? [`limit:${wait.turn_id}:${wait.attempt}:${wait.retry_at}:${wait.retry_now}`] : []).join(',');
+        wait ? [`limit:${wait.turn_id}:${wait.attempt}:${wait.retry_at}:${wait.retry_now}`] : [],
+        room ? [`worker:${room.turn_id}:${room.since}`] : []).join(',');
       if (key !== pendingKey) {
         pendingKey = key;
-        pending.replaceChildren(...(wait ? [limitCard(wait)] : []), ...perms.map(permCard), ...questions.map(questionCard));
+        pending.replaceChildren(...(room ? [workerCard(room)] : []), ...(wait ? [limitCard(wait)] : []),
+          ...perms.map(permCard), ...questions.map(questionCard));
       }
       tick();
+    }
+
+    // A turn waiting for capacity: every worker runs as many turns as it may (-turns.max).
+    function workerCard(w) {
+      return h('div', { class: 'card limit', data: { waiting: String(w.turn_id) } },
+        h('div', { class: 'title', text: 'Waiting for a worker with room' }),
+        h('div', { class: 'meta', text: `turn ${w.turn_id} · queued since ${new Date(w.since).toISOString().slice(11, 19)} UTC · every worker runs as many turns as it may; the turn starts when one has room` }));
     }
 
     // A limited turn's wait: when it runs again, why, and "retry now" for operators.

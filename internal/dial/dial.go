@@ -76,6 +76,19 @@ func Address(address string) string {
 	return orDefault(opts.HostPort, client.DefaultHostPort)
 }
 
+// Namespace is the namespace Client connects to: namespace, else envconfig's, else the
+// SDK's default.
+func Namespace(namespace string) string {
+	if namespace != "" {
+		return namespace
+	}
+	opts, err := envconfig.LoadDefaultClientOptions()
+	if err != nil {
+		return client.DefaultNamespace
+	}
+	return orDefault(opts.Namespace, client.DefaultNamespace)
+}
+
 func orDefault(s, def string) string {
 	if strings.TrimSpace(s) == "" {
 		return def

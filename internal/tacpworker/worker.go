@@ -65,6 +65,14 @@ type Options struct {
 	// AgentIdleTTL and MaxAgents bound the agent processes kept alive between turns.
 	AgentIdleTTL time.Duration
 	MaxAgents    int
+	// MaxTurns is how many turns the worker runs at once (0: MaxAgents, or its default;
+	// negative: no bound); the turns past it wait in the session queue for a worker with
+	// room (activities.TurnGate).
+	MaxTurns int
+	// MetricsHandler receives the worker's own gauges (nil: none), and Namespace names the
+	// namespace whose session queue's backlog they report (tacp_turns_waiting_capacity).
+	MetricsHandler client.MetricsHandler
+	Namespace      string
 	// AgentNice is the CPU priority the agents start with (activities.Host.AgentNice).
 	AgentNice int
 	// Sandbox is whether the profiles that do not say run their agents in the kernel
@@ -182,7 +190,12 @@ func Start(c client.Client, opts Options) (*Worker, error) {
 	if opts.WorkflowPollers <= 0 {
 		opts.WorkflowPollers = DefaultWorkflowPollers
 	}
+	gate, tuner, err := admission(opts)
+	if err != nil {
+		return nil, err
+	}
 	wopts := worker.Options{
+		Tuner: tuner,
 		// Cancellation reaches an activity with its heartbeats: keep them frequent so that
 		// cancel reaches the agent within about a second.
 		MaxHeartbeatThrottleInterval:     time.Second,
@@ -236,6 +249,7 @@ func Start(c client.Client, opts Options) (*Worker, error) {
 		Sandbox:           box,
 		LimitMaxWait:      opts.LimitMaxWait,
 		LimitBackoff:      opts.LimitBackoff,
+		Gate:              gate,
 	}
 	w.RegisterActivityWithOptions(runner.RunTurn, activity.RegisterOptions{Name: signals.ActivityRunTurn})
 	// The host queue takes deliveries and, by affinity (contract §10), the turns of the sessions
@@ -259,6 +273,9 @@ func Start(c client.Client, opts Options) (*Worker, error) {
 		return nil, fmt.Errorf("start worker on %s: %w", opts.TaskQueue, err)
 	}
 	wctx, stopWake := context.WithCancel(context.Background())
+	if opts.MetricsHandler != nil && opts.Namespace != "" {
+		go reportBacklog(wctx, c, opts.Namespace, opts.TaskQueue, opts.MetricsHandler, opts.Logger)
+	}
 	if opts.Deployment.Name != "" && opts.Deployment.WakeInterval >= 0 {
 		every := opts.Deployment.WakeInterval
 		if every == 0 {
