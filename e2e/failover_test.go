@@ -24,6 +24,7 @@ import (
 	"github.com/tacp-dev/tacp/internal/sandbox"
 	"github.com/tacp-dev/tacp/internal/tacpworker"
 	"github.com/tacp-dev/tacp/signals"
+	"github.com/tacp-dev/tacp/workflows"
 )
 
 // The test binary doubles as a worker process, so a test can kill -9 a real worker without
@@ -148,6 +149,7 @@ func TestWorkerKilledMidTurnRestartsTheTurnOnAnotherWorker(t *testing.T) {
 	waitFor(t, id, func(ev signals.Event) bool { return ev.Kind == signals.EventAgentUpdate })
 	before := waitRunning(t, id, 1)
 	startWorkerProcess(t, queue)
+	killed := time.Now()
 	require.NoError(t, first.Process.Signal(syscall.SIGKILL))
 	_ = first.Wait()
 
@@ -160,6 +162,14 @@ func TestWorkerKilledMidTurnRestartsTheTurnOnAnotherWorker(t *testing.T) {
 	restarted := restarts(t, evs)
 	require.NotEmpty(t, restarted, "the lost attempt is superseded by turn.restarted")
 	require.Equal(t, int32(2), restarted[0].Attempt)
+	for _, ev := range evs {
+		if ev.Kind == signals.EventTurnRestarted {
+			// A figure, not an assertion (docs/operators.md, "When a worker counts as lost").
+			t.Logf("kill -9 → turn.restarted on the other worker: %v (heartbeat timeout %v)",
+				ev.At.Sub(killed).Round(10*time.Millisecond), workflows.TurnHeartbeat)
+			break
+		}
+	}
 	var ends []string
 	for _, ev := range evs {
 		if signals.IsTerminal(ev.Kind) {

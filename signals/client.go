@@ -459,7 +459,8 @@ func (c *Client) query(ctx context.Context, sessionID, name string, res any, arg
 const QueryPatience = 2 * time.Minute
 
 // busy reports whether err is a server's or worker's "not now": the round trip or the
-// query's workflow task timed out, the server is unavailable or sheds load. Anything else
+// query's workflow task timed out, the session's last workflow task did, the server is
+// unavailable or sheds load. Anything else
 // (no such session, a failed query, a refusal) is an answer.
 func busy(err error) bool {
 	var (
@@ -468,8 +469,12 @@ func busy(err error) bool {
 		exhausted *serviceerror.ResourceExhausted
 		canceled  *serviceerror.Canceled
 	)
+	var failedTask *serviceerror.FailedPrecondition
 	return errors.As(err, &deadline) || errors.As(err, &unavail) || errors.As(err, &exhausted) ||
-		errors.As(err, &canceled) || errors.Is(err, context.DeadlineExceeded)
+		errors.As(err, &canceled) || errors.Is(err, context.DeadlineExceeded) ||
+		// The session's last workflow task timed out on a busy worker; the server runs it
+		// again, and the session answers queries once it has.
+		errors.As(err, &failedTask) && strings.Contains(failedTask.Message, "Workflow Task in failed state")
 }
 
 // mapErr turns a validator's ApplicationError into a *Rejection, and "no such workflow"
