@@ -469,12 +469,11 @@ func busy(err error) bool {
 		exhausted *serviceerror.ResourceExhausted
 		canceled  *serviceerror.Canceled
 	)
-	var failedTask *serviceerror.FailedPrecondition
+	// WorkflowNotReady: the session's last workflow task timed out on a busy worker (the
+	// server runs it again, and the session answers queries once it has).
+	var notReady *serviceerror.WorkflowNotReady
 	return errors.As(err, &deadline) || errors.As(err, &unavail) || errors.As(err, &exhausted) ||
-		errors.As(err, &canceled) || errors.Is(err, context.DeadlineExceeded) ||
-		// The session's last workflow task timed out on a busy worker; the server runs it
-		// again, and the session answers queries once it has.
-		errors.As(err, &failedTask) && strings.Contains(failedTask.Message, "Workflow Task in failed state")
+		errors.As(err, &canceled) || errors.Is(err, context.DeadlineExceeded) || errors.As(err, &notReady)
 }
 
 // mapErr turns a validator's ApplicationError into a *Rejection, and "no such workflow"

@@ -85,7 +85,7 @@ func TestQueryAsksAgainWhatABusyServerDidNotAnswer(t *testing.T) {
 		serviceerror.NewResourceExhausted(0, "busy"),
 		serviceerror.NewUnavailable("restarting"),
 		context.DeadlineExceeded,
-		serviceerror.NewFailedPrecondition("Unable to query workflow due to Workflow Task in failed state."),
+		serviceerror.NewWorkflowNotReady("Unable to query workflow due to Workflow Task in failed state."),
 	}
 	q := &queryAnswers{errs: busyErrs}
 	st, err := NewClient(q, "").Status(context.Background(), "s1")
