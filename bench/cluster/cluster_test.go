@@ -184,9 +184,12 @@ func claudeFailover(ctx context.Context, t *testing.T, st *State, bin string) {
 	args := append(workerFlags(queue, filepath.Join(base, "data")), "-agent.profiles", profiles, "-agent.start-timeout", "2m")
 	r := &harness{ctx: rctx, ws: newWorkers(st, "claude-worker", filepath.Join(bin, "worker"), args, st.workerEnv(), fail)}
 	defer r.ws.stop()
+	// Each worker starts Claude Code once to learn it; the turn starts once they have, so
+	// that its agent does not share a loaded machine with theirs.
 	for range 2 {
-		_, err := r.ws.start(rctx)
+		w, err := r.ws.start(rctx)
 		require.NoError(t, err)
+		require.NoError(t, r.within(3*time.Minute, fmt.Sprintf("tacp worker %s learning Claude Code", w.name), w.waitLearned))
 	}
 	c, err := client.Dial(client.Options{HostPort: st.Frontend(), Namespace: namespace, Logger: quietLogger()})
 	require.NoError(t, err)

@@ -52,6 +52,7 @@ type workerProc struct {
 	pid     int
 	logPath string
 	ready   chan struct{} // closed at its "worker polling" line
+	learned chan struct{} // closed once its probe learned an agent profile
 	exited  chan struct{} // closed when it has exited and its log is read to the end
 
 	mu        sync.Mutex
@@ -72,7 +73,7 @@ func (ws *workers) start(ctx context.Context) (*workerProc, error) {
 	ws.mu.Lock()
 	name := fmt.Sprintf("%s-%d", ws.name, len(ws.procs)+1)
 	ws.mu.Unlock()
-	w := &workerProc{name: name, logPath: filepath.Join(ws.st.logDir(), name+".log"), ready: make(chan struct{}), exited: make(chan struct{})}
+	w := &workerProc{name: name, logPath: filepath.Join(ws.st.logDir(), name+".log"), ready: make(chan struct{}), learned: make(chan struct{}), exited: make(chan struct{})}
 	logFile, err := os.OpenFile(w.logPath, os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)
 	if err != nil {
 		return nil, err
@@ -128,6 +129,7 @@ func (ws *workers) start(ctx context.Context) (*workerProc, error) {
 // read copies the worker's log (JSON lines on stderr) to its file as it comes, keeps its
 // last lines, and acts on the lines that say the worker polls or that its agent cannot start.
 func (w *workerProc) read(r io.Reader, to io.Writer, fail context.CancelCauseFunc) {
+	var learned sync.Once
 	sc := bufio.NewScanner(r)
 	sc.Buffer(make([]byte, 64<<10), 1<<20)
 	for sc.Scan() {
@@ -152,12 +154,27 @@ func (w *workerProc) read(r io.Reader, to io.Writer, fail context.CancelCauseFun
 			w.hostQueue = rec.HostQueue
 			w.mu.Unlock()
 			close(w.ready)
+		case rec.Msg == "learned the agent of a profile":
+			learned.Do(func() { close(w.learned) })
 		case strings.HasPrefix(rec.Msg, "agent profile did not answer initialize") && !w.stopping():
 			// (A worker stopped while it probes its agents says so too.)
 			fail(fmt.Errorf("the agent of profile %q cannot start on tacp worker %s: %s", rec.Profile, w.name, rec.Error))
 		}
 	}
 	_, _ = io.Copy(to, r) // past a line over the scanner's bound: the rest, unread
+}
+
+// waitLearned waits until the worker's start-up probe learned its agent (an agent that
+// cannot start fails the run instead).
+func (w *workerProc) waitLearned(ctx context.Context) error {
+	select {
+	case <-w.learned:
+		return nil
+	case <-w.exited:
+		return fmt.Errorf("tacp worker %s exited: %v", w.name, w.exitErr)
+	case <-ctx.Done():
+		return ctx.Err()
+	}
 }
 
 // logTail is the end of the worker's log, for an error message.
