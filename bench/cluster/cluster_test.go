@@ -69,6 +69,15 @@ func testContext(t *testing.T) context.Context {
 	return ctx
 }
 
+// requireLive ends a subtest at once when ctx has ended (an interrupt, the deadline): it
+// would only start what the cleanups then stop.
+func requireLive(ctx context.Context, t *testing.T) {
+	t.Helper()
+	if ctx.Err() != nil {
+		t.Fatalf("not run: %v", context.Cause(ctx))
+	}
+}
+
 func TestCluster(t *testing.T) {
 	if os.Getenv("TACP_CLUSTER") != "1" {
 		t.Skip("set TACP_CLUSTER=1 to build and start a multi-service Temporal cluster and kill its services")
@@ -97,6 +106,7 @@ func TestCluster(t *testing.T) {
 	require.NoError(t, err)
 
 	t.Run("ChaosKillsEveryServiceAndATacpWorkerMidTurn", func(t *testing.T) {
+		requireLive(ctx, t)
 		rep, err := runChaos(ctx, st, o, bin)
 		require.NoError(t, err, "chaos")
 		require.Len(t, rep.Kills, len(KillOrder))
@@ -106,6 +116,7 @@ func TestCluster(t *testing.T) {
 		}
 	})
 	t.Run("AChaosAgentThatCannotStartFailsTheRunWithTheWorkersReason", func(t *testing.T) {
+		requireLive(ctx, t)
 		// The test agent told to keep its transcripts in the state directory, which its
 		// sandbox does not grant: it exits before it answers initialize.
 		outside := filepath.Join(st.Dir, "chaos", "transcripts")
@@ -128,9 +139,11 @@ func TestCluster(t *testing.T) {
 		}
 	})
 	t.Run("AClaudeTurnSurvivesTheKillOfItsTacpWorker", func(t *testing.T) {
+		requireLive(ctx, t)
 		claudeFailover(ctx, t, st, bin)
 	})
 	t.Run("AnInterruptedChaosLeavesNoProcessBehind", func(t *testing.T) {
+		requireLive(ctx, t)
 		interruptedChaos(ctx, t, st)
 	})
 }
@@ -275,7 +288,8 @@ func interruptedChaos(ctx context.Context, t *testing.T, st *State) {
 	require.NoError(t, err)
 	cmd.Stderr = cmd.Stdout
 	require.NoError(t, cmd.Start())
-	exited := make(chan error, 1)
+	var waitErr error
+	exited := make(chan struct{})
 	midTurn := make(chan struct{})
 	go func() {
 		sc := bufio.NewScanner(out)
@@ -287,23 +301,37 @@ func interruptedChaos(ctx context.Context, t *testing.T, st *State) {
 				close(midTurn)
 			}
 		}
-		exited <- cmd.Wait()
+		waitErr = cmd.Wait()
+		close(exited)
 	}()
-	t.Cleanup(func() { _ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) })
+	// A test that ends before the interrupt still interrupts it, so that it stops what it
+	// started; a chaos that ignores the interrupt is killed.
+	t.Cleanup(func() {
+		_ = cmd.Process.Signal(os.Interrupt)
+		select {
+		case <-exited:
+		case <-time.After(2 * time.Minute):
+			_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+			<-exited
+		}
+	})
 
 	wctx, cancel := context.WithTimeout(ctx, 5*time.Minute)
 	defer cancel()
 	select {
 	case <-midTurn:
-	case err := <-exited:
-		t.Fatalf("chaos exited before it killed history: %v", err)
+	case <-exited:
+		t.Fatalf("chaos exited before it killed history: %v", waitErr)
 	case <-wctx.Done():
-		t.Fatalf("chaos did not kill history within 5 minutes: %v", wctx.Err())
+		if ctx.Err() != nil {
+			t.Fatalf("waiting for chaos to kill history: %v", context.Cause(ctx))
+		}
+		t.Fatal("chaos did not kill history within 5 minutes")
 	}
 	require.NoError(t, cmd.Process.Signal(os.Interrupt))
 	select {
-	case err := <-exited:
-		require.Error(t, err, "an interrupted chaos fails")
+	case <-exited:
+		require.Error(t, waitErr, "an interrupted chaos fails")
 	case <-time.After(2 * time.Minute):
 		t.Fatal("chaos did not exit within 2 minutes of SIGINT")
 	}
