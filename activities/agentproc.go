@@ -44,6 +44,9 @@ type agentProc struct {
 	// agent's next JSON-RPC answer (the answer to session/load: see replayUntilAnswer).
 	replay atomic.Pointer[func(json.RawMessage)]
 	exited chan struct{}
+	// env is the environment it started with, its sandbox policy among it
+	// (sandbox.PolicyEnv), which starting a sandboxed agent takes out of cmd.Env.
+	env    []string
 	waitMu sync.Mutex
 	err    error
 	log    *slog.Logger
@@ -94,7 +97,7 @@ func startAgent(argv, env []string, dir string, client acp.Client, log *slog.Log
 	}
 	reap := theReaper(log)
 	reap.watch(pgid)
-	p := &agentProc{cmd: cmd, stdin: &agentStdin{WriteCloser: stdin}, exited: make(chan struct{}), log: log, offerFS: true, stderr: stderr}
+	p := &agentProc{cmd: cmd, stdin: &agentStdin{WriteCloser: stdin}, exited: make(chan struct{}), env: env, log: log, offerFS: true, stderr: stderr}
 	if hc, ok := client.(*hostClient); ok && hc.sandbox == nil {
 		p.offerFS = false // a profile that keeps the agent on its own files (Profile.ClientFS)
 	}
@@ -312,12 +315,20 @@ func (p *agentProc) exitErr() error {
 	return fmt.Errorf("agent exited: %w", p.err)
 }
 
-// withPrinted adds what the agent last printed on stderr to err.
+// withPrinted adds what the agent last printed on stderr to err and, when that names a path
+// its kernel sandbox refused, the path and the settings that grant it: an agent that cannot
+// write where it keeps its files dies at start, and its exit status alone does not say why.
 func (p *agentProc) withPrinted(err error) error {
-	if out := p.stderr.printed(); out != "" {
-		return fmt.Errorf("%w; it printed: %s", err, out)
+	out := p.stderr.printed()
+	if out == "" {
+		return err
 	}
-	return err
+	if path := sandbox.Refused(p.env, out); path != "" {
+		return fmt.Errorf("%w; it printed: %s; the kernel sandbox of its session refuses %s: grant it with "+
+			`"read_write": [%q] in the agent's profile (-agent.profiles), or run the agent unsandboxed `+
+			`with "sandbox": "off" in its profile or -agent.sandbox=off`, err, out, path, path)
+	}
+	return fmt.Errorf("%w; it printed: %s", err, out)
 }
 
 // stop ends the process: it closes stdin (a polite agent exits), then kills its process

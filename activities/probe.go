@@ -82,8 +82,10 @@ func (r *Runner) probe(ctx context.Context, name, dir string) error {
 	ictx, cancel := context.WithTimeout(ctx, r.InitTimeout)
 	defer cancel()
 	if err := proc.initialize(ictx); err != nil {
-		if !proc.alive() {
+		select { // an agent that died says more by its exit than by the broken pipe
+		case <-proc.exited:
 			return proc.withPrinted(fmt.Errorf("%w before answering initialize", proc.exitErr()))
+		case <-time.After(100 * time.Millisecond):
 		}
 		if ictx.Err() != nil {
 			return proc.withPrinted(errors.New("agent did not answer initialize in time"))

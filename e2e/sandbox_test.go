@@ -197,3 +197,32 @@ func TestSandboxedWorkerKilledMidTurnTheTurnFinishesOnAnotherSandboxedWorker(t *
 	require.Equal(t, before.AgentSessionID, st.AgentSessionID, "the other worker's sandboxed agent loaded the session from its per-session state")
 	checkInvariants(t, allEvents(t, id))
 }
+
+// A sandboxed agent told to keep its files where its sandbox does not reach dies before
+// initialize; the turn fails once, naming the path the sandbox refused and the settings that
+// grant it, besides the agent's exit and what it printed.
+func TestASandboxedAgentThatCannotWriteItsFilesFailsNamingThePathAndTheFix(t *testing.T) {
+	t.Parallel()
+	data := t.TempDir()
+	outside := filepath.Join(t.TempDir(), "transcripts")
+	_, qc := extraWorker(t, tc, tacpworker.Options{
+		Profiles: []activities.Profile{{
+			Name: activities.DefaultProfile, Command: fmt.Sprintf("%s -transcripts %s", testagent, outside), Sandbox: activities.SandboxOn,
+		}},
+		DataDir: data, WorkspaceRoots: []string{filepath.Join(data, "workspaces")},
+		SandboxDenyPorts: []uint16{sandbox.PortOf(srv.HostPort())},
+	})
+	id := session(t)
+	_, err := qc.Prompt(ctxFor(t, 30*time.Second), signals.SessionConfig{SessionID: id}, signals.PromptRequest{Text: "hello"})
+	require.NoError(t, err)
+	evs := turnEnd(t, id, 1)
+	kind, d := terminalData(t, evs)
+	require.Equal(t, signals.EventTurnFailed, kind)
+	msg, _ := d["error"].(string)
+	require.Contains(t, msg, "before answering initialize")
+	require.Contains(t, msg, "the kernel sandbox of its session refuses "+outside)
+	require.Contains(t, msg, fmt.Sprintf(`"read_write": [%q]`, outside), "the profile setting that grants it")
+	require.Contains(t, msg, "-agent.sandbox=off", "the flag that runs it unsandboxed")
+	require.Zero(t, countKindIn(evs, signals.EventTurnRestarted, 1), "failed once, not as lost workers")
+	require.NoDirExists(t, outside)
+}

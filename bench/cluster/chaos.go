@@ -1,12 +1,19 @@
 package main
 
-// chaos: a tacp worker process (the real worker binary, the real testagent) on the cluster
-// and one session streaming `/chunks N every D` turns. For history, then matching, then
-// frontend: kill -9 the service mid-turn, start it again at once, and time how long the
-// session takes to answer a query, to acknowledge a new prompt, and to journal the end of
-// the turn that was streaming and of the next one. At the end the whole journal is read
-// back and checked: seq contiguous from 1, exactly one terminal event per turn.started,
-// and every acknowledged prompt journaled and run to its end.
+// chaos: tacp worker processes (the real worker binary and its built-in test agent, in the
+// kernel sandbox as the binary runs it by default) on the cluster, and one session
+// streaming `/chunks N every D` turns. For history, then matching, then frontend: kill -9 the
+// service mid-turn, start it again at once, and time how long the session takes to answer a
+// query, to acknowledge a new prompt, and to journal the end of the turn that was streaming
+// and of the next one. Then kill -9 the tacp worker that runs the streaming turn: the turn
+// moves to the other worker, and a worker is started in its place. At the end the whole
+// journal is read back and checked: seq contiguous from 1, exactly one terminal event per
+// turn.started, every acknowledged prompt journaled and run to its end, and every streaming
+// turn's chunks each journaled once, in order, by the attempt that ended it.
+//
+// Every wait is bounded and says what it waited for, with the end of the workers' logs; a
+// worker whose agent cannot start, or that exits unasked, ends the run at once with its
+// reason.
 
 import (
 	"context"
@@ -14,35 +21,52 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
-	"strconv"
+	"slices"
 	"strings"
 	"sync"
-	"syscall"
 	"text/tabwriter"
 	"time"
 
 	"go.temporal.io/sdk/client"
 
+	"github.com/tacp-dev/tacp/internal/proctree"
 	"github.com/tacp-dev/tacp/signals"
 )
 
-// KillOrder is the order in which chaos kills the services.
-var KillOrder = []string{"history", "matching", "frontend"}
+// tacpWorker is the name KillOrder gives the kill of the tacp worker running the turn.
+const tacpWorker = "tacp-worker"
+
+// KillOrder is the order in which chaos kills, each round.
+var KillOrder = []string{"history", "matching", "frontend", tacpWorker}
+
+// The bounds of a run's waits.
+const (
+	// promptWithin: a prompt acknowledged, also while the cluster recovers from a kill.
+	promptWithin = 3 * time.Minute
+	// streamWithin: a turn's first chunk journaled after its prompt was acknowledged.
+	streamWithin = 2 * time.Minute
+	// recoverWithin: the session answering and a turn's end journaled after a kill, past the
+	// turn's own streaming time (the lost worker's heartbeat timeout, a new attempt).
+	recoverWithin = 3 * time.Minute
+	// idleWithin: the session idle with nothing queued once its turns ended.
+	idleWithin = time.Minute
+	// hostWithin: the session naming the worker that runs its turn.
+	hostWithin = 30 * time.Second
+)
 
 // KillResult is what one kill cost the session. Every duration counts from the kill.
 type KillResult struct {
 	Service  string
-	TurnID   int64         // the turn that was streaming when the service died
-	Restart  time.Duration // the restarted service's gRPC port open
+	TurnID   int64         // the turn that was streaming when the process died
+	Restart  time.Duration // the restarted service's gRPC port open (0: a tacp worker, not restarted)
 	Query    time.Duration // the session's status query answered
 	Ack      time.Duration // a new prompt acknowledged
 	Terminal time.Duration // the streaming turn's terminal event journaled (its `at`)
 	Next     time.Duration // the new prompt's turn journaled its terminal event
 	Outcome  string        // stop_reason of turn.ended, or "failed: ..." for turn.failed
 	Restarts int           // turn.restarted events of the streaming turn
-	Chunks   int           // agent.update events of the streaming turn in the journal
+	Chunks   int           // agent_message_chunk events of the streaming turn in the journal
 }
 
 // ChaosReport is a chaos run's outcome.
@@ -55,18 +79,48 @@ type ChaosReport struct {
 	Acked   int // prompts acknowledged, each found in the journal
 }
 
+// harness is one run against the cluster: its context, which a worker's failure cancels
+// with the worker's reason, and its workers.
+type harness struct {
+	ctx context.Context
+	ws  *workers
+}
+
+// within runs wait with its context bounded by limit. Its error names what it waited for
+// and, past the bound, the end of the workers' logs; a run a worker failed reads as the
+// worker's reason.
+func (r *harness) within(limit time.Duration, what string, wait func(context.Context) error) error {
+	ctx, cancel := context.WithTimeout(r.ctx, limit)
+	defer cancel()
+	err := wait(ctx)
+	switch {
+	case err == nil:
+		return nil
+	case r.ctx.Err() != nil:
+		return fmt.Errorf("%s: %w", what, context.Cause(r.ctx))
+	case ctx.Err() != nil:
+		return fmt.Errorf("%s: not within %s (%v)%s", what, limit, err, r.ws.tails())
+	}
+	return fmt.Errorf("%s: %w%s", what, err, r.ws.tails())
+}
+
 // session is the chaos session and what its client has seen and been told.
 type session struct {
 	sc  *signals.Client
 	cfg signals.SessionConfig
 
-	mu    sync.Mutex
-	acked map[string]int64 // client_message_id → turn_id of every acknowledged prompt
-	evs   []signals.Event  // the journal so far, read in order
+	mu       sync.Mutex
+	acked    map[string]int64 // client_message_id → turn_id of every acknowledged prompt
+	chunksOf map[int64]int    // turn_id → N of a `/chunks N` prompt
+	evs      []signals.Event  // the journal so far, read in order
 }
 
-// prompt sends text until it is acknowledged, with the same client_message_id each time so
-// a prompt accepted behind a lost answer is not queued twice.
+func newSession(c client.Client, queue, id string) *session {
+	return &session{sc: signals.NewClient(c, queue), cfg: signals.SessionConfig{SessionID: id}, acked: map[string]int64{}, chunksOf: map[int64]int{}}
+}
+
+// prompt sends text until it is acknowledged or ctx ends, with the same client_message_id
+// each time so a prompt accepted behind a lost answer is not queued twice.
 func (s *session) prompt(ctx context.Context, text string) (signals.PromptResult, error) {
 	cmid := signals.NewID()
 	for {
@@ -76,6 +130,10 @@ func (s *session) prompt(ctx context.Context, text string) (signals.PromptResult
 		if err == nil {
 			s.mu.Lock()
 			s.acked[cmid] = res.TurnID
+			var n int
+			if _, serr := fmt.Sscanf(text, "/chunks %d", &n); serr == nil {
+				s.chunksOf[res.TurnID] = n
+			}
 			s.mu.Unlock()
 			return res, nil
 		}
@@ -83,7 +141,7 @@ func (s *session) prompt(ctx context.Context, text string) (signals.PromptResult
 			return res, fmt.Errorf("prompt %q rejected: %v", text, rej)
 		}
 		if serr := sleepCtx(ctx, 100*time.Millisecond); serr != nil {
-			return res, fmt.Errorf("prompt %q: %w (last error: %v)", text, serr, err)
+			return res, fmt.Errorf("prompt %q not acknowledged (last error: %v)", text, err)
 		}
 	}
 }
@@ -102,7 +160,7 @@ func (s *session) refresh(ctx context.Context) error {
 			return err
 		}
 		if res.Gap {
-			return fmt.Errorf("journal gap after seq %d (first retained %d)", after, res.FirstRetainedSeq)
+			return fmt.Errorf("%w after seq %d (first retained %d)", errJournalGap, after, res.FirstRetainedSeq)
 		}
 		if len(res.Events) == 0 {
 			return nil
@@ -116,15 +174,17 @@ func (s *session) refresh(ctx context.Context) error {
 	}
 }
 
-// waitEvent polls the journal until match finds an event, tolerating a cluster that is
-// not answering yet.
-func (s *session) waitEvent(ctx context.Context, what string, match func(signals.Event) bool) (signals.Event, error) {
+var errJournalGap = errors.New("journal gap")
+
+// waitEvent polls the journal until match finds an event (true) or refuses one (an error),
+// tolerating a cluster that is not answering yet, until ctx ends.
+func (s *session) waitEvent(ctx context.Context, match func(signals.Event) (bool, error)) (signals.Event, error) {
 	var last error
 	seen := 0
 	for {
 		if err := s.refresh(ctx); err != nil {
 			last = err
-			if strings.Contains(err.Error(), "journal gap") {
+			if errors.Is(err, errJournalGap) {
 				return signals.Event{}, err
 			}
 		}
@@ -133,109 +193,195 @@ func (s *session) waitEvent(ctx context.Context, what string, match func(signals
 		seen = len(s.evs)
 		s.mu.Unlock()
 		for _, ev := range evs {
-			if match(ev) {
+			ok, err := match(ev)
+			if err != nil {
+				return ev, err
+			}
+			if ok {
 				return ev, nil
 			}
 		}
 		if err := sleepCtx(ctx, 50*time.Millisecond); err != nil {
-			return signals.Event{}, fmt.Errorf("waiting for %s: %w (last error: %v)", what, err, last)
+			if last != nil {
+				return signals.Event{}, fmt.Errorf("%w (last error reading the journal: %v)", err, last)
+			}
+			return signals.Event{}, err
 		}
 	}
 }
 
+// terminalOf waits for turn's terminal event.
 func (s *session) terminalOf(ctx context.Context, turn int64) (signals.Event, error) {
-	return s.waitEvent(ctx, fmt.Sprintf("the end of turn %d", turn), func(ev signals.Event) bool {
-		return ev.TurnID == turn && signals.IsTerminal(ev.Kind)
+	return s.waitEvent(ctx, func(ev signals.Event) (bool, error) {
+		return ev.TurnID == turn && signals.IsTerminal(ev.Kind), nil
 	})
 }
 
-// waitIdle waits until the session is idle with nothing queued.
-func (s *session) waitIdle(ctx context.Context) error {
+// endedOf waits for turn's terminal event and refuses one other than turn.ended.
+func (s *session) endedOf(ctx context.Context, turn int64) (signals.Event, error) {
+	ev, err := s.terminalOf(ctx, turn)
+	if err == nil && ev.Kind != signals.EventTurnEnded {
+		err = fmt.Errorf("turn %d %s", turn, outcome(ev))
+	}
+	return ev, err
+}
+
+// streaming waits for turn's first agent update and refuses the turn's end before it.
+func (s *session) streaming(ctx context.Context, turn int64) error {
+	_, err := s.waitEvent(ctx, func(ev signals.Event) (bool, error) {
+		switch {
+		case ev.TurnID != turn:
+			return false, nil
+		case ev.Kind == signals.EventAgentUpdate:
+			return true, nil
+		case signals.IsTerminal(ev.Kind):
+			return false, fmt.Errorf("turn %d ended before it streamed: %s", turn, outcome(ev))
+		}
+		return false, nil
+	})
+	return err
+}
+
+// status queries the session until it answers and ok accepts the answer, or ctx ends.
+func (s *session) status(ctx context.Context, ok func(signals.Status) bool) (signals.Status, error) {
 	var last error
 	for {
 		qctx, cancel := context.WithTimeout(ctx, 3*time.Second)
 		st, err := s.sc.Status(qctx, s.cfg.SessionID)
 		cancel()
-		if err == nil && st.State == signals.StateIdle && len(st.Queue) == 0 {
-			return nil
+		if err == nil && ok(st) {
+			return st, nil
 		}
 		if err != nil {
 			last = err
 		}
 		if serr := sleepCtx(ctx, 100*time.Millisecond); serr != nil {
-			return fmt.Errorf("waiting for the session to go idle: %w (last: state %q, error %v)", serr, st.State, last)
+			return st, fmt.Errorf("last answer: state %q, agent host %q, queue %d (last error: %v)", st.State, st.AgentHost, len(st.Queue), last)
 		}
 	}
 }
 
-// chaos runs the kills against the cluster in st and prints the table.
-func chaos(ctx context.Context, st *State, o options) (*ChaosReport, error) {
-	if alive := st.alive(); len(alive) != len(Services) {
-		return nil, fmt.Errorf("cluster in %s is not fully up (running: %v); `down` and `up` again", st.Dir, alive)
-	}
-	logf("building tacp's worker and testagent")
-	// The services are restarted from the build cache: make sure the binary is still there.
+func idle(st signals.Status) bool { return st.State == signals.StateIdle && len(st.Queue) == 0 }
+
+// prepare builds what a run needs: tacp's worker into the state directory (its built-in
+// test agent is the chaos agent) and, for the services' restarts, the server binary still
+// in the build cache. It returns the directory of the worker binary.
+func prepare(ctx context.Context, st *State) (string, error) {
+	logf("building tacp's worker")
 	if err := st.build(ctx); err != nil {
-		return nil, err
+		return "", err
 	}
 	bin := filepath.Join(st.Dir, "bin")
-	if err := run(st.goCmd(ctx, "build", "-o", bin+string(os.PathSeparator), "./worker", "./testagent")); err != nil {
-		return nil, err
+	if err := run(st.goCmd(ctx, "build", "-o", bin+string(os.PathSeparator), "./worker")); err != nil {
+		return "", err
 	}
-	defer st.restartDead()
-	queue := "tacp-chaos-" + signals.NewID()[:8]
-	stopWorker, err := startTacpWorker(st, bin, queue)
+	return bin, nil
+}
+
+// chaos builds tacp's worker, runs the kills against the cluster in st and prints the
+// table.
+func chaos(ctx context.Context, st *State, o options) (*ChaosReport, error) {
+	bin, err := prepare(ctx, st)
 	if err != nil {
 		return nil, err
 	}
-	defer stopWorker()
+	return runChaos(ctx, st, o, bin)
+}
 
-	c, err := retryDial(ctx, func() (client.Client, error) {
+// workerEnv is the environment of a tacp worker on the cluster.
+func (st *State) workerEnv() []string {
+	return []string{"TEMPORAL_ADDRESS=" + st.Frontend(), "TEMPORAL_NAMESPACE=" + namespace}
+}
+
+// workerFlags are the flags every tacp worker of a run takes: queue, a data dir the run's
+// workers share, logs at info (its "worker polling" line), versioned as in production
+// (deployment "tacp", the binary's build id), its build made current also over an earlier
+// run's build.
+func workerFlags(queue, data string) []string {
+	return []string{"-task-queue", queue, "-data-dir", data, "-log.level", "info", "-deployment.current"}
+}
+
+// runChaos runs the kills with the worker binary in bin.
+func runChaos(ctx context.Context, st *State, o options, bin string) (rep *ChaosReport, err error) {
+	if alive := st.alive(); len(alive) != len(Services) {
+		return nil, fmt.Errorf("cluster in %s is not fully up (running: %v); `down` and `up` again", st.Dir, alive)
+	}
+	// A run cut short between a kill and the restart leaves a service dead: it is started
+	// again, unless the run was interrupted (then the caller stops the whole cluster).
+	defer func() {
+		if ctx.Err() == nil {
+			st.restartDead(ctx)
+		}
+	}()
+	rctx, fail := context.WithCancelCause(ctx)
+	defer fail(nil)
+	queue := "tacp-chaos-" + signals.NewID()[:8]
+	args := workerFlags(queue, filepath.Join(st.Dir, "chaos", "data"))
+	if o.agent != "" {
+		args = append(args, "-agent", o.agent)
+	}
+	if o.noProbe {
+		args = append(args, "-agent.probe=false")
+	}
+	r := &harness{ctx: rctx, ws: newWorkers(st, tacpWorker, filepath.Join(bin, "worker"), args, st.workerEnv(), fail)}
+	defer r.ws.stop()
+	for range 2 {
+		if _, err := r.ws.start(rctx); err != nil {
+			return nil, err
+		}
+	}
+
+	c, err := retryDial(rctx, func() (client.Client, error) {
 		return client.Dial(client.Options{HostPort: st.Frontend(), Namespace: namespace, Logger: quietLogger()})
 	})
 	if err != nil {
 		return nil, err
 	}
 	defer c.Close()
-	s := &session{
-		sc:    signals.NewClient(c, queue),
-		cfg:   signals.SessionConfig{SessionID: "chaos-" + signals.NewID()[:12]},
-		acked: map[string]int64{},
-	}
-	rep := &ChaosReport{Session: s.cfg.SessionID, Chunks: o.chunks}
+	s := newSession(c, queue, "chaos-"+signals.NewID()[:12])
+	rep = &ChaosReport{Session: s.cfg.SessionID, Chunks: o.chunks}
 	stream := fmt.Sprintf("/chunks %d every %s", o.chunks, o.every)
 	const short = "/chunks 20 every 10ms"
-	logf("session %s on task queue %s; streaming turns: %q", s.cfg.SessionID, queue, stream)
+	logf("session %s on task queue %s, %d tacp workers; streaming turns: %q", s.cfg.SessionID, queue, len(r.ws.live()), stream)
 
 	// A first turn starts the session and its agent, so every kill finds a warm session.
-	first, err := s.prompt(ctx, short)
-	if err != nil {
+	var first signals.PromptResult
+	if err := r.within(promptWithin, fmt.Sprintf("the first prompt (%q) acknowledged", short), func(ctx context.Context) (err error) {
+		first, err = s.prompt(ctx, short)
+		return err
+	}); err != nil {
 		return rep, err
 	}
-	if _, err := s.terminalOf(ctx, first.TurnID); err != nil {
+	if err := r.within(recoverWithin, fmt.Sprintf("the first turn (%d) ended", first.TurnID), func(ctx context.Context) error {
+		_, err := s.endedOf(ctx, first.TurnID)
+		return err
+	}); err != nil {
 		return rep, err
 	}
 
 	for i := range o.rounds * len(KillOrder) {
-		svc := KillOrder[i%len(KillOrder)]
-		r, err := killMidTurn(ctx, st, s, svc, stream, short, o.killAfter)
+		what := KillOrder[i%len(KillOrder)]
+		k, err := killMidTurn(r, st, s, what, stream, short, o)
 		if err != nil {
-			return rep, fmt.Errorf("kill %s: %w", svc, err)
+			return rep, fmt.Errorf("kill %s: %w", what, err)
 		}
-		rep.Kills = append(rep.Kills, r)
-		logf("%s: query after %s, prompt acknowledged after %s, streaming turn %d ended %s after the kill (%s)",
-			svc, round(r.Query), round(r.Ack), r.TurnID, round(r.Terminal), r.Outcome)
-		if err := s.waitIdle(ctx); err != nil {
+		rep.Kills = append(rep.Kills, k)
+		logf("%s: query after %s, prompt acknowledged after %s, streaming turn %d ended %s after the kill (%s, %d restarts)",
+			what, round(k.Query), round(k.Ack), k.TurnID, round(k.Terminal), k.Outcome, k.Restarts)
+		if err := r.within(idleWithin, "the session idle with nothing queued", func(ctx context.Context) error {
+			_, err := s.status(ctx, idle)
+			return err
+		}); err != nil {
 			return rep, err
 		}
 	}
 
 	// Every event was read in order as it came (a retention gap fails the read). Read the
 	// journal again through a fresh view: what it still retains must be what was seen.
-	if err := s.refresh(ctx); err != nil {
+	if err := r.within(time.Minute, "the journal read to its end", s.refresh); err != nil {
 		return rep, err
 	}
-	if err := s.reread(ctx); err != nil {
+	if err := r.within(time.Minute, "the journal read again", s.reread); err != nil {
 		return rep, err
 	}
 	for i := range rep.Kills {
@@ -245,7 +391,7 @@ func chaos(ctx context.Context, st *State, o options) (*ChaosReport, error) {
 	if err := s.check(rep); err != nil {
 		return rep, err
 	}
-	fmt.Printf("journal: %d events, seq contiguous from 1; %d turns, each with exactly one terminal event; %d acknowledged prompts, all journaled and run: OK\n",
+	fmt.Printf("journal: %d events, seq contiguous from 1; %d turns, each with exactly one terminal event; %d acknowledged prompts, all journaled and run; every chunk of every streaming turn journaled once, in order: OK\n",
 		rep.Events, rep.Turns, rep.Acked)
 	cctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
@@ -255,84 +401,150 @@ func chaos(ctx context.Context, st *State, o options) (*ChaosReport, error) {
 	return rep, nil
 }
 
-// killMidTurn starts a streaming turn, kills svc once it streams, starts svc again and
-// measures the session's recovery.
-func killMidTurn(ctx context.Context, st *State, s *session, svc, stream, short string, after time.Duration) (KillResult, error) {
-	r := KillResult{Service: svc}
-	res, err := s.prompt(ctx, stream)
-	if err != nil {
-		return r, err
-	}
-	r.TurnID = res.TurnID
-	if _, err := s.waitEvent(ctx, fmt.Sprintf("turn %d streaming", r.TurnID), func(ev signals.Event) bool {
-		return ev.TurnID == r.TurnID && ev.Kind == signals.EventAgentUpdate
+// killMidTurn starts a streaming turn, kills what (a service, or the tacp worker running the
+// turn) once the turn streams, starts a service again at once (a worker once the turn has
+// moved), and measures the session's recovery.
+func killMidTurn(r *harness, st *State, s *session, what, stream, short string, o options) (KillResult, error) {
+	k := KillResult{Service: what}
+	var res signals.PromptResult
+	if err := r.within(promptWithin, fmt.Sprintf("the prompt %q acknowledged", stream), func(ctx context.Context) (err error) {
+		res, err = s.prompt(ctx, stream)
+		return err
 	}); err != nil {
-		return r, err
+		return k, err
 	}
-	if err := sleepCtx(ctx, after); err != nil {
-		return r, err
+	k.TurnID = res.TurnID
+	if err := r.within(streamWithin, fmt.Sprintf("turn %d streaming", k.TurnID), func(ctx context.Context) error {
+		return s.streaming(ctx, k.TurnID)
+	}); err != nil {
+		return k, err
+	}
+	if err := sleepCtx(r.ctx, o.killAfter); err != nil {
+		return k, context.Cause(r.ctx)
 	}
 
+	var victim *workerProc
+	var orphans []proc
+	if what == tacpWorker {
+		// The worker whose attempt streams the turn: the session names its host queue.
+		if err := r.within(hostWithin, fmt.Sprintf("the session naming the tacp worker that runs turn %d", k.TurnID), func(ctx context.Context) error {
+			_, err := s.status(ctx, func(ss signals.Status) bool {
+				victim = r.ws.byHost(ss.AgentHost)
+				return ss.TurnID == k.TurnID && victim != nil
+			})
+			return err
+		}); err != nil {
+			return k, err
+		}
+		orphans = procsOf(proctree.Descendants(victim.pid))
+		logf("kill -9 tacp worker %s (pid %d) mid-turn %d", victim.name, victim.pid, k.TurnID)
+	} else {
+		logf("kill -9 %s (pid %d) mid-turn %d", what, st.PIDs[what], k.TurnID)
+	}
 	kill := time.Now()
-	if err := st.kill9(ctx, svc); err != nil {
-		return r, err
+	if victim != nil {
+		if err := victim.kill9(r.ctx); err != nil {
+			return k, err
+		}
+	} else {
+		if err := st.kill9(r.ctx, what); err != nil {
+			return k, err
+		}
+		if _, err := st.startService(what); err != nil {
+			return k, err
+		}
+		if err := st.waitPort(r.ctx, what, 2*time.Minute); err != nil {
+			return k, err
+		}
+		k.Restart = time.Since(kill)
 	}
-	if _, err := st.startService(svc); err != nil {
-		return r, err
-	}
-	if err := st.waitPort(ctx, svc, 2*time.Minute); err != nil {
-		return r, err
-	}
-	r.Restart = time.Since(kill)
 
 	// The query and the new prompt race from the moment of the kill.
 	var (
-		wg          sync.WaitGroup
-		qerr, perr  error
-		next        signals.PromptResult
-		recoveryCtx context.Context
+		wg         sync.WaitGroup
+		qerr, perr error
+		next       signals.PromptResult
 	)
-	recoveryCtx, cancel := context.WithTimeout(ctx, 5*time.Minute)
-	defer cancel()
 	wg.Add(2)
 	go func() {
 		defer wg.Done()
-		for {
-			qctx, qcancel := context.WithTimeout(recoveryCtx, 2*time.Second)
-			_, err := s.sc.Status(qctx, s.cfg.SessionID)
-			qcancel()
-			if err == nil {
-				r.Query = time.Since(kill)
-				return
-			}
-			if serr := sleepCtx(recoveryCtx, 50*time.Millisecond); serr != nil {
-				qerr = fmt.Errorf("status query: %w (last error: %v)", serr, err)
-				return
-			}
-		}
+		qerr = r.within(recoverWithin, fmt.Sprintf("the session's status after the kill of %s", what), func(ctx context.Context) error {
+			_, err := s.status(ctx, func(signals.Status) bool { return true })
+			return err
+		})
+		k.Query = time.Since(kill)
 	}()
 	go func() {
 		defer wg.Done()
-		next, perr = s.prompt(recoveryCtx, short)
-		r.Ack = time.Since(kill)
+		perr = r.within(recoverWithin, fmt.Sprintf("a prompt acknowledged after the kill of %s", what), func(ctx context.Context) (err error) {
+			next, err = s.prompt(ctx, short)
+			return err
+		})
+		k.Ack = time.Since(kill)
 	}()
 	wg.Wait()
 	if err := errors.Join(qerr, perr); err != nil {
-		return r, err
+		return k, err
 	}
 
-	term, err := s.terminalOf(recoveryCtx, r.TurnID)
-	if err != nil {
-		return r, err
+	turnWithin := recoverWithin + time.Duration(o.chunks)*o.every
+	var term, nextTerm signals.Event
+	if err := r.within(turnWithin, fmt.Sprintf("the end of turn %d, streaming when %s was killed", k.TurnID, what), func(ctx context.Context) (err error) {
+		term, err = s.terminalOf(ctx, k.TurnID)
+		return err
+	}); err != nil {
+		return k, err
 	}
-	r.Terminal = term.At.Sub(kill)
-	r.Outcome = outcome(term)
-	nextTerm, err := s.terminalOf(recoveryCtx, next.TurnID)
-	if err != nil {
-		return r, err
+	k.Terminal = term.At.Sub(kill)
+	k.Outcome = outcome(term)
+	if err := r.within(turnWithin, fmt.Sprintf("the end of turn %d, prompted after the kill of %s", next.TurnID, what), func(ctx context.Context) (err error) {
+		nextTerm, err = s.terminalOf(ctx, next.TurnID)
+		return err
+	}); err != nil {
+		return k, err
 	}
-	r.Next = nextTerm.At.Sub(kill)
-	return r, nil
+	k.Next = nextTerm.At.Sub(kill)
+	k.Chunks, k.Restarts = s.countTurn(k.TurnID)
+	if victim == nil {
+		return k, nil
+	}
+
+	// The turn moved: a newer attempt took over on a worker still running.
+	if k.Restarts == 0 {
+		return k, fmt.Errorf("turn %d ended (%s) without a turn.restarted after its worker %s was killed%s", k.TurnID, k.Outcome, victim.name, r.ws.tails())
+	}
+	if err := r.within(hostWithin, fmt.Sprintf("the session naming a live tacp worker as its agent's host after turn %d", k.TurnID), func(ctx context.Context) error {
+		_, err := s.status(ctx, func(ss signals.Status) bool { return r.ws.byHost(ss.AgentHost) != nil })
+		return err
+	}); err != nil {
+		return k, err
+	}
+	// The killed worker's agent dies with it (its reaper), whatever the harness does.
+	if err := r.within(30*time.Second, fmt.Sprintf("the agent processes of the killed tacp worker %s gone", victim.name), func(ctx context.Context) error {
+		for {
+			var left []int
+			for _, p := range orphans {
+				if p.running() {
+					left = append(left, p.pid)
+				}
+			}
+			if len(left) == 0 {
+				return nil
+			}
+			if err := sleepCtx(ctx, 50*time.Millisecond); err != nil {
+				return fmt.Errorf("still running: %v", left)
+			}
+		}
+	}); err != nil {
+		killAll(orphans)
+		return k, err
+	}
+	w, err := r.ws.start(r.ctx)
+	if err != nil {
+		return k, err
+	}
+	logf("started tacp worker %s in place of %s", w.name, victim.name)
+	return k, nil
 }
 
 func outcome(ev signals.Event) string {
@@ -355,15 +567,13 @@ func outcome(ev signals.Event) string {
 // with the events read as they came.
 func (s *session) reread(ctx context.Context) error {
 	fresh := &session{sc: s.sc, cfg: s.cfg}
-	rctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-	defer cancel()
-	res, err := s.sc.Events(rctx, s.cfg.SessionID, 0, 1)
+	res, err := s.sc.Events(ctx, s.cfg.SessionID, 0, 1)
 	if err != nil {
 		return err
 	}
 	first := max(res.FirstRetainedSeq, 1)
 	fresh.evs = make([]signals.Event, first-1) // placeholders for what retention dropped
-	if err := fresh.refresh(rctx); err != nil {
+	if err := fresh.refresh(ctx); err != nil {
 		return err
 	}
 	if len(fresh.evs) != len(s.evs) {
@@ -378,25 +588,53 @@ func (s *session) reread(ctx context.Context) error {
 	return nil
 }
 
-// countTurn counts the agent updates and restarts journaled for turn.
+// chunkOf returns i of an agent update that is the test agent's "chunk i\n" message chunk.
+func chunkOf(ev signals.Event) (int, bool) {
+	if ev.Kind != signals.EventAgentUpdate {
+		return 0, false
+	}
+	var n struct {
+		Update struct {
+			Kind    string `json:"sessionUpdate"`
+			Content struct {
+				Text string `json:"text"`
+			} `json:"content"`
+		} `json:"update"`
+	}
+	if json.Unmarshal(ev.Data, &n) != nil || n.Update.Kind != "agent_message_chunk" {
+		return 0, false
+	}
+	var i int
+	if _, err := fmt.Sscanf(n.Update.Content.Text, "chunk %d\n", &i); err != nil {
+		return 0, false
+	}
+	return i, true
+}
+
+// countTurn counts the chunks and restarts journaled for turn.
 func (s *session) countTurn(turn int64) (chunks, restarts int) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
 	for _, ev := range s.evs {
 		if ev.TurnID != turn {
 			continue
 		}
-		switch ev.Kind {
-		case signals.EventAgentUpdate:
+		if _, ok := chunkOf(ev); ok {
 			chunks++
-		case signals.EventTurnRestarted:
+		}
+		if ev.Kind == signals.EventTurnRestarted {
 			restarts++
 		}
 	}
 	return chunks, restarts
 }
 
-// check verifies the journal invariants of contract §5 (as e2e's checkInvariants does) and
-// that every acknowledged prompt is journaled, started and ended.
+// check verifies the journal invariants of contract §5 (as e2e's checkInvariants does),
+// that every acknowledged prompt is journaled, started and ended, and that the chunks of
+// every `/chunks N` turn are whole.
 func (s *session) check(rep *ChaosReport) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
 	started := map[int64]int{}
 	terminal := map[int64]int{}
 	accepted := map[string]int64{}
@@ -427,8 +665,6 @@ func (s *session) check(rep *ChaosReport) error {
 			return fmt.Errorf("turn %d: %d turn.started and %d terminal events, want exactly 1 each", turn, n, terminal[turn])
 		}
 	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
 	for cmid, turn := range s.acked {
 		got, ok := accepted[cmid]
 		switch {
@@ -440,8 +676,79 @@ func (s *session) check(rep *ChaosReport) error {
 			return fmt.Errorf("acknowledged prompt %s: turn %d never started", cmid, turn)
 		}
 	}
+	turns := make([]int64, 0, len(s.chunksOf))
+	for turn := range s.chunksOf {
+		turns = append(turns, turn)
+	}
+	slices.Sort(turns)
+	for _, turn := range turns {
+		if err := checkChunks(s.evs, turn, s.chunksOf[turn]); err != nil {
+			return err
+		}
+	}
 	rep.Events, rep.Turns, rep.Acked = len(s.evs), len(started), len(s.acked)
 	return nil
+}
+
+// checkChunks checks that turn, a `/chunks n` turn, ended end_turn with none of its chunks
+// lost or doubled: each attempt (a turn.restarted starts the next, and viewers drop what the
+// earlier one said) journaled chunk 1, 2, … in order, each once, and the attempt that ended
+// the turn all n of them.
+func checkChunks(evs []signals.Event, turn int64, n int) error {
+	var attempts [][]int
+	var cur []int
+	end := "no terminal event"
+	for _, ev := range evs {
+		if ev.TurnID != turn {
+			continue
+		}
+		if i, ok := chunkOf(ev); ok {
+			cur = append(cur, i)
+			continue
+		}
+		switch {
+		case ev.Kind == signals.EventTurnRestarted:
+			attempts, cur = append(attempts, cur), nil
+		case signals.IsTerminal(ev.Kind):
+			end = outcome(ev)
+		}
+	}
+	attempts = append(attempts, cur)
+	for a, chunks := range attempts {
+		for j, i := range chunks {
+			if i != j+1 {
+				return fmt.Errorf("turn %d, attempt %d of %d: chunk %d journaled where chunk %d belongs (chunks %s)", turn, a+1, len(attempts), i, j+1, runs(chunks))
+			}
+		}
+	}
+	if end != "end_turn" {
+		return fmt.Errorf("turn %d (/chunks %d) did not end end_turn: %s", turn, n, end)
+	}
+	if last := attempts[len(attempts)-1]; len(last) != n {
+		return fmt.Errorf("turn %d ended with %d of its %d chunks journaled by the attempt that ended it (chunks %s)", turn, len(last), n, runs(last))
+	}
+	return nil
+}
+
+// runs writes chunk numbers as ranges: 1-40,40-120.
+func runs(is []int) string {
+	var out []string
+	for i := 0; i < len(is); {
+		j := i
+		for j+1 < len(is) && is[j+1] == is[j]+1 {
+			j++
+		}
+		if i == j {
+			out = append(out, fmt.Sprint(is[i]))
+		} else {
+			out = append(out, fmt.Sprintf("%d-%d", is[i], is[j]))
+		}
+		i = j + 1
+	}
+	if len(out) == 0 {
+		return "none"
+	}
+	return strings.Join(out, ",")
 }
 
 func round(d time.Duration) time.Duration { return d.Round(10 * time.Millisecond) }
@@ -449,58 +756,18 @@ func round(d time.Duration) time.Duration { return d.Round(10 * time.Millisecond
 func secs(d time.Duration) string { return fmt.Sprintf("%.2f", d.Seconds()) }
 
 func printChaos(rep *ChaosReport, stream string) {
-	fmt.Printf("\nChaos on the cluster: kill -9 one service mid-turn, start it again at once (session %s, turns %q)\n", rep.Session, stream)
+	fmt.Printf("\nChaos on the cluster: kill -9 one process mid-turn; a service starts again at once, a tacp worker's turn moves to the other worker (session %s, turns %q)\n", rep.Session, stream)
 	fmt.Println("seconds from the kill until ...")
 	tw := tabwriter.NewWriter(os.Stdout, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "killed\tservice port open\tstatus query answered\tnew prompt acknowledged\tstreaming turn's end journaled\tnew prompt's turn ended\tstreaming turn: outcome\tchunks journaled\trestarts")
 	for _, r := range rep.Kills {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%d/%d\t%d\n", r.Service, secs(r.Restart), secs(r.Query), secs(r.Ack),
+		restart := secs(r.Restart)
+		if r.Service == tacpWorker {
+			restart = "–"
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%d/%d\t%d\n", r.Service, restart, secs(r.Query), secs(r.Ack),
 			secs(r.Terminal), secs(r.Next), r.Outcome, r.Chunks, rep.Chunks, r.Restarts)
 	}
 	_ = tw.Flush()
 	fmt.Println()
-}
-
-// startTacpWorker starts tacp's worker binary against the cluster, with TEMPORAL_ADDRESS
-// naming the frontend and the testagent as its agent, and returns the function that stops
-// it and its agents (its process group).
-func startTacpWorker(st *State, bin, queue string) (stop func(), err error) {
-	dir := filepath.Join(st.Dir, "chaos")
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return nil, err
-	}
-	logFile, err := os.OpenFile(filepath.Join(st.logDir(), "tacp-worker.log"), os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)
-	if err != nil {
-		return nil, err
-	}
-	agent := strconv.Quote(filepath.Join(bin, "testagent")) + " -transcripts " + strconv.Quote(filepath.Join(dir, "transcripts"))
-	cmd := exec.Command(filepath.Join(bin, "worker"), "-agent", agent, "-task-queue", queue,
-		"-data-dir", filepath.Join(dir, "data"), "-log.level", "warn",
-		// Versioned as in production (deployment "tacp", the binary's build id); the one
-		// worker of the cluster makes its build current, also over an earlier run's build.
-		"-deployment.current")
-	cmd.Env = append(os.Environ(), "TEMPORAL_ADDRESS="+st.Frontend(), "TEMPORAL_NAMESPACE="+namespace)
-	cmd.Stdout, cmd.Stderr = logFile, logFile
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	if err := cmd.Start(); err != nil {
-		_ = logFile.Close()
-		return nil, fmt.Errorf("start tacp worker: %w", err)
-	}
-	done := make(chan struct{})
-	go func() { _ = cmd.Wait(); close(done) }()
-	pid := cmd.Process.Pid
-	st.PIDs["tacp-worker"] = pid
-	_ = st.save()
-	return func() {
-		_ = syscall.Kill(-pid, syscall.SIGTERM) // the worker and the agents it started
-		select {
-		case <-done:
-		case <-time.After(15 * time.Second):
-			_ = syscall.Kill(-pid, syscall.SIGKILL)
-			<-done
-		}
-		_ = logFile.Close()
-		delete(st.PIDs, "tacp-worker")
-		_ = st.save()
-	}, nil
 }

@@ -34,6 +34,7 @@ import (
 	"google.golang.org/protobuf/types/known/durationpb"
 
 	"github.com/tacp-dev/tacp/internal/freeport"
+	"github.com/tacp-dev/tacp/internal/proctree"
 	"github.com/tacp-dev/tacp/signals"
 )
 
@@ -332,6 +333,8 @@ func (st *State) setupSchema(ctx context.Context) error {
 		return fmt.Errorf("locate go.temporal.io/server: %w%s", err, stderrOf(err))
 	}
 	schemaRoot := filepath.Join(strings.TrimSpace(string(out)), "schema", "postgresql", "v12")
+	ctx, cancel := context.WithTimeout(ctx, 3*time.Minute)
+	defer cancel()
 	for _, db := range []struct{ name, schema string }{
 		{"temporal", "temporal"},
 		{"temporal_visibility", "visibility"},
@@ -345,7 +348,7 @@ func (st *State) setupSchema(ctx context.Context) error {
 			cmd := exec.CommandContext(ctx, st.SQLTool, append(base, args...)...)
 			cmd.Dir = st.Dir
 			if err := run(cmd); err != nil {
-				return err
+				return fmt.Errorf("the schema of %s (bounded by 3m0s): %w", db.name, err)
 			}
 		}
 	}
@@ -501,7 +504,7 @@ func (st *State) waitPort(ctx context.Context, svc string, limit time.Duration) 
 	addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(st.Ports[svc].GRPC))
 	for {
 		if !st.ours(st.PIDs[svc]) {
-			return fmt.Errorf("%s (pid %d) exited; see %s", svc, st.PIDs[svc], filepath.Join(st.logDir(), svc+".log"))
+			return fmt.Errorf("%s (pid %d) exited before it opened %s%s", svc, st.PIDs[svc], addr, st.logTail(svc))
 		}
 		var d net.Dialer
 		c, err := d.DialContext(ctx, "tcp", addr)
@@ -511,10 +514,26 @@ func (st *State) waitPort(ctx context.Context, svc string, limit time.Duration) 
 		}
 		select {
 		case <-ctx.Done():
-			return fmt.Errorf("%s did not open %s: %w", svc, addr, ctx.Err())
+			if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+				return fmt.Errorf("%s did not open %s within %s%s", svc, addr, limit, st.logTail(svc))
+			}
+			return fmt.Errorf("waiting for %s to open %s: %w", svc, addr, context.Cause(ctx))
 		case <-time.After(100 * time.Millisecond):
 		}
 	}
+}
+
+// logTail is the end of a service's log, for an error message.
+func (st *State) logTail(svc string) string {
+	path := filepath.Join(st.logDir(), svc+".log")
+	b, err := os.ReadFile(path)
+	if err != nil || len(b) == 0 {
+		return fmt.Sprintf("\n(%s's log %s is empty)", svc, path)
+	}
+	if len(b) > 2000 {
+		b = b[len(b)-2000:]
+	}
+	return fmt.Sprintf("\n--- end of %s's log (%s) ---\n%s", svc, path, b)
 }
 
 // ours reports whether pid is a live process of this cluster: a service started with this
@@ -544,13 +563,17 @@ func (st *State) ours(pid int) bool {
 func (st *State) configPath() string { return filepath.Join(st.Dir, "temporal.yaml") }
 
 // restartDead starts again every service that is not running (a chaos run cut short
-// between a kill and the restart leaves one dead).
-func (st *State) restartDead() {
+// between a kill and the restart leaves one dead) and waits until it listens.
+func (st *State) restartDead(ctx context.Context) {
 	for _, svc := range Services {
 		if st.ours(st.PIDs[svc]) {
 			continue
 		}
 		if _, err := st.startService(svc); err != nil {
+			logf("restart %s: %v", svc, err)
+			continue
+		}
+		if err := st.waitPort(ctx, svc, 2*time.Minute); err != nil {
 			logf("restart %s: %v", svc, err)
 			continue
 		}
@@ -578,10 +601,12 @@ func (st *State) kill9(ctx context.Context, svc string) error {
 	if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
 		return fmt.Errorf("kill -9 %s (pid %d): %w", svc, pid, err)
 	}
+	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
 	for st.ours(pid) {
 		select {
 		case <-ctx.Done():
-			return ctx.Err()
+			return fmt.Errorf("%s (pid %d) still runs after kill -9: %w", svc, pid, ctx.Err())
 		case <-time.After(10 * time.Millisecond):
 		}
 	}
@@ -704,8 +729,19 @@ func down(dir string) error {
 		}
 		st = &State{Dir: dir, PGBin: "/usr/lib/postgresql/15/bin"}
 	}
-	// Every process whose command line names the state dir: the recorded ones and any a
-	// crashed chaos run restarted without recording.
+	stopCluster(st)
+	if err := os.RemoveAll(dir); err != nil {
+		return err
+	}
+	logf("removed %s", dir)
+	return nil
+}
+
+// stopCluster stops every process of the cluster in st and PostgreSQL, and keeps the state
+// directory (its logs). The processes are the cluster's (ours: the recorded ones and any a
+// crashed run started without recording) and every process they started (an agent runs the
+// binary its profile names, anywhere).
+func stopCluster(st *State) {
 	pids := map[int]bool{}
 	for _, pid := range st.PIDs {
 		pids[pid] = true
@@ -717,24 +753,28 @@ func down(dir string) error {
 			}
 		}
 	}
-	var stopping []int
+	var stopping, tree []proc
 	for pid := range pids {
-		if st.ours(pid) {
-			_ = syscall.Kill(pid, syscall.SIGTERM)
-			stopping = append(stopping, pid)
+		if !st.ours(pid) {
+			continue
 		}
+		if p, ok := procOf(pid); ok {
+			stopping = append(stopping, p)
+			tree = append(tree, procsOf(proctree.Descendants(pid))...)
+		}
+	}
+	for _, p := range stopping {
+		_ = syscall.Kill(p.pid, syscall.SIGTERM)
 	}
 	deadline := time.Now().Add(10 * time.Second)
-	for _, pid := range stopping {
-		for st.ours(pid) && time.Now().Before(deadline) {
+	for _, p := range stopping {
+		for p.running() && time.Now().Before(deadline) {
 			time.Sleep(50 * time.Millisecond)
 		}
-		if st.ours(pid) {
-			_ = syscall.Kill(pid, syscall.SIGKILL)
-		}
 	}
+	killAll(append(stopping, tree...))
 	if len(stopping) > 0 {
-		logf("stopped %d processes", len(stopping))
+		logf("stopped %d processes and the %d they started", len(stopping), len(tree))
 	}
 	if _, err := os.Stat(filepath.Join(st.pgData(), "postmaster.pid")); err == nil {
 		ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
@@ -745,11 +785,6 @@ func down(dir string) error {
 			logf("stopped PostgreSQL")
 		}
 	}
-	if err := os.RemoveAll(dir); err != nil {
-		return err
-	}
-	logf("removed %s", dir)
-	return nil
 }
 
 // printLogTails prints the end of every service log, to explain a failure.

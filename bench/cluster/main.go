@@ -6,9 +6,10 @@
 //	go run ./bench/cluster up      build the server and its SQL tool, start PostgreSQL, set up the
 //	                               schema, start the four services, register namespace and search
 //	                               attributes
-//	go run ./bench/cluster chaos   a tacp worker and a streaming session; kill -9 history, then
-//	                               matching, then frontend mid-turn and start each again; check the
-//	                               journal; print recovery times
+//	go run ./bench/cluster chaos   two tacp workers and a streaming session; kill -9 history, then
+//	                               matching, then frontend mid-turn and start each again, then the
+//	                               tacp worker running the turn; check the journal; print recovery
+//	                               times
 //	go run ./bench/cluster bench   the control round-trip and turn-path benchmarks (bench/), on the
 //	                               in-process server and on the cluster, side by side
 //	go run ./bench/cluster scale   the scale table (bench/): on the in-process server with the worker
@@ -18,8 +19,9 @@
 //
 // Everything lives in one state directory (-dir, default $TMPDIR/tacp-cluster): the
 // PostgreSQL data, the server config, logs, and state.json with the ports and process ids
-// that `down` needs. Every step is bounded in time, and a failed or interrupted `up` tears
-// down what it started.
+// that `down` needs. Every step is bounded in time; a failed or interrupted `up` tears down
+// what it started, and a failed or interrupted `chaos` stops the whole cluster (its logs
+// stay until `down`).
 package main
 
 import (
@@ -40,8 +42,9 @@ func usage(fs *flag.FlagSet) func() {
 
   up      build temporal-server and temporal-sql-tool (v1.32.0), start PostgreSQL 15 and the
           frontend, history, matching and worker services on loopback
-  chaos   kill -9 history, matching and frontend mid-turn of a streaming session; verify the
-          journal and print the recovery time of each kill
+  chaos   kill -9 history, matching and frontend mid-turn of a streaming session, then the
+          tacp worker running the turn (of two); verify the journal and print the recovery
+          time of each kill
   bench   run bench/'s control and turn tables in-process and against the cluster; print both
   scale   run bench/'s scale table in-process (one worker in the test process) and against the
           cluster (-scale-workers worker processes); print both
@@ -90,7 +93,7 @@ func main() {
 	fs.DurationVar(&o.timeout, "timeout", envDuration("TACP_CLUSTER_TIMEOUT", 30*time.Minute), "bound on the whole command [TACP_CLUSTER_TIMEOUT]")
 	fs.IntVar(&o.chunks, "chunks", envInt("TACP_CLUSTER_CHUNKS", 250), "chaos: chunks of each streaming turn [TACP_CLUSTER_CHUNKS]")
 	fs.DurationVar(&o.every, "every", envDuration("TACP_CLUSTER_EVERY", 20*time.Millisecond), "chaos: interval between chunks [TACP_CLUSTER_EVERY]")
-	fs.IntVar(&o.rounds, "rounds", envInt("TACP_CLUSTER_ROUNDS", 1), "chaos: rounds of kills (history, matching, frontend each round) [TACP_CLUSTER_ROUNDS]")
+	fs.IntVar(&o.rounds, "rounds", envInt("TACP_CLUSTER_ROUNDS", 1), "chaos: rounds of kills (history, matching, frontend, tacp worker each round) [TACP_CLUSTER_ROUNDS]")
 	fs.DurationVar(&o.killAfter, "kill-after", envDuration("TACP_CLUSTER_KILL_AFTER", time.Second), "chaos: how long into the streaming turn the kill comes [TACP_CLUSTER_KILL_AFTER]")
 	fs.IntVar(&o.benchN, "bench-n", envInt("TACP_BENCH_N", 300), "bench: control round trips of each kind [TACP_BENCH_N]")
 	fs.IntVar(&o.benchTurns, "bench-turns", envInt("TACP_BENCH_TURNS", 100), "bench: warm zero-work turns [TACP_BENCH_TURNS]")
@@ -124,6 +127,15 @@ func main() {
 	case "chaos":
 		err = withState(o.dir, func(st *State) error {
 			_, err := chaos(ctx, st, o)
+			if err != nil {
+				// A failed or interrupted run leaves nothing running: not its workers and
+				// agents, nor a cluster in whatever state the failure left it.
+				if !errors.Is(ctx.Err(), context.Canceled) {
+					printLogTails(st)
+				}
+				logf("chaos did not finish: stopping the cluster (its logs stay in %s; `down` removes them)", st.logDir())
+				stopCluster(st)
+			}
 			return err
 		})
 	case "bench":
@@ -158,6 +170,11 @@ type options struct {
 	rounds    int
 	every     time.Duration
 	killAfter time.Duration
+	// agent, when set, is the chaos workers' -agent in place of their built-in test agent;
+	// noProbe starts them with -agent.probe=false (tests of a harness whose agent cannot
+	// start).
+	agent   string
+	noProbe bool
 
 	benchN, benchTurns, benchChunks int
 

@@ -27,9 +27,6 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// PolicyEnv carries the policy (JSON) from the worker to the sandboxing step.
-const PolicyEnv = "TACP_SANDBOX_POLICY"
-
 func init() {
 	if v, ok := os.LookupEnv(PolicyEnv); ok {
 		os.Exit(runSandboxed(v))

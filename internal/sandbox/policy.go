@@ -135,6 +135,9 @@ func splitHostPort(a string) (string, uint16, error) {
 	return strings.ToLower(host), uint16(n), nil
 }
 
+// PolicyEnv carries the policy (JSON) from the worker to the sandboxing step.
+const PolicyEnv = "TACP_SANDBOX_POLICY"
+
 // Policy is what the sandboxing step applies before it execs the agent: absolute paths,
 // symlinks resolved, checked by Plan.
 type Policy struct {
