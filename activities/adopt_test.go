@@ -326,3 +326,15 @@ func TestATurnWorkflowsAttemptIsNotHeld(t *testing.T) {
 	_, err := rig.run(adopting(in, 1))
 	requireAppErr(t, err, signals.TypeNothingToAdopt)
 }
+
+// An attempt whose activity is lost while its agent starts (the worker stops, the server no
+// longer holds it) ends as a lost attempt, retried on another worker: the agent's start was
+// cut short, it did not fail, so the turn does not fail as the agent's error.
+func TestAnAttemptLostWhileItsAgentStartsIsRetried(t *testing.T) {
+	rig := newTurnRig(t, "")
+	run := rig.start(turnInput("s1", 1, rig.agent("-start-delay", "30s"), "hi"))
+	run.end(errors.New("the worker stops"))
+	out := run.wait(t)
+	ae := requireAppErr(t, out.err, signals.TypeAttemptLost)
+	require.False(t, ae.NonRetryable(), "retried: %v", out.err)
+}

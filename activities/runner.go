@@ -249,6 +249,9 @@ func (r *Runner) runTurn(ctx context.Context, in signals.RunTurnInput, attempt i
 	defer cancelSetup()
 	ag, err := r.Host.acquire(setupCtx, in.SessionID, setup.argv, setup.env, setup.dir, setup.sandbox, !setup.profile.AsksTypedFailures())
 	if err != nil {
+		if lost := t.lostDuringSetup(ctx); lost != nil {
+			return t.finish(lost)
+		}
 		return t.finish(t.fail(fmt.Errorf("agent: %w", err)))
 	}
 	keep := true
@@ -256,6 +259,9 @@ func (r *Runner) runTurn(ctx context.Context, in signals.RunTurnInput, attempt i
 	sid, started, prompt, err := t.open(setupCtx, ag, setup)
 	if err != nil {
 		keep = false
+		if lost := t.lostDuringSetup(ctx); lost != nil {
+			return t.finish(lost)
+		}
 		return t.finish(err)
 	}
 	lt := t.register(ag, sid, setup.dir)
@@ -311,6 +317,17 @@ type turnSetup struct {
 	mcpServers []acp.McpServer
 	sandbox    *Sandbox // nil: the profile keeps the agent on its own files
 	prompt     []acp.ContentBlock
+}
+
+// lostDuringSetup is the error of an attempt whose context ended while its agent started or
+// opened its session, for another reason than the workflow's cancel (the server no longer
+// holds the attempt, the worker stops): the agent's start was cut short, it did not fail,
+// so the turn is retried as after any lost attempt. nil: the context is live, or cancelled.
+func (t *turnRun) lostDuringSetup(ctx context.Context) error {
+	if ctx.Err() == nil || isCancelRequest(context.Cause(ctx)) {
+		return nil
+	}
+	return temporal.NewApplicationErrorWithCause("turn attempt lost while its agent started", signals.TypeAttemptLost, context.Cause(ctx), t.before)
 }
 
 // fail is the error of a turn the agent cannot run: not retried.

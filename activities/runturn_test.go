@@ -184,7 +184,7 @@ func newTurnRig(t *testing.T, transcripts string) *turnRig {
 	rig := &turnRig{t: t, rec: rec, host: host, transcripts: transcripts}
 	// The profiles the rig's tests name (rigProfile): the testagent with each set of flags.
 	var profiles []Profile
-	for _, flags := range [][]string{nil, {"-commands"}, {"-ignore-cancel"}} {
+	for _, flags := range [][]string{nil, {"-commands"}, {"-ignore-cancel"}, {"-start-delay", "30s"}} {
 		profiles = append(profiles, Profile{Name: rigProfile(flags), Command: rig.command(flags)})
 	}
 	ps, err := NewProfiles(profiles, "")
