@@ -66,27 +66,25 @@ func ClientWith(ctx context.Context, o Options) (client.Client, error) {
 // Address is the frontend host:port Client dials: address, else envconfig's, else the SDK's
 // default (the worker's sandbox keeps its agents off that port).
 func Address(address string) string {
-	if address != "" {
-		return address
-	}
-	opts, err := envconfig.LoadDefaultClientOptions()
-	if err != nil {
-		return client.DefaultHostPort
-	}
-	return orDefault(opts.HostPort, client.DefaultHostPort)
+	return fromEnv(address, func(o client.Options) string { return o.HostPort }, client.DefaultHostPort)
 }
 
 // Namespace is the namespace Client connects to: namespace, else envconfig's, else the
 // SDK's default.
 func Namespace(namespace string) string {
-	if namespace != "" {
-		return namespace
+	return fromEnv(namespace, func(o client.Options) string { return o.Namespace }, client.DefaultNamespace)
+}
+
+// fromEnv is v, else what pick reads of envconfig's client options, else def.
+func fromEnv(v string, pick func(client.Options) string, def string) string {
+	if v != "" {
+		return v
 	}
 	opts, err := envconfig.LoadDefaultClientOptions()
 	if err != nil {
-		return client.DefaultNamespace
+		return def
 	}
-	return orDefault(opts.Namespace, client.DefaultNamespace)
+	return orDefault(pick(opts), def)
 }
 
 func orDefault(s, def string) string {
