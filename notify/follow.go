@@ -134,7 +134,11 @@ func (f *Follower) Step(ctx context.Context) error {
 		wg.Add(1)
 		go func() {
 			defer func() { <-sem; wg.Done() }()
-			if err := f.look(qctx, info); err != nil && ctx.Err() == nil {
+			// A session that does not answer (its worker gone, or too busy: the client asks
+			// again while it may) holds one reader for readPatience at most, never the step.
+			lctx, cancel := context.WithTimeout(qctx, readPatience)
+			defer cancel()
+			if err := f.look(lctx, info); err != nil && ctx.Err() == nil {
 				f.o.Logger.Debug("notifications: session not read", "session", info.SessionID, "err", err)
 			}
 		}()
@@ -259,8 +263,12 @@ func (f *Follower) read(ctx context.Context, id string, s *followed) error {
 	return nil
 }
 
-// readersAtOnce bounds the sessions a step reads at once.
-const readersAtOnce = 16
+// readersAtOnce bounds the sessions a step reads at once, and readPatience how long a step
+// waits for one session's answers: the next step reads it again.
+const (
+	readersAtOnce = 16
+	readPatience  = 5 * time.Second
+)
 
 // eventsPage is the page size of a journal read.
 const eventsPage = 500

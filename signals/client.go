@@ -456,7 +456,7 @@ func (c *Client) query(ctx context.Context, sessionID, name string, res any, arg
 
 // QueryPatience is how long a query with no deadline of its own is asked again while the
 // server or the session's worker is too busy to answer it.
-const QueryPatience = 2 * time.Minute
+const QueryPatience = 30 * time.Second
 
 // busy reports whether err is a server's or worker's "not now": the round trip or the
 // query's workflow task timed out, the session's last workflow task did, the server is
