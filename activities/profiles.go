@@ -49,6 +49,12 @@ type Profile struct {
 	// sandbox of its session (internal/sandbox). Empty: the worker's default (-agent.sandbox,
 	// on in the worker binary).
 	Sandbox string `json:"sandbox,omitempty"`
+	// Agent names the well-known agent the profile runs (claude, codex, gemini, opencode):
+	// its asking modes, quirks and state folders apply (adoptKnown). Empty: recognised by
+	// the command's program, else by the agentInfo the agent answers to initialize.
+	Agent string `json:"agent,omitempty"`
+	// Modes is the agent's mode table, for an agent tacp does not know (modes.go).
+	Modes *ModeTable `json:"modes,omitempty"`
 	// Settings are the sandbox's settings: network, allow, read_only, read_write, protect
 	// and state (sandbox.Settings).
 	sandbox.Settings
@@ -129,6 +135,17 @@ func NewProfiles(ps []Profile, deflt string) (*Profiles, error) {
 		if err := pr.Settings.Check(); err != nil {
 			return nil, fmt.Errorf("agent profile %q: sandbox: %w", pr.Name, err)
 		}
+		if pr.Modes != nil {
+			if err := pr.Modes.check(); err != nil {
+				return nil, fmt.Errorf("agent profile %q: %w", pr.Name, err)
+			}
+		}
+		if pr.Agent == "" {
+			pr.Agent = agentOfCommand(argv)
+		} else if _, ok := knownAgents[pr.Agent]; !ok {
+			return nil, fmt.Errorf("agent profile %q: agent %q: want one of the well-known agents %s", pr.Name, pr.Agent, strings.Join(slices.Sorted(maps.Keys(knownAgents)), ", "))
+		}
+		pr = pr.adoptKnown(argv)
 		p.byName[pr.Name] = pr
 		p.ordered = append(p.ordered, pr.Name)
 	}
@@ -286,14 +303,14 @@ var wellKnown = map[string]Profile{
 	// the same. Telemetry and update checks are off: a worker's agent has no use for them.
 	// In the sandbox each session's Claude Code has a CLAUDE_CONFIG_DIR of its own (its
 	// conversations, its .claude.json), seeded with the files of ~/.claude (settings.json).
-	"claude": {Name: "claude", Command: "claude-agent-acp", Description: "Claude Code (claude-agent-acp)",
+	"claude": {Name: "claude", Agent: "claude", Command: "claude-agent-acp", Description: "Claude Code (claude-agent-acp)",
 		Env:      map[string]string{"IS_SANDBOX": "1", "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1", "DISABLE_AUTOUPDATER": "1"},
 		Settings: sandbox.Settings{State: map[string]string{"CLAUDE_CONFIG_DIR": "~/.claude"}}},
 	// @agentclientprotocol/codex-acp. It starts in "Auto review" (it approves its own
 	// writes); read-only makes it ask tacp before every write and every command.
 	// In the sandbox each session's Codex has a CODEX_HOME of its own, seeded with the
 	// files of ~/.codex (config.toml, auth.json).
-	"codex": {Name: "codex", Command: "codex-acp", Description: "Codex (codex-acp)", TypedFailures: new(bool),
+	"codex": {Name: "codex", Agent: "codex", Command: "codex-acp", Description: "Codex (codex-acp)", TypedFailures: new(bool),
 		Env:      map[string]string{"INITIAL_AGENT_MODE": "read-only"},
 		Settings: sandbox.Settings{State: map[string]string{"CODEX_HOME": "~/.codex"}}},
 	// @google/gemini-cli in ACP mode. Offered a client's fs it cannot create a file through
@@ -301,17 +318,69 @@ var wellKnown = map[string]Profile{
 	// its own file tools.
 	// In the sandbox each session's Gemini CLI has a GEMINI_CLI_HOME of its own (it keeps
 	// .gemini there in place of ~/.gemini), empty at first.
-	"gemini": {Name: "gemini", Command: "gemini --experimental-acp", Description: "Gemini CLI", ClientFS: new(bool),
+	"gemini": {Name: "gemini", Agent: "gemini", Command: "gemini --experimental-acp", Description: "Gemini CLI", ClientFS: new(bool),
 		Settings: sandbox.Settings{State: map[string]string{"GEMINI_CLI_HOME": ""}}},
-	// opencode-ai's `opencode acp`. No autoupdate, no plugins installed at start.
+	// opencode-ai's `opencode acp`. No autoupdate, no plugins installed at start. It has no
+	// modes: its permission configuration decides, and by default lets it edit and run
+	// commands unasked; OPENCODE_PERMISSION, which it merges over any configuration file,
+	// makes it ask the client first (under allow_all tacp answers at once).
 	// In the sandbox each session's OpenCode keeps its data (conversations), state, cache
 	// and configuration in folders of its own (it writes them all at start), the latter
 	// seeded with the files of ~/.config/opencode. Its ACP side talks to a server of its
 	// own on a loopback port (--port): the sandbox gives each agent one it may reach.
-	"opencode": {Name: "opencode", Command: "opencode acp", Description: "OpenCode",
-		Env: map[string]string{"OPENCODE_DISABLE_AUTOUPDATE": "1", "OPENCODE_DISABLE_DEFAULT_PLUGINS": "1"},
+	"opencode": {Name: "opencode", Agent: "opencode", Command: "opencode acp", Description: "OpenCode",
+		Env: map[string]string{"OPENCODE_DISABLE_AUTOUPDATE": "1", "OPENCODE_DISABLE_DEFAULT_PLUGINS": "1",
+			"OPENCODE_PERMISSION": OpenCodeAsks},
 		Settings: sandbox.Settings{OwnPortFlag: "--port", State: map[string]string{
 			"XDG_CONFIG_HOME": "~/.config/./opencode", "XDG_DATA_HOME": "", "XDG_STATE_HOME": "", "XDG_CACHE_HOME": ""}}},
+}
+
+// OpenCodeAsks is OpenCode's permission configuration under tacp: ask the client before
+// every edit, command and fetch.
+const OpenCodeAsks = `{"edit":"ask","bash":"ask","webfetch":"ask"}`
+
+// adoptKnown gives a profile of a well-known agent what the agent's built-in profile has
+// and the profile does not: its environment, quirks and state folders. The operator's own
+// word wins: a variable the profile's env or its command (env(1)'s VAR=value words) sets,
+// a state folder or quirk it names.
+func (pr Profile) adoptKnown(argv []string) Profile {
+	wk, ok := wellKnown[pr.Agent]
+	if !ok {
+		return pr
+	}
+	set := func(k string) bool {
+		_, inEnv := pr.Env[k]
+		_, inFiles := pr.EnvFiles[k]
+		return inEnv || inFiles || slices.ContainsFunc(argv, func(w string) bool { return strings.HasPrefix(w, k+"=") })
+	}
+	env, state := maps.Clone(pr.Env), maps.Clone(pr.State)
+	for k, v := range wk.Env {
+		if !set(k) {
+			if env == nil {
+				env = map[string]string{}
+			}
+			env[k] = v
+		}
+	}
+	for k, v := range wk.State {
+		if _, own := pr.State[k]; !own && !set(k) {
+			if state == nil {
+				state = map[string]string{}
+			}
+			state[k] = v
+		}
+	}
+	pr.Env, pr.State = env, state
+	if pr.ClientFS == nil {
+		pr.ClientFS = wk.ClientFS
+	}
+	if pr.TypedFailures == nil {
+		pr.TypedFailures = wk.TypedFailures
+	}
+	if pr.OwnPortFlag == "" {
+		pr.OwnPortFlag = wk.OwnPortFlag
+	}
+	return pr
 }
 
 // WellKnownProfile returns the built-in profile of a well-known agent: claude, codex,

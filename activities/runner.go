@@ -529,7 +529,10 @@ func (t *turnRun) open(setupCtx context.Context, ag *hostedAgent, s turnSetup) (
 	}
 	r.Trust.Profiles.Opened(s.profile.Name)
 	t.res.AgentSessionID = string(sid)
-	offered := r.applyChoices(setupCtx, ag, sid, t.in, t.log)
+	offered, err := r.applyChoices(setupCtx, ag, sid, t.in, s.profile, t.log)
+	if err != nil {
+		return "", signals.TurnStartedSignal{}, nil, t.fail(err)
+	}
 	started := signals.TurnStartedSignal{TurnID: t.in.TurnID, Attempt: t.attempt, HostQueue: r.Host.Queue, AgentSessionID: t.res.AgentSessionID, Settings: offered,
 		Sandbox: s.profile.SandboxInfo().Describe(), Beats: t.in.CarriedReports}
 	prompt := s.prompt

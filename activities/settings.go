@@ -201,24 +201,74 @@ func (o *agentOffer) observe(raw json.RawMessage) {
 // applyChoices applies the session's choices to the agent session the turn took, before
 // its first prompt, and returns the offer to report in turn_started: set when the agent
 // session was just opened, or when applying changed something. A choice the agent refuses
-// is logged and left: the turn runs with what the agent has.
-func (r *Runner) applyChoices(ctx context.Context, ag *hostedAgent, sid acp.SessionId, in signals.RunTurnInput, log *slog.Logger) *signals.AgentSettings {
+// is logged and left: the turn runs with what the agent has. Under an asking policy the
+// agent's mode is governed (modes.go): it is put in a mode that asks, and an agent that
+// stays in one that does not fails the turn before its prompt.
+func (r *Runner) applyChoices(ctx context.Context, ag *hostedAgent, sid acp.SessionId, in signals.RunTurnInput, profile Profile, log *slog.Logger) (*signals.AgentSettings, error) {
 	o := ag.offer.Load()
 	if o == nil {
-		return nil
+		return nil, nil
 	}
+	table := profile.modeTable(ag.proc.caps.AgentInfo)
 	o.mu.Lock()
 	fresh := o.fresh
 	o.fresh = false
 	o.mu.Unlock()
-	if in.Choices != nil && !in.Choices.Empty() {
-		if err := o.apply(ctx, ag.proc.conn, sid, *in.Choices); err != nil {
-			log.Warn("the session's settings were not all applied to the agent", "error", err)
+	choices := signals.SessionChoices{}
+	if in.Choices != nil {
+		choices = *in.Choices
+	}
+	governed := table != nil && asksPolicy(in.Policy)
+	if governed {
+		choices = governChoices(table, in.Policy, choices)
+	}
+	var applyErr error
+	if !choices.Empty() {
+		if applyErr = o.apply(ctx, ag.proc.conn, sid, choices); applyErr != nil {
+			log.Warn("the session's settings were not all applied to the agent", "error", applyErr)
 		}
 		fresh = true
 	}
-	if !fresh {
-		return nil
+	if governed {
+		if mode := o.currentMode(); !table.asks(mode) {
+			return nil, selfDeciding(profile.Name, mode, in.Policy, table, applyErr)
+		}
 	}
-	return o.report(ag.proc.caps)
+	if !fresh {
+		return nil, nil
+	}
+	out := o.report(ag.proc.caps)
+	if table != nil {
+		out.AskMode, out.AskingModes = table.Ask, table.modes()
+	}
+	return out, nil
+}
+
+// governChoices is choices as an asking policy lets them reach the agent: the mode (and the
+// config option of the same name, which claude-agent-acp and codex-acp offer beside their
+// modes) one that asks.
+func governChoices(table *ModeTable, policy string, c signals.SessionChoices) signals.SessionChoices {
+	c.ModeID = governMode(table, policy, c.ModeID)
+	var opts []signals.ConfigChoice
+	for _, o := range c.ConfigOptions {
+		if o.ConfigID == signals.ConfigMode && !table.asks(o.Value) {
+			continue
+		}
+		opts = append(opts, o)
+	}
+	c.ConfigOptions = opts
+	return c
+}
+
+// currentMode is the agent's current mode ("" for an agent that offers none).
+func (o *agentOffer) currentMode() string {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if o.modes == nil {
+		if v, ok := o.current(signals.ConfigMode); ok {
+			return v
+		}
+		return ""
+	}
+	return string(o.modes.CurrentModeId)
 }

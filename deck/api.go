@@ -300,7 +300,9 @@ func (s *Server) permissionRespond(w http.ResponseWriter, r *http.Request, _ str
 }
 
 func (s *Server) setPolicy(w http.ResponseWriter, r *http.Request, _ string) {
-	act(s, w, r, "deck policy", s.c.SetPolicy, func(res signals.SetPolicyResult) []any { return []any{"level", res.Level} })
+	act(s, w, r, "deck policy", func(ctx context.Context, id string, req signals.SetPolicyRequest) (signals.SetPolicyResult, error) {
+		return s.c.SetPolicy(ctx, id, signals.SetPolicyRequest{Level: req.Level, By: s.who(r)})
+	}, func(res signals.SetPolicyResult) []any { return []any{"level", res.Level} })
 }
 
 func (s *Server) forget(w http.ResponseWriter, r *http.Request, _ string) {

@@ -275,6 +275,10 @@ type Viewer struct {
 // SetPolicyRequest is the payload of set_policy; SetPolicyResult answers it.
 type SetPolicyRequest struct {
 	Level string `json:"level"`
+	// ViewerID is the attached viewer that sets it (an observer may not); By names the person
+	// or client, as answered_by does: both are journaled in policy.changed.
+	ViewerID string `json:"viewer_id,omitempty"`
+	By       string `json:"by,omitempty"`
 }
 
 // SetPolicyResult answers set_policy.
@@ -296,6 +300,8 @@ type PermissionForgetResult struct {
 type PolicyChangedData struct {
 	Level    string `json:"level"`
 	Previous string `json:"previous"`
+	ViewerID string `json:"viewer_id,omitempty"`
+	By       string `json:"by,omitempty"`
 }
 
 // PermissionForgottenData is the data of permission.forgotten.

@@ -30,6 +30,10 @@ const DeliverSettings = "settings"
 // agent that offers a `models` list and no `model` config option is set through it.
 const ConfigModel = "model"
 
+// ConfigMode is the config option id some agents offer beside their modes, with the modes
+// as its values (claude-agent-acp, codex-acp): choosing it is choosing a mode.
+const ConfigMode = "mode"
+
 // AgentSettings is what the agent offers, as status.agent_settings and agent.settings show
 // it. Modes, ConfigOptions, AvailableCommands and the capabilities are the agent's ACP JSON
 // (camelCase inside), passed through so that an editor sees what the agent sent; Models is
@@ -42,6 +46,12 @@ type AgentSettings struct {
 	PromptCapabilities json.RawMessage   `json:"prompt_capabilities,omitempty"`
 	McpCapabilities    json.RawMessage   `json:"mcp_capabilities,omitempty"`
 	Models             json.RawMessage   `json:"models,omitempty"`
+	// AskMode is the mode in which the agent asks before it acts, and AskingModes every
+	// mode of the agent's that asks or does not act (plan): under an asking policy the
+	// session takes no other (docs/real-agents.md). Empty for an agent whose modes tacp
+	// does not know.
+	AskMode     string   `json:"ask_mode,omitempty"`
+	AskingModes []string `json:"asking_modes,omitempty"`
 }
 
 // ConfigChoice is one config option value a client chose.
@@ -91,6 +101,9 @@ type ModeChangedData struct {
 	ModeID   string `json:"mode_id"`
 	Previous string `json:"previous,omitempty"`
 	ViewerID string `json:"viewer_id,omitempty"`
+	// ByPolicy is set when the session's policy chose the mode: an asking policy set while
+	// the agent was in a mode in which it decides by itself (ViewerID set the policy).
+	ByPolicy bool `json:"by_policy,omitempty"`
 }
 
 // ConfigOptionChangedData is the data of config_option.changed.

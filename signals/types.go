@@ -245,6 +245,9 @@ type TurnInput struct {
 	// Choices is the mode and config values clients chose: the runner applies them after
 	// session/new or session/load, before the first prompt, where the agent differs.
 	Choices *SessionChoices `json:"choices,omitempty"`
+	// Policy is the session's permission level when the turn began: under an asking level
+	// the runner puts the agent in a mode that asks before its first prompt (empty: ask).
+	Policy string `json:"policy,omitempty"`
 	// McpServers are the ACP McpServer JSON list the client gave the session (session/new),
 	// passed to the agent's session/new and session/load after the worker's MCP policy.
 	McpServers json.RawMessage `json:"mcp_servers,omitempty"`

@@ -103,6 +103,7 @@ func cmdForget(ctx context.Context, e *env, fs *flag.FlagSet, args []string) int
 }
 
 func cmdPolicy(ctx context.Context, e *env, fs *flag.FlagSet, args []string) int {
+	as := fs.String("as", "", "who sets the policy, journaled in policy.changed (default: cli:USER@HOST)")
 	if !e.parse(fs, args, true) {
 		return exitError
 	}
@@ -121,7 +122,7 @@ func cmdPolicy(ctx context.Context, e *env, fs *flag.FlagSet, args []string) int
 		}
 		return exitOK
 	}
-	res, err := e.c.SetPolicy(ctx, e.session, signals.SetPolicyRequest{Level: fs.Arg(0)})
+	res, err := e.c.SetPolicy(ctx, e.session, signals.SetPolicyRequest{Level: fs.Arg(0), By: cliIdentity(*as)})
 	if rej, ok := signals.AsRejection(err); ok && rej.Type == signals.RejectUnknownSession {
 		fmt.Fprintf(e.err, "starter: session %s does not exist yet: a new session takes its policy from its first prompt, starter prompt --session %s --policy %s TEXT\n",
 			e.session, e.session, fs.Arg(0))

@@ -264,7 +264,10 @@ func checkPolicyLevel(level string) *signals.Rejection {
 func (s *sessionCore) setPolicy(now time.Time, req signals.SetPolicyRequest) (signals.SetPolicyResult, error) {
 	if prev := s.Policy.Level; prev != req.Level {
 		s.Policy.Level = req.Level
-		s.journal(now, signals.EventPolicyChanged, s.turnID(), signals.PolicyChangedData{Level: req.Level, Previous: prev})
+		s.journal(now, signals.EventPolicyChanged, s.turnID(), signals.PolicyChangedData{Level: req.Level, Previous: prev, ViewerID: req.ViewerID, By: req.By})
+		if req.Level != signals.PolicyAllowAll {
+			s.governMode(now, req.ViewerID)
+		}
 	}
 	return signals.SetPolicyResult{Level: s.Policy.Level}, nil
 }

@@ -141,7 +141,10 @@ func (s *sessionCore) checkSetMode(req signals.SetModeRequest) *signals.Rejectio
 	if rej := s.forbidden(req.ViewerID); rej != nil {
 		return rej
 	}
-	return s.settings().CheckMode(req.ModeID)
+	if rej := s.settings().CheckMode(req.ModeID); rej != nil {
+		return rej
+	}
+	return s.Settings.CheckModePolicy(s.Policy.Level, req.ModeID)
 }
 
 func (s *sessionCore) setMode(now time.Time, req signals.SetModeRequest) (signals.SetModeResult, error) {
@@ -158,7 +161,29 @@ func (s *sessionCore) checkSetConfig(req signals.SetConfigOptionRequest) *signal
 	if rej := s.forbidden(req.ViewerID); rej != nil {
 		return rej
 	}
-	return s.settings().CheckConfig(req.ConfigID, req.Value)
+	if rej := s.settings().CheckConfig(req.ConfigID, req.Value); rej != nil {
+		return rej
+	}
+	if req.ConfigID == signals.ConfigMode {
+		return s.Settings.CheckModePolicy(s.Policy.Level, req.Value)
+	}
+	return nil
+}
+
+// governMode follows an asking policy set over allow_all: an agent left in a mode in which
+// it decides by itself is put in its asking mode, journaled as a mode change the policy
+// made, and delivered to the live turn's agent.
+func (s *sessionCore) governMode(now time.Time, viewerID string) {
+	if s.Settings == nil || !s.settingsOn() {
+		return
+	}
+	left := s.Settings.Govern()
+	if left == "" {
+		return
+	}
+	mode := s.Settings.Offer.CurrentModeID
+	s.journal(now, signals.EventModeChanged, s.turnID(), signals.ModeChangedData{ModeID: mode, Previous: left, ViewerID: viewerID, ByPolicy: true})
+	s.deliverSettings(signals.SessionChoices{ModeID: mode})
 }
 
 func (s *sessionCore) setConfig(now time.Time, req signals.SetConfigOptionRequest) (signals.SetConfigOptionResult, error) {

@@ -195,6 +195,7 @@ func (s *sessionCore) beginTurn(now time.Time) signals.TurnInput {
 		Workspace:       s.cfg.Workspace,
 		AgentSessionID:  s.AgentSessionID,
 		Choices:         t.Choices,
+		Policy:          s.Policy.Level,
 		McpServers:      s.cfg.McpServers,
 		HostQueue:       s.AgentHost,
 		ForkOf:          s.cfg.ForkOf,

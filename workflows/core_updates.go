@@ -87,7 +87,10 @@ var updates = []updateRule{
 	},
 	&update[signals.SetPolicyRequest, signals.SetPolicyResult]{
 		def: signals.Updates.SetPolicy,
-		check: func(_ *sessionCore, req signals.SetPolicyRequest) *signals.Rejection {
+		check: func(s *sessionCore, req signals.SetPolicyRequest) *signals.Rejection {
+			if rej := s.forbidden(req.ViewerID); rej != nil {
+				return rej
+			}
 			return checkPolicyLevel(req.Level)
 		},
 		effect: (*sessionCore).setPolicy,

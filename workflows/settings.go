@@ -134,6 +134,32 @@ func (s *Settings) CheckMode(id string) *signals.Rejection {
 	return nil
 }
 
+// CheckModePolicy refuses, under an asking policy, a mode in which the agent decides by
+// itself: the policy is the agent's ceiling, and allow_all is the explicit act that lifts it.
+// An agent whose modes tacp does not know (no AskingModes) is not refused here.
+func (s *Settings) CheckModePolicy(policy, id string) *signals.Rejection {
+	asking := s.Offer.AskingModes
+	if policy == signals.PolicyAllowAll || len(asking) == 0 || slices.Contains(asking, id) {
+		return nil
+	}
+	if policy == "" {
+		policy = signals.PolicyAskForRisky
+	}
+	return signals.Reject(signals.RejectForbidden,
+		"mode %q lets the agent act without asking, and the session's policy %s asks first (it allows %v): to let the agent decide by itself, set the policy to allow_all first (starter policy allow_all)",
+		id, policy, asking)
+}
+
+// Govern puts the session in a mode that asks when the agent is in one that does not (an
+// asking policy set over allow_all), and reports the mode it left ("" when it was asking).
+func (s *Settings) Govern() (left string) {
+	o := s.Offer
+	if len(o.AskingModes) == 0 || o.AskMode == "" || o.CurrentModeID == "" || slices.Contains(o.AskingModes, o.CurrentModeID) {
+		return ""
+	}
+	return s.SetMode(o.AskMode)
+}
+
 // SetMode chooses mode id (checked by CheckMode) and returns the mode it replaces.
 func (s *Settings) SetMode(id string) string {
 	prev := s.Offer.CurrentModeID

@@ -169,3 +169,74 @@ func TestSession_SettingsChosenDuringATurnOutliveItsStaleReport(t *testing.T) {
 	}
 	require.Equal(t, []int32{1, 2}, attempts, "delivered to attempt 1, and again to the retried attempt 2")
 }
+
+// The session's policy is the agent's ceiling: under an asking policy a mode in which the
+// agent decides by itself is refused (by set_mode and by the mode config option), journaling
+// nothing; allow_all, journaled with who set it, lets the session choose one; an asking
+// policy set over it puts the agent back in its asking mode, journaled as the policy's
+// change and delivered into the live turn.
+func TestSession_ThePolicyIsTheCeilingOfTheAgentsModes(t *testing.T) {
+	h := newHarness(t)
+	var mu sync.Mutex
+	var inputs []signals.TurnInput
+	var deliveries []signals.Delivery
+	seenTurn = func(in signals.TurnInput) {
+		mu.Lock()
+		inputs = append(inputs, in)
+		mu.Unlock()
+	}
+	defer func() { seenTurn = nil }()
+	h.env.RegisterActivityWithOptions(func(_ context.Context, d signals.Delivery) (signals.DeliveryResult, error) {
+		mu.Lock()
+		deliveries = append(deliveries, d)
+		mu.Unlock()
+		return signals.DeliveryResult{}, nil
+	}, activity.RegisterOptions{Name: signals.ActivityDeliver})
+	offer := claudeOffer()
+	offer.AskMode, offer.AskingModes = "default", []string{"default", "plan"}
+	offer.ConfigOptions[0] = json.RawMessage(`{"id":"mode","name":"Mode","type":"select","currentValue":"default","options":[{"value":"default","name":"Default"},{"value":"acceptEdits","name":"Accept edits"},{"value":"plan","name":"Plan"}]}`)
+	h.step(func() { h.prompt("one", "m1", func(signals.PromptResult, error) {}) })
+	h.step(func() {
+		h.env.SignalWorkflow(signals.SignalTurnStarted, signals.TurnStartedSignal{TurnID: 1, Attempt: 1, HostQueue: "host1", Settings: &offer})
+	})
+	h.step(func() {
+		before := h.events()
+		h.update(signals.UpdateSetMode, signals.SetModeRequest{ModeID: "acceptEdits"}, func(_ any, err error) {
+			require.Equal(t, signals.RejectForbidden, rejectionType(t, err))
+			require.ErrorContains(t, err, "allow_all")
+		})
+		h.update(signals.UpdateSetConfigOption, signals.SetConfigOptionRequest{ConfigID: signals.ConfigMode, Value: "acceptEdits"}, func(_ any, err error) {
+			require.Equal(t, signals.RejectForbidden, rejectionType(t, err))
+		})
+		require.Equal(t, before, h.events(), "a refusal journals nothing")
+		h.update(signals.UpdateSetMode, signals.SetModeRequest{ModeID: "plan"}, func(_ any, err error) { require.NoError(t, err) })
+		h.update(signals.UpdateSetPolicy, signals.SetPolicyRequest{Level: signals.PolicyAllowAll, By: "cli:ann@laptop"}, func(_ any, err error) { require.NoError(t, err) })
+	})
+	h.step(func() {
+		h.update(signals.UpdateSetMode, signals.SetModeRequest{ModeID: "acceptEdits"}, func(_ any, err error) { require.NoError(t, err) })
+	})
+	h.step(func() {
+		h.update(signals.UpdateSetPolicy, signals.SetPolicyRequest{Level: signals.PolicyAskAlways, By: "cli:bob@desk"}, func(_ any, err error) { require.NoError(t, err) })
+	})
+	h.step(func() {
+		evs := h.events()
+		require.Equal(t, []string{"policy.changed", "mode.changed", "policy.changed", "mode.changed"}, kinds(evs[len(evs)-4:]))
+		require.JSONEq(t, `{"level":"allow_all","previous":"ask_for_risky","by":"cli:ann@laptop"}`, string(evs[len(evs)-4].Data))
+		require.JSONEq(t, `{"mode_id":"default","previous":"acceptEdits","by_policy":true}`, string(evs[len(evs)-1].Data))
+		require.Equal(t, "default", h.status().AgentSettings.CurrentModeID)
+		h.env.SignalWorkflow(signals.SignalTurnFinished, signals.TurnFinishedSignal{TurnID: 1, Attempt: 1, StopReason: "end_turn"})
+	})
+	h.step(func() { h.prompt("two", "m2", func(signals.PromptResult, error) {}) })
+	h.step(func() {
+		h.env.SignalWorkflow(signals.SignalTurnFinished, signals.TurnFinishedSignal{TurnID: 2, Attempt: 1, StopReason: "end_turn"})
+	})
+	h.closeSession()
+	require.NoError(t, h.run(signals.SessionConfig{SessionID: "s1"}))
+	mu.Lock()
+	defer mu.Unlock()
+	require.Len(t, inputs, 2)
+	require.Equal(t, signals.PolicyAskForRisky, inputs[0].Policy)
+	require.Equal(t, signals.PolicyAskAlways, inputs[1].Policy)
+	require.Equal(t, "default", inputs[1].Choices.ModeID)
+	require.Equal(t, "default", deliveries[len(deliveries)-1].Choices.ModeID, "the policy's mode reaches the live agent")
+}

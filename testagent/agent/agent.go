@@ -122,6 +122,11 @@ type Options struct {
 	IgnoreCancel bool
 	// Settings offers modes and config options as claude-agent-acp does (settings.go).
 	Settings bool
+	// InitialMode is the mode every session starts in (empty: default), as Claude Code
+	// starts in "auto"; IgnoreSetMode refuses every session/set_mode and mode config change,
+	// as an agent pinned to its mode by settings of its own does.
+	InitialMode   string
+	IgnoreSetMode bool
 	// ChildPID is the pid of the helper process -spawn-child started (0: none), which /pids
 	// reports.
 	ChildPID int
@@ -157,6 +162,8 @@ func Main(args []string) int {
 	fset.BoolVar(&opts.Commands, "commands", false, "send available_commands_update right after answering session/new and session/load")
 	startDelay := fset.Duration("start-delay", 0, "wait this long before reading the first request, as an agent slow to start does (a cold node, a loaded machine)")
 	fset.BoolVar(&opts.Settings, "settings", false, "offer modes (default, acceptEdits, plan) and config options (mode, model) as claude-agent-acp does, and honour set_mode and set_config_option")
+	fset.StringVar(&opts.InitialMode, "initial-mode", "", "with -settings: the mode sessions start in (default: default)")
+	fset.BoolVar(&opts.IgnoreSetMode, "ignore-set-mode", false, "with -settings: refuse every change of mode, as an agent pinned to its mode by its own settings does")
 	if err := fset.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return 0

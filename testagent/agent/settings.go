@@ -55,6 +55,9 @@ func (s *session) configOptions() []acp.SessionConfigOption {
 // offerSettings sets up a session's settings on session/new or session/load.
 func (a *testAgent) offerSettings(s *session, servers []acp.McpServer) (*acp.SessionModeState, []acp.SessionConfigOption) {
 	s.mode, s.model = settingsModes[0], settingsModels[0]
+	if slices.Contains(settingsModes, a.opts.InitialMode) {
+		s.mode = a.opts.InitialMode
+	}
 	s.mcp = s.mcp[:0]
 	for _, m := range servers {
 		switch {
@@ -83,6 +86,9 @@ func (a *testAgent) SetSessionMode(_ context.Context, p acp.SetSessionModeReques
 	if !slices.Contains(settingsModes, string(p.ModeId)) {
 		return acp.SetSessionModeResponse{}, acp.NewInvalidParams(map[string]any{"error": fmt.Sprintf("unknown mode %q", p.ModeId)})
 	}
+	if a.opts.IgnoreSetMode {
+		return acp.SetSessionModeResponse{}, acp.NewInternalError(map[string]any{"error": "this agent's own settings pin its mode"})
+	}
 	s.mu.Lock()
 	s.mode = string(p.ModeId)
 	opts := s.configOptions()
@@ -109,6 +115,8 @@ func (a *testAgent) SetSessionConfigOption(_ context.Context, p acp.SetSessionCo
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	switch {
+	case p.ValueId.ConfigId == "mode" && a.opts.IgnoreSetMode:
+		return acp.SetSessionConfigOptionResponse{}, acp.NewInternalError(map[string]any{"error": "this agent's own settings pin its mode"})
 	case p.ValueId.ConfigId == "mode" && slices.Contains(settingsModes, v):
 		s.mode = v
 	case p.ValueId.ConfigId == "model" && slices.Contains(settingsModels, v):
