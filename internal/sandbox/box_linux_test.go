@@ -256,3 +256,28 @@ func TestAStateSeedKeepsItsSubfolder(t *testing.T) {
 	require.FileExists(t, filepath.Join(dir, "opencode", "opencode.json"))
 	require.NoFileExists(t, filepath.Join(dir, "opencode.json"))
 }
+
+// An agent started through a version manager's shim in the home folder (pyenv's layout: a
+// script in shims/ that runs the manager's helper, which runs the version installed under
+// the same root) runs: the manager's root is read-only to it, the rest of the home is not.
+func TestAnAgentBehindAVersionManagersShimRuns(t *testing.T) {
+	r := newRig(t)
+	home := t.TempDir()
+	root := filepath.Join(home, ".pyenv")
+	for _, d := range []string{"shims", "libexec", "versions/3.12/bin"} {
+		require.NoError(t, os.MkdirAll(filepath.Join(root, d), 0o755))
+	}
+	write := func(path, body string) {
+		require.NoError(t, os.WriteFile(path, []byte(body), 0o755))
+	}
+	write(filepath.Join(root, "shims", "agent"), "#!/bin/sh\nexec \"$HOME/.pyenv/libexec/pyenv\" exec agent \"$@\"\n")
+	write(filepath.Join(root, "libexec", "pyenv"), "#!/bin/sh\nv=$(cat \"$HOME/.pyenv/version\")\nshift\nexec \"$HOME/.pyenv/versions/$v/bin/$1\"\n")
+	write(filepath.Join(root, "version"), "3.12\n")
+	write(filepath.Join(root, "versions", "3.12", "bin", "agent"), "#!/bin/sh\necho agent ran; cat \"$HOME/.netrc\" 2>&1 || true\n")
+	require.NoError(t, os.WriteFile(filepath.Join(home, ".netrc"), []byte("machine x password y"), 0o600))
+
+	out := r.run(t, Settings{}, []string{"HOME=" + home, "PYENV_ROOT=" + root}, filepath.Join(root, "shims", "agent"))
+	require.Contains(t, out, "agent ran")
+	require.Contains(t, out, "Permission denied", "the rest of the home stays closed")
+	require.NotContains(t, out, "password")
+}

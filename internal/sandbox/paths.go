@@ -166,3 +166,59 @@ func readMounts() []Mount {
 	ms, _ := ParseMountinfo(f)
 	return ms
 }
+
+// versionManagers are the version managers whose shims start a program from the home
+// folder: a shim (a script, or a link to the manager's own binary) runs the manager's
+// helper, which reads the version chosen and runs the program installed under the same
+// root. Each has the variable that moves its root, the root's default under HOME, and the
+// files outside the root it reads the chosen version from.
+var versionManagers = []struct {
+	env, root string
+	reads     []string
+}{
+	{"PYENV_ROOT", "~/.pyenv", nil},
+	{"RBENV_ROOT", "~/.rbenv", nil},
+	{"NODENV_ROOT", "~/.nodenv", nil},
+	{"ASDF_DATA_DIR", "~/.asdf", []string{"~/.tool-versions"}},
+	{"MISE_DATA_DIR", "~/.local/share/mise", []string{"~/.config/mise", "~/.tool-versions"}},
+	{"VOLTA_HOME", "~/.volta", nil},
+	{"NVM_DIR", "~/.nvm", nil},
+	{"FNM_DIR", "~/.local/share/fnm", nil},
+}
+
+// managerGrants are what an agent started through a version manager reads: the manager's
+// root (its shims, its helper, the versions it installed) and the files it reads the
+// chosen version from, when exe, as named or resolved, lies in the root. Read-only: the
+// agent runs the manager, it does not install with it.
+func managerGrants(exe string, env []string) []string {
+	home := envValue(env, "HOME")
+	real, err := filepath.EvalSymlinks(exe)
+	if err != nil {
+		real = exe
+	}
+	for _, m := range versionManagers {
+		root := envValue(env, m.env)
+		if root == "" {
+			if home == "" {
+				continue
+			}
+			root = expandHome(m.root, home)
+		}
+		root = filepath.Clean(root)
+		realRoot, err := filepath.EvalSymlinks(root)
+		if err != nil {
+			continue
+		}
+		if !within(exe, root) && !within(real, realRoot) {
+			continue
+		}
+		out := []string{realRoot}
+		for _, r := range m.reads {
+			if f, err := filepath.EvalSymlinks(expandHome(r, home)); err == nil {
+				out = append(out, f)
+			}
+		}
+		return out
+	}
+	return nil
+}

@@ -213,6 +213,11 @@ func Plan(s Settings, r Request, protected []string, mounts []Mount) (Policy, er
 			}
 		}
 	}
+	// An agent started through a version manager's shim (pyenv, rbenv, asdf, mise, volta, …)
+	// reads the manager's root.
+	for _, g := range managerGrants(exe, r.Env) {
+		p.ReadOnly = appendNew(p.ReadOnly, g)
+	}
 	for _, f := range s.ReadOnly {
 		real, err := resolve(expandHome(f, home))
 		if errors.Is(err, os.ErrNotExist) {
