@@ -5,9 +5,9 @@ package activities
 // whatever its own defaults. An agent's ACP session modes decide whether it asks its client
 // (session/request_permission) before it writes or runs anything: Claude Code starts in
 // "auto", Codex in "agent", both approving their own tool calls. A profile knows its agent's
-// modes (ModeTable); before each prompt under an asking policy the runner puts the agent in
-// the mode that asks, checks the mode it reports, and sends no prompt to an agent that stays
-// in a mode in which it decides by itself.
+// modes (ModeTable); before each prompt the runner puts the agent in the mode that asks unless
+// the session chose one the policy allows, and under an asking policy it checks the mode the
+// agent reports and sends no prompt to one that stays in a mode in which it decides by itself.
 
 import (
 	"fmt"
@@ -122,14 +122,35 @@ func (pr Profile) modeTable(info *acp.Implementation) *ModeTable {
 	return knownAgents[name].modes
 }
 
+// PolicyCeiling is the most a session of the profile may allow: ask_for_risky when the
+// profile forbids allow_all, else "" (any policy).
+func (pr Profile) PolicyCeiling() string {
+	if pr.AllowAll != nil && !*pr.AllowAll {
+		return signals.PolicyAskForRisky
+	}
+	return ""
+}
+
+// sessionPolicy is the policy that governs a turn: the session's, under the profile's
+// ceiling.
+func (pr Profile) sessionPolicy(level string) string {
+	if c := pr.PolicyCeiling(); c != "" && !asksPolicy(level) {
+		return c
+	}
+	return level
+}
+
 // asksPolicy reports whether level is an asking policy (empty: the default, which asks).
 func asksPolicy(level string) bool { return level != signals.PolicyAllowAll }
 
 // governMode is what the runner sets of the agent's mode before a prompt: the session's
-// chosen mode where the policy allows it, else the table's Ask. Under allow_all, or with no
-// table, the choice stands as it is.
+// chosen mode where the policy allows it (any under allow_all, one that asks under an asking
+// policy), else the table's Ask. An agent starts in the mode that asks under allow_all too,
+// whatever its own default: the policy answers its requests at once, and every decision is
+// in the journal; the agent decides by itself only in a mode the session chose. With no
+// table the choice stands as it is.
 func governMode(table *ModeTable, policy, chosen string) string {
-	if table == nil || !asksPolicy(policy) || table.asks(chosen) {
+	if table == nil || (chosen != "" && (!asksPolicy(policy) || table.asks(chosen))) {
 		return chosen
 	}
 	return table.Ask

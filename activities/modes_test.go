@@ -77,7 +77,7 @@ func TestGovernChoicesKeepsWhatThePolicyAllows(t *testing.T) {
 		{"", "acceptEdits", "default"},
 		{signals.PolicyAskForRisky, "plan", "plan"},
 		{signals.PolicyAllowAll, "bypassPermissions", "bypassPermissions"},
-		{signals.PolicyAllowAll, "", ""},
+		{signals.PolicyAllowAll, "", "default"},
 	} {
 		c := governChoices(claude, tt.policy, signals.SessionChoices{ModeID: tt.chosen,
 			ConfigOptions: []signals.ConfigChoice{{ConfigID: "mode", Value: tt.chosen}, {ConfigID: "model", Value: "opus"}}})

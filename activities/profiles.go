@@ -55,6 +55,9 @@ type Profile struct {
 	Agent string `json:"agent,omitempty"`
 	// Modes is the agent's mode table, for an agent tacp does not know (modes.go).
 	Modes *ModeTable `json:"modes,omitempty"`
+	// AllowAll, when false, forbids sessions of the profile the allow_all policy: the
+	// operator's ceiling for a managed team (default true). Such a session's policy asks.
+	AllowAll *bool `json:"allow_all,omitempty"`
 	// Settings are the sandbox's settings: network, allow, read_only, read_write, protect
 	// and state (sandbox.Settings).
 	sandbox.Settings
@@ -202,7 +205,7 @@ func (p *Profiles) Infos() []signals.ProfileInfo { return p.infos(MCPPolicy{Mode
 func (p *Profiles) infos(mcp MCPPolicy) []signals.ProfileInfo {
 	out := make([]signals.ProfileInfo, 0, len(p.ordered))
 	for _, n := range p.ordered {
-		info := signals.ProfileInfo{Name: n, Description: p.byName[n].Description, Default: n == p.deflt, Sandbox: p.byName[n].SandboxInfo()}
+		info := signals.ProfileInfo{Name: n, Description: p.byName[n].Description, Default: n == p.deflt, Sandbox: p.byName[n].SandboxInfo(), PolicyCeiling: p.byName[n].PolicyCeiling()}
 		info.PromptCapabilities, info.McpCapabilities, info.AuthMethods = p.known(n, mcp)
 		out = append(out, info)
 	}

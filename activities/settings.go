@@ -210,6 +210,7 @@ func (r *Runner) applyChoices(ctx context.Context, ag *hostedAgent, sid acp.Sess
 		return nil, nil
 	}
 	table := profile.modeTable(ag.proc.caps.AgentInfo)
+	in.Policy = profile.sessionPolicy(in.Policy)
 	o.mu.Lock()
 	fresh := o.fresh
 	o.fresh = false
@@ -218,10 +219,10 @@ func (r *Runner) applyChoices(ctx context.Context, ag *hostedAgent, sid acp.Sess
 	if in.Choices != nil {
 		choices = *in.Choices
 	}
-	governed := table != nil && asksPolicy(in.Policy)
-	if governed {
+	if table != nil {
 		choices = governChoices(table, in.Policy, choices)
 	}
+	governed := table != nil && asksPolicy(in.Policy)
 	var applyErr error
 	if !choices.Empty() {
 		if applyErr = o.apply(ctx, ag.proc.conn, sid, choices); applyErr != nil {
@@ -234,24 +235,25 @@ func (r *Runner) applyChoices(ctx context.Context, ag *hostedAgent, sid acp.Sess
 			return nil, selfDeciding(profile.Name, mode, in.Policy, table, applyErr)
 		}
 	}
-	if !fresh {
+	if !fresh && profile.PolicyCeiling() == "" {
 		return nil, nil
 	}
 	out := o.report(ag.proc.caps)
 	if table != nil {
 		out.AskMode, out.AskingModes = table.Ask, table.modes()
 	}
+	out.PolicyCeiling = profile.PolicyCeiling()
 	return out, nil
 }
 
-// governChoices is choices as an asking policy lets them reach the agent: the mode (and the
-// config option of the same name, which claude-agent-acp and codex-acp offer beside their
-// modes) one that asks.
+// governChoices is choices as the policy lets them reach the agent: the mode governMode
+// says, and under an asking policy no value of the mode config option (which
+// claude-agent-acp and codex-acp offer beside their modes) in which the agent decides.
 func governChoices(table *ModeTable, policy string, c signals.SessionChoices) signals.SessionChoices {
 	c.ModeID = governMode(table, policy, c.ModeID)
 	var opts []signals.ConfigChoice
 	for _, o := range c.ConfigOptions {
-		if o.ConfigID == signals.ConfigMode && !table.asks(o.Value) {
+		if o.ConfigID == signals.ConfigMode && asksPolicy(policy) && !table.asks(o.Value) {
 			continue
 		}
 		opts = append(opts, o)

@@ -157,6 +157,7 @@ func TestRealAgent(t *testing.T) {
 			t.Run("EveryUpdateOfTheFirstTurnIsJournaled", func(t *testing.T) { realUpdatesJournaled(t, w) })
 			t.Run("WriteIsAskedApprovedPerformedDeniedNot", func(t *testing.T) { realPermission(t, w) })
 			t.Run("AllowAllPerformsWithoutAsking", func(t *testing.T) { realAllowAll(t, w) })
+			t.Run("ASelfDecidingModeIsThePolicysToAllow", func(t *testing.T) { realModes(t, w) })
 			t.Run("CancelMidStreamThenTheNextPromptInItsOwnTurn", func(t *testing.T) { realCancel(t, w) })
 			t.Run("TwoTurnsShareTheConversationAndUsageIsSummed", func(t *testing.T) { realConversation(t, w) })
 			t.Run("SteerIsDeliveredIntoTheRunningTurn", func(t *testing.T) { realSteer(t, w) })
@@ -204,6 +205,15 @@ func realPermission(t *testing.T, w *realAgentWorker) {
 	// cancelled; Claude Code tells the model and goes on.
 	endedWith(t, id, turn, "end_turn", "cancelled")
 	require.NoFileExists(t, denied, "the denied write did not happen")
+
+	// A command is asked too, and denied it does not run.
+	ran := filepath.Join(ws, "ran.txt")
+	turn = w.prompt(t, cfg, "tool: bash echo ran > "+ran)
+	req = permissionRequestedIn(t, id, turn)
+	_, err = w.sc.PermissionRespond(ctx, id, signals.PermissionRespondRequest{RequestID: req.RequestID, OptionID: optionOf(t, req, "reject_once")})
+	require.NoError(t, err)
+	endedWith(t, id, turn, "end_turn", "cancelled")
+	require.NoFileExists(t, ran, "the denied command did not run")
 	checkInvariants(t, allEvents(t, id))
 }
 
@@ -215,10 +225,50 @@ func realAllowAll(t *testing.T, w *realAgentWorker) {
 	got, err := os.ReadFile(path)
 	require.NoError(t, err, "allow_all performed the write")
 	require.Equal(t, "allowed content", strings.TrimSpace(string(got)))
+	// The agent is in its asking mode under allow_all too (the session chose none of its
+	// own): it asks, the policy answers at once, and the decision is in the journal.
 	res := resolutions(t, evs, turn)
 	require.Len(t, res, 1, "the agent asked once and the policy answered")
 	require.Equal(t, signals.DecidedByPolicy, res[0].DecidedBy)
 	require.Equal(t, 1, countKindIn(evs, signals.EventPermissionRequested, turn), "the request is journaled")
+}
+
+// selfDecidingMode is, per agent with modes, one in which it decides everything by itself.
+var selfDecidingMode = map[string]string{"claude": "bypassPermissions", "codex": "agent-full-access", "gemini": "yolo"}
+
+// realModes: the agent runs in its asking mode with no settings of its own; its
+// self-deciding mode is refused under ask_for_risky, naming allow_all; after allow_all it is
+// taken, and a write is performed with nobody asked.
+func realModes(t *testing.T, w *realAgentWorker) {
+	mode := selfDecidingMode[w.agent.Name]
+	if mode == "" {
+		t.Skipf("%s offers no modes: its profile's permission configuration asks (realPermission)", w.agent.Name)
+	}
+	id := session(t)
+	cfg := signals.SessionConfig{SessionID: id}
+	ctx := ctxFor(t, 3*time.Minute)
+	endedWith(t, id, w.prompt(t, cfg, "reply: ready"), "end_turn")
+	st, err := w.sc.Status(ctx, id)
+	require.NoError(t, err)
+	require.Equal(t, w.agent.AskingMode, st.AgentSettings.CurrentModeID)
+	_, err = w.sc.SetMode(ctx, id, signals.SetModeRequest{ModeID: mode})
+	rej, ok := signals.AsRejection(err)
+	require.True(t, ok, "%v", err)
+	require.Equal(t, signals.RejectForbidden, rej.Type)
+	require.Contains(t, rej.Message, "allow_all")
+
+	_, err = w.sc.SetPolicy(ctx, id, signals.SetPolicyRequest{Level: signals.PolicyAllowAll, By: "e2e"})
+	require.NoError(t, err)
+	_, err = w.sc.SetMode(ctx, id, signals.SetModeRequest{ModeID: mode})
+	require.NoError(t, err)
+	path := filepath.Join(w.workspace(id), "self-decided.txt")
+	turn := w.prompt(t, cfg, "tool: write "+path+" decided")
+	evs := endedWith(t, id, turn, "end_turn")
+	require.FileExists(t, path)
+	require.Zero(t, countKindIn(evs, signals.EventPermissionRequested, turn), "in %s nobody is asked", mode)
+	st, err = w.sc.Status(ctx, id)
+	require.NoError(t, err)
+	require.Equal(t, mode, st.AgentSettings.CurrentModeID)
 }
 
 func realCancel(t *testing.T, w *realAgentWorker) {
@@ -393,6 +443,18 @@ func realFailover(t *testing.T, w *realAgentWorker) {
 	} else {
 		require.Equal(t, before.AgentSessionID, st.AgentSessionID, "the other worker loaded (session/load) the same agent session")
 	}
+	if w.agent.AskingMode != "" {
+		require.Equal(t, w.agent.AskingMode, st.AgentSettings.CurrentModeID, "the other worker's agent process is in the asking mode")
+	}
+	// The other worker's agent process asks before it writes, as the first one did.
+	path := filepath.Join(w.workspace(id), "after-failover.txt")
+	_, err = qc.Prompt(ctxFor(t, time.Minute), signals.SessionConfig{SessionID: id}, signals.PromptRequest{Text: "tool: write " + path + " x", ClientMessageID: "turn-2"})
+	require.NoError(t, err)
+	req := permissionRequestedIn(t, id, 2)
+	_, err = qc.PermissionRespond(ctxFor(t, time.Minute), id, signals.PermissionRespondRequest{RequestID: req.RequestID, OptionID: optionOf(t, req, "reject_once")})
+	require.NoError(t, err)
+	endedWith(t, id, 2, "end_turn", "cancelled")
+	require.NoFileExists(t, path)
 	checkInvariants(t, allEvents(t, id))
 
 	// The agents exit when the dead worker's end of their stdin closes: tacp itself has no
@@ -541,13 +603,19 @@ func updateKinds(t *testing.T, evs []signals.Event) map[string]int {
 // contract §7, updates are never dropped.
 func realUpdatesJournaled(t *testing.T, w *realAgentWorker) {
 	const text = "reply: count the updates"
-	conn, client := startDirect(t, w.bin, w.agent.Args, w.env, t.TempDir())
+	conn, client := startDirect(t, w.bin, w.agent.Args, append(w.env, w.agent.AskingEnv...), t.TempDir())
 	ctx := ctxFor(t, 2*time.Minute)
-	// Offered what the runner offers, the agent sends what it sends behind tacp.
+	// Offered what the runner offers, in the mode the runner puts it in, the agent sends
+	// what it sends behind tacp (Claude Code in auto mode adds a notice to its reply).
 	_, err := conn.Initialize(ctx, acp.InitializeRequest{ProtocolVersion: acp.ProtocolVersionNumber, ClientCapabilities: activities.ClientCapabilities()})
 	require.NoError(t, err)
 	sess, err := conn.NewSession(ctx, acp.NewSessionRequest{Cwd: t.TempDir(), McpServers: []acp.McpServer{}})
 	require.NoError(t, err)
+	if w.agent.AskingMode != "" && string(sess.Modes.CurrentModeId) != w.agent.AskingMode {
+		_, err = conn.SetSessionMode(ctx, acp.SetSessionModeRequest{SessionId: sess.SessionId, ModeId: acp.SessionModeId(w.agent.AskingMode)})
+		require.NoError(t, err)
+		client.take() // what the change of mode sent: tacp takes it as its own change's answer
+	}
 	_, err = conn.Prompt(ctx, acp.PromptRequest{SessionId: sess.SessionId, Prompt: []acp.ContentBlock{acp.TextBlock(text)}})
 	require.NoError(t, err)
 	direct := map[string]int{}

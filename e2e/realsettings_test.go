@@ -78,7 +78,7 @@ func TestRealAgentClaudeModeAndModelChosenTogetherStand(t *testing.T) {
 	_, chosen := otherValue(t, st, signals.ConfigModel)
 
 	// Between turns, as an editor does: the mode, then the model.
-	_, err = a.conn.SetSessionMode(ctx, acp.SetSessionModeRequest{SessionId: acp.SessionId(id), ModeId: "acceptEdits"})
+	_, err = a.conn.SetSessionMode(ctx, acp.SetSessionModeRequest{SessionId: acp.SessionId(id), ModeId: "plan"})
 	require.NoError(t, err)
 	_, err = a.conn.SetSessionConfigOption(ctx, acp.SetSessionConfigOptionRequest{ValueId: &acp.SetSessionConfigOptionValueId{SessionId: acp.SessionId(id), ConfigId: signals.ConfigModel, Value: acp.SessionConfigValueId(chosen)}})
 	require.NoError(t, err)
@@ -97,7 +97,7 @@ func TestRealAgentClaudeModeAndModelChosenTogetherStand(t *testing.T) {
 	require.Equal(t, after, w.modelOf(t, "reply: turn four"), "the choice survives the failover")
 	st, err = qc.Status(ctx, id)
 	require.NoError(t, err)
-	require.Equal(t, "acceptEdits", st.AgentSettings.CurrentModeID)
+	require.Equal(t, "plan", st.AgentSettings.CurrentModeID)
 	current, _ := otherValue(t, st, signals.ConfigModel)
 	require.Equal(t, chosen, current, "the session's view keeps the chosen model")
 }

@@ -132,6 +132,9 @@ type ProfileInfo struct {
 	// Sandbox is the kernel sandbox the profile's agent runs in; nil: none (the profile
 	// runs unsandboxed, or the worker predates sandboxes).
 	Sandbox *SandboxInfo `json:"sandbox,omitempty"`
+	// PolicyCeiling is the most a session of the profile may allow ("ask_for_risky" when the
+	// worker's operator forbids allow_all for it; empty: any policy).
+	PolicyCeiling string `json:"policy_ceiling,omitempty"`
 }
 
 // Describe says in one line what the sandbox lets the agent do: "off" for none.

@@ -52,6 +52,9 @@ type AgentSettings struct {
 	// does not know.
 	AskMode     string   `json:"ask_mode,omitempty"`
 	AskingModes []string `json:"asking_modes,omitempty"`
+	// PolicyCeiling is set when the worker's operator forbids allow_all for the session's
+	// agent profile: the session's policy asks at least this much (ProfileInfo).
+	PolicyCeiling string `json:"policy_ceiling,omitempty"`
 }
 
 // ConfigChoice is one config option value a client chose.

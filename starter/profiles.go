@@ -32,6 +32,9 @@ func cmdProfiles(ctx context.Context, e *env, fs *flag.FlagSet, args []string) i
 			mark = " (default)"
 		}
 		fmt.Fprintf(e.out, "%-20s %s%s\n%-20s sandbox: %s\n", p.Name, p.Description, mark, "", p.Sandbox.Describe())
+		if p.PolicyCeiling != "" {
+			fmt.Fprintf(e.out, "%-20s policy: at most %s (allow_all forbidden by the worker's operator)\n", "", p.PolicyCeiling)
+		}
 	}
 	return exitOK
 }

@@ -261,6 +261,35 @@ func checkPolicyLevel(level string) *signals.Rejection {
 	return nil
 }
 
+// checkPolicyCeiling refuses allow_all on a session whose agent profile forbids it (the
+// worker's operator's ceiling, reported with the agent's offer).
+func (s *sessionCore) checkPolicyCeiling(level string) *signals.Rejection {
+	if c := s.policyCeiling(); c != "" && level == signals.PolicyAllowAll {
+		return signals.Reject(signals.RejectForbidden, "policy allow_all: this worker's operator forbids it for agent profile %q: at most %s", s.cfg.Agent, c)
+	}
+	return nil
+}
+
+func (s *sessionCore) policyCeiling() string {
+	if s.Settings == nil {
+		return ""
+	}
+	return s.Settings.Offer.PolicyCeiling
+}
+
+// keepUnderCeiling lowers an allow_all session to its profile's ceiling when the runner
+// reports one, before any request of the agent's is decided: journaled as the ceiling's
+// change of the policy.
+func (s *sessionCore) keepUnderCeiling(now time.Time) {
+	c := s.policyCeiling()
+	if c == "" || s.Policy.Level != signals.PolicyAllowAll {
+		return
+	}
+	prev := s.Policy.Level
+	s.Policy.Level = c
+	s.journal(now, signals.EventPolicyChanged, s.turnID(), signals.PolicyChangedData{Level: c, Previous: prev, By: "the agent profile's ceiling (allow_all: false)"})
+}
+
 func (s *sessionCore) setPolicy(now time.Time, req signals.SetPolicyRequest) (signals.SetPolicyResult, error) {
 	if prev := s.Policy.Level; prev != req.Level {
 		s.Policy.Level = req.Level

@@ -63,6 +63,7 @@ func (s *sessionCore) offered(now time.Time, turnID int64, o *signals.AgentSetti
 	if !bytes.Equal(before, st.snapshot()) {
 		s.journal(now, signals.EventAgentSettings, turnID, st.View())
 	}
+	s.keepUnderCeiling(now)
 	if kept = laterChoices(kept, s.pendingSettings(turnID)); kept.Empty() {
 		return
 	}

@@ -91,7 +91,10 @@ var updates = []updateRule{
 			if rej := s.forbidden(req.ViewerID); rej != nil {
 				return rej
 			}
-			return checkPolicyLevel(req.Level)
+			if rej := checkPolicyLevel(req.Level); rej != nil {
+				return rej
+			}
+			return s.checkPolicyCeiling(req.Level)
 		},
 		effect: (*sessionCore).setPolicy,
 	},

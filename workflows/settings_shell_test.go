@@ -240,3 +240,29 @@ func TestSession_ThePolicyIsTheCeilingOfTheAgentsModes(t *testing.T) {
 	require.Equal(t, "default", inputs[1].Choices.ModeID)
 	require.Equal(t, "default", deliveries[len(deliveries)-1].Choices.ModeID, "the policy's mode reaches the live agent")
 }
+
+// A profile whose operator forbids allow_all: the runner reports the ceiling with the offer,
+// and an allow_all session is lowered to it, journaled, before any request of the agent's is
+// decided; allow_all is refused after.
+func TestSession_AProfilesCeilingLowersAndRefusesAllowAll(t *testing.T) {
+	h := newHarness(t)
+	offer := claudeOffer()
+	offer.PolicyCeiling = signals.PolicyAskForRisky
+	h.step(func() { h.prompt("one", "m1", func(signals.PromptResult, error) {}) })
+	h.step(func() {
+		h.env.SignalWorkflow(signals.SignalTurnStarted, signals.TurnStartedSignal{TurnID: 1, Attempt: 1, HostQueue: "host1", Settings: &offer})
+	})
+	h.step(func() {
+		evs := h.events()
+		last := evs[len(evs)-1]
+		require.Equal(t, signals.EventPolicyChanged, last.Kind)
+		require.Contains(t, string(last.Data), `"level":"ask_for_risky","previous":"allow_all"`)
+		require.Equal(t, signals.PolicyAskForRisky, h.status().Policy)
+		h.update(signals.UpdateSetPolicy, signals.SetPolicyRequest{Level: signals.PolicyAllowAll}, func(_ any, err error) {
+			require.Equal(t, signals.RejectForbidden, rejectionType(t, err))
+		})
+		h.env.SignalWorkflow(signals.SignalTurnFinished, signals.TurnFinishedSignal{TurnID: 1, Attempt: 1, StopReason: "end_turn"})
+	})
+	h.closeSession()
+	require.NoError(t, h.run(signals.SessionConfig{SessionID: "s1", Policy: signals.PolicyAllowAll}))
+}

@@ -1,17 +1,20 @@
 package fakemodel
 
 // How to run each real agent against a fake model: its binary (installed by .ci/peers
-// under .ci/npm/node_modules/.bin), the API it speaks, the settings files it reads from a
-// HOME of its own and the environment it needs. Each agent is set up in the mode that asks
-// its ACP client (session/request_permission) before it writes a file or runs a command:
-// with their own defaults, claude-agent-acp 0.101.0 (mode "auto") and codex-acp 2.6.0
-// ("agent", shown as "Auto review") approve their own writes, and no request reaches tacp.
+// under .ci/npm/node_modules/.bin), the API it speaks, the provider settings it reads from a
+// HOME of its own and the environment it needs. Setup writes nothing about permissions: with
+// their own defaults claude-agent-acp 0.101.0 (mode "auto"), codex-acp 2.6.0 ("agent", shown
+// as "Auto review") and OpenCode approve their own writes, and it is tacp's worker that
+// makes them ask (activities/modes.go), as it does for a worker set up by the README. A
+// client that runs an agent directly does what tacp does: AskingMode, AskingEnv.
 
 import (
 	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
+
+	"github.com/tacp-dev/tacp/activities"
 )
 
 // Agent is one real agent as the tests run it.
@@ -25,9 +28,11 @@ type Agent struct {
 	Args []string
 	// Provider is the API it calls.
 	Provider Provider
-	// AskingMode is the ACP session mode in which it asks before writes and commands (the
-	// mode Setup puts it in); empty for an agent without modes.
+	// AskingMode is the ACP session mode in which it asks before writes and commands;
+	// empty for an agent without modes.
 	AskingMode string
+	// AskingEnv makes an agent without modes ask before writes and commands.
+	AskingEnv []string
 	// ReportsUsage is whether it reports token usage in its session/prompt answers.
 	ReportsUsage bool
 	// Steering is whether it advertises the steering extension (_meta.steering.supported),
@@ -72,21 +77,13 @@ func (a Agent) CommandLine(binDir string, env []string) string {
 // Claude is Claude Code behind claude-agent-acp, on the Anthropic API.
 //
 // Quirks: Claude Code refuses to run as root unless IS_SANDBOX=1. It starts sessions in its
-// "auto" mode, where it approves its own tool calls; permissions.defaultMode "default" in
-// ~/.claude/settings.json makes it ask (the ACP mode "default", shown as "Manual"). Non-essential
-// traffic (telemetry, update checks) is switched off: it has nowhere to go.
+// "auto" mode, where it approves its own tool calls; the ACP mode "default" (shown as
+// "Manual") asks. Non-essential traffic (telemetry, update checks) is switched off: it has
+// nowhere to go.
 var Claude = Agent{
 	Name: "claude", Package: "@agentclientprotocol/claude-agent-acp", Version: "0.101.0",
 	Bin: "claude-agent-acp", Provider: Anthropic, AskingMode: "default", ReportsUsage: true, Steering: true,
 	setup: func(home string, s *Server) ([]string, error) {
-		dir := filepath.Join(home, ".claude")
-		if err := os.MkdirAll(dir, 0o755); err != nil {
-			return nil, err
-		}
-		settings := `{"permissions": {"defaultMode": "default"}}` + "\n"
-		if err := os.WriteFile(filepath.Join(dir, "settings.json"), []byte(settings), 0o644); err != nil {
-			return nil, err
-		}
 		return append(s.Env(),
 			"IS_SANDBOX=1",
 			"CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1",
@@ -109,8 +106,8 @@ const CodexModel = "gpt-5.5"
 // wire_api "responses", its key from FAKEMODEL_API_KEY) needs no login, where the built-in
 // OpenAI provider answers session/new with "Authentication required" until the client
 // calls authenticate. It starts sessions in mode "agent" ("Auto review": it approves its own
-// writes inside the workspace); INITIAL_AGENT_MODE=read-only makes it ask before every
-// write (apply_patch) and every command run outside its sandbox.
+// writes inside the workspace); mode read-only asks before every write (apply_patch) and
+// every command run outside its sandbox.
 var Codex = Agent{
 	Name: "codex", Package: "@agentclientprotocol/codex-acp", Version: "2.6.0",
 	Bin: "codex-acp", Provider: OpenAI, AskingMode: "read-only", ReportsUsage: true, Steering: true,
@@ -137,7 +134,6 @@ stream_max_retries = 0
 		return []string{
 			"CODEX_HOME=" + dir,
 			"FAKEMODEL_API_KEY=" + APIKey,
-			"INITIAL_AGENT_MODE=read-only",
 		}, nil
 	},
 }
@@ -163,13 +159,14 @@ var GeminiCLI = Agent{
 // anthropic provider, pointed at the fake by ~/.config/opencode/opencode.json.
 //
 // Quirks: it offers no modes; its permission settings decide, and they allow edits and
-// commands unless the configuration says "ask" (as this one does). OPENCODE_DISABLE_MODELS_FETCH
+// commands unless the configuration says "ask" (AskingEnv). OPENCODE_DISABLE_MODELS_FETCH
 // keeps it from fetching its model catalog from the network (it falls back to the one it
 // ships). It calls fs/write_text_file on the client even when the client did not offer it,
 // and writes the file itself when refused. It advertises no steering extension.
 var OpenCode = Agent{
 	Name: "opencode", Package: "opencode-ai", Version: "1.18.33",
 	Bin: "opencode", Args: []string{"acp"}, Provider: Anthropic, ReportsUsage: true,
+	AskingEnv: []string{"OPENCODE_PERMISSION=" + activities.OpenCodeAsks},
 	setup: func(home string, s *Server) ([]string, error) {
 		dir := filepath.Join(home, ".config", "opencode")
 		if err := os.MkdirAll(dir, 0o755); err != nil {
@@ -179,8 +176,7 @@ var OpenCode = Agent{
   "model": "anthropic/claude-sonnet-4-5",
   "autoupdate": false,
   "share": "disabled",
-  "provider": {"anthropic": {"options": {"baseURL": %q, "apiKey": %q}}},
-  "permission": {"edit": "ask", "bash": "ask"}
+  "provider": {"anthropic": {"options": {"baseURL": %q, "apiKey": %q}}}
 }
 `, s.URL+"/v1", APIKey)
 		if err := os.WriteFile(filepath.Join(dir, "opencode.json"), []byte(config), 0o644); err != nil {
