@@ -242,16 +242,30 @@ func (s *session) runInfo(ctx workflow.Context) runInfo {
 
 // loop feeds the core and carries out its Ready (wake, core_step.go). It wakes for a
 // signal, the alarm, or whatever the core has ready (a command, an alarm that moved).
+//
+// An operator's cancellation of the workflow is caught here, like a close (contract §6,
+// docs/operators.md "Cancel, terminate, reset"): the core closes the session, and the loop
+// carries on in a disconnected context until the close is done — the turn's cancel, the
+// agent's stop and session.closed need commands the cancelled context would refuse. The
+// run then completes, as a closed session's does, so that the session stays closed.
 func (s *session) loop(ctx workflow.Context) error {
 	x := runtimeExec{ctx: ctx, s: s}
 	s.drainSignals(ctx)
 	if _, err := carryOut(x, s.core.Ready(workflow.Now(ctx), s.runInfo(ctx))); err != nil {
 		return err // the run's first Ready holds no command
 	}
+	cancelled := false
 	for {
 		err := workflow.Await(ctx, func() bool {
 			return s.signalsPending() || s.alarmRang || s.stepped || s.core.HasReady(s.runInfo(ctx))
 		})
+		if err != nil && !cancelled && temporal.IsCanceledError(err) {
+			cancelled = true
+			ctx, _ = workflow.NewDisconnectedContext(ctx)
+			x.ctx = ctx
+			_, _ = s.core.Step(workflow.Now(ctx), OperatorCancelled{})
+			continue
+		}
 		if err != nil {
 			return err
 		}
@@ -271,10 +285,14 @@ type runtimeExec struct {
 	s   *session
 }
 
+// close stops the agent, deletes what a deleting close asked for, and ends the run once
+// every handler has finished, in a context an operator's cancellation arriving meanwhile
+// does not reach: the close goes to its end either way.
 func (x runtimeExec) close(c Close) (bool, error) {
-	x.s.stopAgent(x.ctx, c)
-	x.s.deleteData(x.ctx, c)
-	return true, workflow.Await(x.ctx, func() bool { return workflow.AllHandlersFinished(x.ctx) })
+	ctx, _ := workflow.NewDisconnectedContext(x.ctx)
+	x.s.stopAgent(ctx, c)
+	x.s.deleteData(ctx, c)
+	return true, workflow.Await(ctx, func() bool { return workflow.AllHandlersFinished(ctx) })
 }
 
 func (x runtimeExec) continueAsNew(c ContinueAsNew) (bool, error) {
@@ -283,6 +301,9 @@ func (x runtimeExec) continueAsNew(c ContinueAsNew) (bool, error) {
 		// A handler still runs (or a signal came): wait for it, then ask again, so that the
 		// carried state holds what it did.
 		if err := workflow.Await(ctx, func() bool { return workflow.AllHandlersFinished(ctx) }); err != nil {
+			if temporal.IsCanceledError(err) {
+				return false, nil // an operator's cancellation: the loop catches it
+			}
 			return true, err
 		}
 		x.s.drainSignals(ctx)

@@ -1,0 +1,88 @@
+package e2e
+
+// What Temporal's own tools do to a session (docs/operators.md "Cancel, terminate, reset:
+// what each does to a session"), through the SDK's client making the calls the Temporal UI
+// and CLI make: a cancellation is caught like a close, a termination is seen by the next
+// client, and the metadata an operator reads lasts across continue-as-new.
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	enumspb "go.temporal.io/api/enums/v1"
+	"go.temporal.io/api/workflowservice/v1"
+
+	"github.com/tacp-dev/tacp/internal/proctree"
+	"github.com/tacp-dev/tacp/signals"
+)
+
+// stateListed waits until visibility lists session id with TacpSessionState = state.
+func stateListed(t *testing.T, id, state string) {
+	t.Helper()
+	query := fmt.Sprintf("WorkflowId = '%s' AND %s = '%s'", signals.SessionWorkflowID(id), signals.SearchAttrSessionState, state)
+	require.Eventually(t, func() bool {
+		resp, err := tc.ListWorkflow(context.Background(), &workflowservice.ListWorkflowExecutionsRequest{Query: query})
+		return err == nil && len(resp.GetExecutions()) == 1
+	}, 30*time.Second, 100*time.Millisecond, "visibility finds the session by %s", query)
+}
+
+// A cancellation requested mid-turn (the Temporal UI's "Request Cancellation", `temporal
+// workflow cancel`) closes the session as `starter close` does: the turn is cancelled, the
+// agent stopped, session.closed journaled with the operator's cause, the search attribute
+// final; the next prompt is refused as for a closed session, and nothing hangs.
+func TestOperatorsCancelClosesTheSessionLikeClose(t *testing.T) {
+	t.Parallel()
+	_, qc, id, agentPID, childPID := lifecycleWorker(t)
+	_, err := qc.Prompt(ctxFor(t, 30*time.Second), signals.SessionConfig{SessionID: id}, signals.PromptRequest{Text: "/sleep 60s", ClientMessageID: "sleep"})
+	require.NoError(t, err)
+	waitFor(t, id, func(ev signals.Event) bool { return ev.TurnID == 2 && ev.Kind == signals.EventAgentUpdate })
+
+	wid := signals.SessionWorkflowID(id)
+	require.NoError(t, tc.CancelWorkflow(ctxFor(t, 10*time.Second), wid, ""))
+	evs := waitFor(t, id, func(ev signals.Event) bool { return ev.Kind == signals.EventSessionClosed })
+	kind, data := terminalData(t, withTurn(evs, 2))
+	require.Equal(t, signals.EventTurnEnded, kind)
+	require.Equal(t, "cancelled", data["stop_reason"])
+	_, closed := terminalData(t, evs)
+	require.Equal(t, signals.CloseReasonOperatorCancel, closed["reason"])
+
+	// The run ends, completed: a closed session stays closed.
+	require.NoError(t, tc.GetWorkflow(ctxFor(t, 30*time.Second), wid, "").Get(ctxFor(t, 30*time.Second), nil))
+	d, err := tc.DescribeWorkflowExecution(ctxFor(t, 10*time.Second), wid, "")
+	require.NoError(t, err)
+	require.Equal(t, enumspb.WORKFLOW_EXECUTION_STATUS_COMPLETED, d.GetWorkflowExecutionInfo().GetStatus())
+
+	st, err := qc.Status(ctxFor(t, 30*time.Second), id)
+	require.NoError(t, err)
+	require.Equal(t, signals.StateClosed, st.State)
+	stateListed(t, id, signals.StateClosed)
+	require.Eventually(t, func() bool { return !proctree.Alive(agentPID) && !proctree.Alive(childPID) },
+		10*time.Second, 50*time.Millisecond, "the cancelled session's agent %d still runs", agentPID)
+
+	_, err = qc.Prompt(ctxFor(t, 30*time.Second), signals.SessionConfig{SessionID: id}, signals.PromptRequest{Text: "/chunks 1"})
+	rej, ok := signals.AsRejection(err)
+	require.True(t, ok, "want a rejection, got %v", err)
+	require.Equal(t, signals.RejectSessionClosed, rej.Type)
+	_, errOut, code := starter(t, "prompt", "--task-queue", qc.TaskQueue, "--session", id, "/chunks 1")
+	require.NotEqual(t, 0, code)
+	require.Contains(t, errOut, "closed")
+}
+
+// withTurn is the events of turn n.
+func withTurn(evs []signals.Event, n int64) []signals.Event {
+	var out []signals.Event
+	for _, ev := range evs {
+		if ev.TurnID == n {
+			out = append(out, ev)
+		}
+	}
+	return out
+}
+
+var _ = strings.Contains
+var _ = syscall.Kill
