@@ -86,3 +86,48 @@ func withTurn(evs []signals.Event, n int64) []signals.Event {
 
 var _ = strings.Contains
 var _ = syscall.Kill
+
+// A termination, which no workflow can catch, is seen by the next client: status says the
+// session was terminated by an operator, not "running"; the next `starter prompt` starts a
+// new session under the id (its journal from seq 1) and follows its turn to the end instead
+// of waiting for seqs the old journal had.
+func TestOperatorsTerminateIsSeenAndTheNextPromptStartsANewSession(t *testing.T) {
+	t.Parallel()
+	id := session(t)
+	cfg := signals.SessionConfig{SessionID: id}
+	for i := 0; i < 3; i++ { // a journal longer than the new session's first turn
+		turnEnd(t, id, prompt(t, cfg, "/chunks 3").TurnID)
+	}
+	res := prompt(t, cfg, "/sleep 60s")
+	waitFor(t, id, func(ev signals.Event) bool { return ev.TurnID == res.TurnID && ev.Kind == signals.EventAgentUpdate })
+	wid := signals.SessionWorkflowID(id)
+	require.NoError(t, tc.TerminateWorkflow(ctxFor(t, 10*time.Second), wid, "", "stuck, said the operator"))
+
+	st, err := sc.Status(ctxFor(t, 30*time.Second), id)
+	require.NoError(t, err)
+	require.Equal(t, signals.StateTerminated, st.State)
+	require.Equal(t, "terminated by an operator: stuck, said the operator", st.Ended)
+	out, _, code := starter(t, "status", "--session", id)
+	require.Equal(t, 0, code, out)
+	require.Contains(t, out, "state     terminated")
+	require.Contains(t, out, "terminated by an operator: stuck, said the operator")
+
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	out, errOut, code, err := runStarter(ctx, "prompt", "--session", id, "/chunks 2")
+	require.NoError(t, err)
+	require.NoError(t, ctx.Err(), "starter prompt hung: %s", errOut)
+	require.Equal(t, 0, code, errOut)
+	require.Contains(t, errOut, "starts a new session under its id")
+	require.Contains(t, out, "chunk 2")
+	evs := allEvents(t, id)
+	require.Equal(t, int64(1), evs[0].Seq, "a new session: its journal begins at seq 1")
+	require.Equal(t, signals.EventSessionStarted, evs[0].Kind)
+	for _, ev := range evs[1:] {
+		require.Equal(t, int64(1), ev.TurnID, "the new session's first turn is turn 1: %+v", ev)
+	}
+	st, err = sc.Status(ctxFor(t, 30*time.Second), id)
+	require.NoError(t, err)
+	require.Equal(t, signals.StateIdle, st.State)
+	require.Empty(t, st.Ended)
+}
