@@ -7,15 +7,19 @@ package e2e
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
 	enumspb "go.temporal.io/api/enums/v1"
+	sdkpb "go.temporal.io/api/sdk/v1"
 	"go.temporal.io/api/workflowservice/v1"
+	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/converter"
+	"go.temporal.io/sdk/temporal"
 
 	"github.com/tacp-dev/tacp/internal/proctree"
 	"github.com/tacp-dev/tacp/signals"
@@ -84,8 +88,73 @@ func withTurn(evs []signals.Event, n int64) []signals.Event {
 	return out
 }
 
-var _ = strings.Contains
-var _ = syscall.Kill
+// What an operator reads of a session lasts: after continue-as-new the run's Current
+// Details still name the session, its agent profile and title (a run started by
+// continue-as-new has no static summary of its own: the SDK's continue-as-new carries none);
+// the first run's static summary names the session; every handler has a description; a
+// refusal is non-retryable.
+func TestOperatorsMetadataLastsAcrossContinueAsNew(t *testing.T) {
+	t.Parallel()
+	id := session(t)
+	cfg := signals.SessionConfig{SessionID: id, MaxRunEvents: 40}
+	turnEnd(t, id, prompt(t, cfg, "/chunks 3").TurnID)
+	_, err := signals.Call(ctxFor(t, 30*time.Second), sc, id, signals.Updates.SetTitle, signals.SetTitleRequest{Title: "parser tests"})
+	require.NoError(t, err)
+	wid := signals.SessionWorkflowID(id)
+	for i := 0; i < 4; i++ {
+		turnEnd(t, id, prompt(t, cfg, "/chunks 3").TurnID)
+	}
+	require.Eventually(t, func() bool {
+		st, err := sc.Status(context.Background(), id)
+		return err == nil && st.Run > 1
+	}, 30*time.Second, 50*time.Millisecond, "the session continued as new")
+
+	v, err := tc.QueryWorkflow(ctxFor(t, time.Minute), wid, "", "__temporal_workflow_metadata")
+	require.NoError(t, err)
+	var md sdkpb.WorkflowMetadata
+	require.NoError(t, v.Get(&md))
+	details := md.GetCurrentDetails()
+	require.Contains(t, details, "session `"+id+"`")
+	require.Contains(t, details, "agent profile default")
+	require.Contains(t, details, `"parser tests"`)
+	def := md.GetDefinition()
+	require.NotEmpty(t, def.GetUpdateDefinitions())
+	for _, u := range def.GetUpdateDefinitions() {
+		require.NotEmpty(t, u.GetDescription(), "update %s", u.GetName())
+	}
+	for _, q := range def.GetQueryDefinitions() {
+		if !strings.HasPrefix(q.GetName(), "__") {
+			require.NotEmpty(t, q.GetDescription(), "query %s", q.GetName())
+		}
+	}
+	for _, s := range def.GetSignalDefinitions() {
+		require.NotEmpty(t, s.GetDescription(), "signal %s", s.GetName())
+		if s.GetName() == signals.SignalTurnEvents {
+			require.True(t, strings.HasPrefix(s.GetDescription(), "internal"), s.GetDescription())
+		}
+	}
+
+	d, err := tc.DescribeWorkflowExecution(ctxFor(t, 10*time.Second), wid, "")
+	require.NoError(t, err)
+	first, err := tc.DescribeWorkflowExecution(ctxFor(t, 10*time.Second), wid, d.GetWorkflowExecutionInfo().GetFirstRunId())
+	require.NoError(t, err)
+	require.NotNil(t, first.GetExecutionConfig().GetUserMetadata().GetSummary())
+	var summary string
+	require.NoError(t, converter.GetDefaultDataConverter().FromPayload(first.GetExecutionConfig().GetUserMetadata().GetSummary(), &summary))
+	require.Contains(t, summary, "tacp session "+id)
+
+	// A refusal: a steer of a turn that is not live.
+	h, err := tc.UpdateWorkflow(ctxFor(t, 30*time.Second), client.UpdateWorkflowOptions{
+		WorkflowID: wid, UpdateName: signals.UpdateSteer, WaitForStage: client.WorkflowUpdateStageCompleted,
+		Args: []any{signals.SteerRequest{Text: "left", ExpectedTurnID: "1", ClientMsgID: "c1"}},
+	})
+	if err == nil {
+		err = h.Get(ctxFor(t, 30*time.Second), nil)
+	}
+	var appErr *temporal.ApplicationError
+	require.True(t, errors.As(err, &appErr), "want an application error, got %v", err)
+	require.True(t, appErr.NonRetryable(), "a refusal is non-retryable: %v", err)
+}
 
 // A termination, which no workflow can catch, is seen by the next client: status says the
 // session was terminated by an operator, not "running"; the next `starter prompt` starts a

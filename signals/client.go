@@ -146,10 +146,11 @@ func (c *Client) updateWithStart(ctx context.Context, cfg SessionConfig, name st
 }
 
 // startOptions are a session's start options. The static summary and details, what the
-// Temporal UI shows of a session at a glance, name its agent profile and workspace and,
-// when first is a prompt, how that prompt begins.
+// Temporal UI shows of a session at a glance, name the session, its agent profile and
+// workspace and, when first is a prompt, how that prompt begins. They are the first run's
+// only: a run started by continue-as-new shows the same in its Current Details.
 func (c *Client) startOptions(cfg SessionConfig, first any) client.StartWorkflowOptions {
-	summary := fmt.Sprintf("tacp session · agent %s · workspace %s", orDefault(cfg.Agent, "the worker's default"), orDefault(cfg.Workspace, "its own folder"))
+	summary := fmt.Sprintf("tacp session %s · agent %s · workspace %s", cfg.SessionID, orDefault(cfg.Agent, "the worker's default"), orDefault(cfg.Workspace, "its own folder"))
 	details := fmt.Sprintf("agent profile: %s\nworkspace: %s", orDefault(cfg.Agent, "worker default"), orDefault(cfg.Workspace, "worker default"))
 	if p, ok := first.(PromptRequest); ok && p.Text != "" {
 		begin := []rune(strings.Join(strings.Fields(p.Text), " "))

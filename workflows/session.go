@@ -78,7 +78,7 @@ func sessionWorkflow(ctx workflow.Context, in sessionInput, adm Admission, build
 		validate := func(workflow.Context, json.RawMessage) error { return rej.ApplicationError() }
 		// The updates a session can be started with (signals.Client's Prompt and Start).
 		for _, name := range []string{signals.UpdatePrompt, signals.UpdateAttach, signals.UpdateDetach} {
-			_ = workflow.SetUpdateHandlerWithOptions(ctx, name, refuse, workflow.UpdateHandlerOptions{Validator: validate})
+			_ = workflow.SetUpdateHandlerWithOptions(ctx, name, refuse, workflow.UpdateHandlerOptions{Validator: validate, Description: updateDescriptions[name]})
 		}
 		return temporal.NewNonRetryableApplicationError(err.Error(), signals.RejectInvalidRequest, nil)
 	}
@@ -124,7 +124,7 @@ func (u *update[Req, Res]) register(ctx workflow.Context, s *session) error {
 			return nil
 		}
 	}
-	return workflow.SetUpdateHandlerWithOptions(ctx, u.def.Name, handler, workflow.UpdateHandlerOptions{Validator: validator})
+	return workflow.SetUpdateHandlerWithOptions(ctx, u.def.Name, handler, workflow.UpdateHandlerOptions{Validator: validator, Description: updateDescriptions[u.def.Name]})
 }
 
 // answer is the worker's answer to what the core asks of it: a refusal's message, "" when
@@ -145,28 +145,29 @@ func (s *session) register(ctx workflow.Context) error {
 			return err
 		}
 	}
-	if err := workflow.SetQueryHandler(ctx, signals.QueryStatus, func() (signals.Status, error) {
+	if err := workflow.SetQueryHandlerWithOptions(ctx, signals.QueryStatus, func() (signals.Status, error) {
 		st := s.core.status()
 		st.HistoryLength = workflow.GetInfo(ctx).GetCurrentHistoryLength()
 		st.BuildID = workflow.GetInfo(ctx).GetCurrentBuildID()
 		return st, nil
-	}); err != nil {
+	}, workflow.QueryHandlerOptions{Description: queryDescriptions[signals.QueryStatus]}); err != nil {
 		return err
 	}
-	if err := workflow.SetQueryHandler(ctx, signals.QueryEvents, func(req signals.EventsRequest) (signals.EventsResult, error) {
+	if err := workflow.SetQueryHandlerWithOptions(ctx, signals.QueryEvents, func(req signals.EventsRequest) (signals.EventsResult, error) {
 		return s.core.events(req), nil
-	}); err != nil {
+	}, workflow.QueryHandlerOptions{Description: queryDescriptions[signals.QueryEvents]}); err != nil {
 		return err
 	}
 	// The transcript is asked for by a runner that could not load the agent's session, at
 	// the moment it needs it: a query costs no history, so the warm path pays nothing.
-	if err := workflow.SetQueryHandler(ctx, signals.QueryTranscript, func(req signals.TranscriptRequest) (signals.TranscriptResult, error) {
+	if err := workflow.SetQueryHandlerWithOptions(ctx, signals.QueryTranscript, func(req signals.TranscriptRequest) (signals.TranscriptResult, error) {
 		return s.core.transcript(req), nil
-	}); err != nil {
+	}, workflow.QueryHandlerOptions{Description: queryDescriptions[signals.QueryTranscript]}); err != nil {
 		return err
 	}
 	for _, name := range signalOrder {
-		s.receivers = append(s.receivers, signalReceiver{name: name, ch: workflow.GetSignalChannel(ctx, name)})
+		ch := workflow.GetSignalChannelWithOptions(ctx, name, workflow.SignalChannelOptions{Description: signalDescription(name)})
+		s.receivers = append(s.receivers, signalReceiver{name: name, ch: ch})
 	}
 	return nil
 }

@@ -650,3 +650,20 @@ func TestSession_OperatorCancellationClosesTheSessionLikeAClose(t *testing.T) {
 	require.Equal(t, signals.StateClosed, h.status().State)
 	require.Equal(t, []signals.ReleaseAgentRequest{{SessionID: "s1", Closed: true}}, h.released, "the agent is stopped on its host")
 }
+
+// Every handler of a session says what it is in the Temporal UI: each update, each signal
+// (an update's twin, or an internal signal marked so), each query.
+func TestSession_EveryHandlerHasADescription(t *testing.T) {
+	for _, u := range updates {
+		require.NotEmpty(t, updateDescriptions[u.Name()], "update %s", u.Name())
+	}
+	for _, name := range signalOrder {
+		require.NotEmpty(t, signalDescription(name), "signal %s", name)
+	}
+	for _, name := range runnerSignals {
+		require.Contains(t, signalDescription(name), "internal", "signal %s", name)
+	}
+	for _, name := range []string{signals.QueryStatus, signals.QueryEvents, signals.QueryTranscript} {
+		require.NotEmpty(t, queryDescriptions[name], "query %s", name)
+	}
+}
