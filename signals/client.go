@@ -146,10 +146,11 @@ func (c *Client) updateWithStart(ctx context.Context, cfg SessionConfig, name st
 }
 
 // startOptions are a session's start options. The static summary and details, what the
-// Temporal UI shows of a session at a glance, name its agent profile and workspace and,
-// when first is a prompt, how that prompt begins.
+// Temporal UI shows of a session at a glance, name the session, its agent profile and
+// workspace and, when first is a prompt, how that prompt begins. They are the first run's
+// only: a run started by continue-as-new shows the same in its Current Details.
 func (c *Client) startOptions(cfg SessionConfig, first any) client.StartWorkflowOptions {
-	summary := fmt.Sprintf("tacp session · agent %s · workspace %s", orDefault(cfg.Agent, "the worker's default"), orDefault(cfg.Workspace, "its own folder"))
+	summary := fmt.Sprintf("tacp session %s · agent %s · workspace %s", cfg.SessionID, orDefault(cfg.Agent, "the worker's default"), orDefault(cfg.Workspace, "its own folder"))
 	details := fmt.Sprintf("agent profile: %s\nworkspace: %s", orDefault(cfg.Agent, "worker default"), orDefault(cfg.Workspace, "worker default"))
 	if p, ok := first.(PromptRequest); ok && p.Text != "" {
 		begin := []rune(strings.Join(strings.Fields(p.Text), " "))
@@ -232,27 +233,48 @@ func (c *Client) Close(ctx context.Context, sessionID string, req CloseRequest) 
 
 // Status queries a session's status snapshot.
 //
-// A running turn whose attempt no worker has taken yet is marked WaitingWorker, from the
-// session's pending RunTurn activity (one DescribeWorkflowExecution, not a billable action,
-// for a running session only).
+// A session the workflow does not say is closed is described too (one
+// DescribeWorkflowExecution, not a billable action): a workflow an operator terminated
+// answers the query with the state it had when it was stopped ("running"), so its state is
+// StateTerminated and Ended says so; a running turn whose attempt no worker has taken yet is
+// marked WaitingWorker, from the session's pending RunTurn activity.
 func (c *Client) Status(ctx context.Context, sessionID string) (Status, error) {
 	var st Status
 	if err := c.query(ctx, sessionID, QueryStatus, &st); err != nil {
 		return st, err
 	}
+	if st.State == StateClosed {
+		return st, nil
+	}
+	d, err := c.Temporal.DescribeWorkflowExecution(ctx, SessionWorkflowID(sessionID), "")
+	if err != nil {
+		return st, nil // the query answered: the description only adds to it
+	}
+	info := d.GetWorkflowExecutionInfo()
+	switch info.GetStatus() {
+	case enumspb.WORKFLOW_EXECUTION_STATUS_RUNNING, enumspb.WORKFLOW_EXECUTION_STATUS_COMPLETED,
+		enumspb.WORKFLOW_EXECUTION_STATUS_CONTINUED_AS_NEW:
+	default:
+		st.State = endedState(info.GetStatus())
+		st.Ended = c.endReason(ctx, info.GetExecution().GetWorkflowId(), info.GetExecution().GetRunId(), info.GetStatus())
+		st.SteerToken, st.WaitingLimit = "", nil
+		return st, nil
+	}
 	if st.State == StateRunning && st.WaitingLimit == nil {
-		st.WaitingWorker = c.waitingWorker(ctx, sessionID, st.TurnID)
+		st.WaitingWorker = waitingWorker(d, st.TurnID)
 	}
 	return st, nil
 }
 
+// endedState is the state of a session whose workflow ended with status, not closed:
+// terminated, failed, timed_out, canceled.
+func endedState(status enumspb.WorkflowExecutionStatus) string {
+	return strings.ToLower(strings.TrimPrefix(status.String(), "WORKFLOW_EXECUTION_STATUS_"))
+}
+
 // waitingWorker is the wait of the session's RunTurn activity for a worker, when it is
-// scheduled and not started (nil: it runs, or the session could not be described).
-func (c *Client) waitingWorker(ctx context.Context, sessionID string, turnID int64) *WorkerWait {
-	d, err := c.Temporal.DescribeWorkflowExecution(ctx, SessionWorkflowID(sessionID), "")
-	if err != nil {
-		return nil
-	}
+// scheduled and not started (nil: it runs).
+func waitingWorker(d *workflowservice.DescribeWorkflowExecutionResponse, turnID int64) *WorkerWait {
 	for _, a := range d.GetPendingActivities() {
 		if a.GetActivityType().GetName() == ActivityRunTurn && a.GetState() == enumspb.PENDING_ACTIVITY_STATE_SCHEDULED {
 			return &WorkerWait{TurnID: turnID, Since: a.GetScheduledTime().AsTime()}
@@ -282,7 +304,7 @@ type SessionInfo struct {
 	LastOutcome  string    `json:"last_outcome,omitempty"`
 	LastActivity time.Time `json:"last_activity,omitempty"`
 	// Ended says how a session that did not close ended ("failed: invalid session config:
-	// …", "was terminated: …"); empty for running and closed sessions.
+	// …", "terminated by an operator: …"); empty for running and closed sessions.
 	Ended string `json:"ended,omitempty"`
 	// Version is the Worker Deployment version ("<deployment>:<build id>") the session's
 	// current run is on, Behavior its versioning behavior (Pinned for tacp's sessions);
@@ -364,7 +386,7 @@ func (c *Client) ListWhere(ctx context.Context, where string, limit int) ([]Sess
 			if !info.Running {
 				info.State = StateClosed
 				if e.GetStatus() != enumspb.WORKFLOW_EXECUTION_STATUS_COMPLETED {
-					info.State = strings.ToLower(strings.TrimPrefix(e.GetStatus().String(), "WORKFLOW_EXECUTION_STATUS_")) // failed, terminated, …
+					info.State = endedState(e.GetStatus()) // failed, terminated, …
 					// Rare rows: one history read each says why (a refused config, a failed run).
 					info.Ended = c.endReason(ctx, e.GetExecution().GetWorkflowId(), e.GetExecution().GetRunId(), e.GetStatus())
 				}
@@ -522,7 +544,7 @@ func (c *Client) ended(ctx context.Context, sessionID string) *Rejection {
 }
 
 // endReason says how a workflow run that did not complete ended, from its close event:
-// "failed: invalid session config: …", "was terminated: …", "timed out".
+// "failed: invalid session config: …", "terminated by an operator: …", "timed out".
 func (c *Client) endReason(ctx context.Context, workflowID, runID string, status enumspb.WorkflowExecutionStatus) string {
 	what := strings.ReplaceAll(strings.ToLower(strings.TrimPrefix(status.String(), "WORKFLOW_EXECUTION_STATUS_")), "_", " ")
 	it := c.Temporal.GetWorkflowHistory(ctx, workflowID, runID, false, enumspb.HISTORY_EVENT_FILTER_TYPE_CLOSE_EVENT)
@@ -535,7 +557,7 @@ func (c *Client) endReason(ctx context.Context, workflowID, runID string, status
 			return "failed: " + a.GetFailure().GetMessage()
 		}
 		if a := ev.GetWorkflowExecutionTerminatedEventAttributes(); a != nil {
-			return "was terminated: " + orDefault(a.GetReason(), "no reason given")
+			return "terminated by an operator: " + orDefault(a.GetReason(), "no reason given")
 		}
 	}
 	return what

@@ -49,12 +49,15 @@ func Reject(typ, format string, args ...any) *Rejection {
 }
 
 // ApplicationError converts r into the error a validator returns, so that it reaches the
-// client as a *temporal.ApplicationError with r's type and details.
+// client as a *temporal.ApplicationError with r's type and details. It is non-retryable:
+// a refusal is an answer, and the same request gets the same one (the Temporal UI and CLI
+// show the flag).
 func (r *Rejection) ApplicationError() error {
+	opts := temporal.ApplicationErrorOptions{NonRetryable: true}
 	if r.Details != nil {
-		return temporal.NewApplicationError(r.Message, r.Type, r.Details)
+		opts.Details = []any{r.Details}
 	}
-	return temporal.NewApplicationError(r.Message, r.Type)
+	return temporal.NewApplicationErrorWithOptions(r.Message, r.Type, opts)
 }
 
 // rejectionTypes are the types fromError turns back into a *Rejection.

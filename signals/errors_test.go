@@ -132,3 +132,19 @@ func TestRejection_NonRejectionErrorsAreNotRejections(t *testing.T) {
 		})
 	}
 }
+
+// A rejection is an answer, not a transient failure: the error a validator returns is
+// non-retryable.
+func TestRejection_ApplicationErrorIsNonRetryable(t *testing.T) {
+	for _, rej := range []*Rejection{
+		Reject(RejectSessionClosed, "session s1 is closed"),
+		{Type: RejectStaleTurn, Message: "stale", Details: StaleTurnDetails{Expected: "1", Actual: "2"}},
+	} {
+		var appErr *temporal.ApplicationError
+		require.True(t, errors.As(rej.ApplicationError(), &appErr))
+		require.True(t, appErr.NonRetryable(), "%s", rej.Type)
+		back, ok := AsRejection(rej.ApplicationError())
+		require.True(t, ok)
+		require.Equal(t, rej.Type, back.Type)
+	}
+}

@@ -98,6 +98,11 @@ type TurnFailedData struct {
 	Orphaned bool   `json:"orphaned,omitempty"`
 }
 
+// CloseReasonOperatorCancel is the reason session.closed gives when the session closed
+// because an operator requested the cancellation of its workflow through Temporal's own
+// tools (the Temporal UI's "Request Cancellation", `temporal workflow cancel`).
+const CloseReasonOperatorCancel = "cancelled by an operator"
+
 // SessionClosedData is the data of session.closed. Dropped lists the client_message_ids of
 // queued prompts that closing the session discarded.
 type SessionClosedData struct {

@@ -81,6 +81,11 @@ const (
 	StateCancelling = "cancelling"
 	StateSuspended  = "suspended"
 	StateClosed     = "closed"
+	// StateTerminated is status's state of a session whose workflow an operator terminated
+	// (Temporal's terminate, which no workflow can catch): the client reads it from the
+	// workflow's description, never the workflow. The next prompt starts a new session
+	// under the same id, its journal from seq 1.
+	StateTerminated = "terminated"
 )
 
 // Limits on what a request may carry. Temporal refuses payloads over 2 MiB; tacp refuses

@@ -206,8 +206,13 @@ type Status struct {
 	// taken it: every worker runs as many turns as it may (-turns.max), or none polls.
 	// Client.Status reads it from the session's pending activity; the workflow cannot know.
 	WaitingWorker *WorkerWait `json:"waiting_worker,omitempty"`
-	HistoryLength int         `json:"history_length"`
-	Run           int         `json:"run"`
+	// Ended says how a session whose workflow ended without closing ended ("terminated by
+	// an operator: …", "failed: …", "timed out"); State is then StateTerminated (or the
+	// workflow's status: failed, timed_out, canceled). Client.Status reads it from the
+	// workflow's description: a terminated run answers queries with the state it had.
+	Ended         string `json:"ended,omitempty"`
+	HistoryLength int    `json:"history_length"`
+	Run           int    `json:"run"`
 	// BuildID is the build of the worker that answered (a pinned run's is the build it is
 	// pinned to); empty on an unversioned worker.
 	BuildID string `json:"build_id,omitempty"`

@@ -23,10 +23,16 @@ func cmdPrompt(ctx context.Context, e *env, fs *flag.FlagSet, args []string) int
 	if err != nil {
 		return e.fail(err)
 	}
-	// Where to watch from: the journal's end before the prompt, when the session exists.
+	// Where to watch from: the journal's end before the prompt, when the session runs. A
+	// session whose workflow was terminated (or failed) is started again by the prompt as a
+	// new session under its id, whose journal begins at seq 1.
 	var after int64
 	if st, err := e.c.Status(ctx, e.session); err == nil {
-		after = st.Journal.LastSeq
+		if st.Ended == "" {
+			after = st.Journal.LastSeq
+		} else if !e.json {
+			fmt.Fprintf(e.err, "session %s %s: this prompt starts a new session under its id\n", e.session, st.Ended)
+		}
 	}
 	cfg := signals.SessionConfig{SessionID: e.session, Agent: e.agent, Workspace: e.workspace, Policy: *policy}
 	res, err := e.c.Prompt(ctx, cfg, signals.PromptRequest{Text: text, ClientMessageID: *id})

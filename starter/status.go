@@ -27,6 +27,9 @@ func cmdStatus(ctx context.Context, e *env, fs *flag.FlagSet, args []string) int
 	}
 	fmt.Fprintf(e.out, "session   %s\nstate     %s\nturn      %d\ntoken     %s\nqueue     %d\njournal   %d..%d\nrun       %d (history %d events)\nagent     %s\n",
 		st.SessionID, st.State, st.TurnID, orDash(st.SteerToken), len(st.Queue), st.Journal.FirstSeq, st.Journal.LastSeq, st.Run, st.HistoryLength, orDash(st.Agent))
+	if st.Ended != "" {
+		fmt.Fprintf(e.out, "ended     %s (the next prompt starts a new session under this id)\n", st.Ended)
+	}
 	if st.Title != "" {
 		fmt.Fprintf(e.out, "title     %s\n", st.Title)
 	}

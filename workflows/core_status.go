@@ -67,6 +67,14 @@ func (s *sessionCore) details() string {
 	if s.GraceUntil != nil {
 		fmt.Fprintf(&b, "\n\nno viewer: the turn is cancelled at %s unless one attaches", s.GraceUntil.UTC().Format("15:04:05 UTC"))
 	}
+	// Who the session is, on every run: a run started by continue-as-new has no static
+	// summary or details of its own (the SDK's continue-as-new carries none), so the
+	// Current Details name the session, its agent profile and workspace.
+	workspace := s.cfg.Workspace
+	if workspace == "" {
+		workspace = "its own folder"
+	}
+	fmt.Fprintf(&b, "\n\nsession `%s` · agent profile %s · workspace %s", s.cfg.SessionID, sessionAgent(s.cfg.Agent), workspace)
 	fmt.Fprintf(&b, "\n\njournal seq %d · run %d", s.Journal.LastSeq, s.Run)
 	return b.String()
 }

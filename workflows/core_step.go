@@ -64,6 +64,13 @@ type RequestDone struct{}
 // AlarmRang says the timer the last Alarm asked for fired.
 type AlarmRang struct{}
 
+// OperatorCancelled says an operator requested the cancellation of the session's workflow
+// (the Temporal UI's "Request Cancellation", `temporal workflow cancel`). The session closes
+// as for a close (its turn cancelled, its agent stopped, session.closed journaled with
+// signals.CloseReasonOperatorCancel); the shell carries on in a context the cancellation
+// does not reach, so the timer it armed before is gone and the alarm is armed again.
+type OperatorCancelled struct{}
+
 func (UpdateInput) isInput()        {}
 func (SignalInput) isInput()        {}
 func (DeliveryAnswered) isInput()   {}
@@ -71,6 +78,7 @@ func (ChildStarted) isInput()       {}
 func (ChildEnded) isInput()         {}
 func (RequestDone) isInput()        {}
 func (AlarmRang) isInput()          {}
+func (OperatorCancelled) isInput()  {}
 func (SessionDataDeleted) isInput() {}
 
 // Step takes one input at now. An update's result is its answer to the client; every other
@@ -107,6 +115,9 @@ func (s *sessionCore) Step(now time.Time, in Input) (any, error) {
 	case AlarmRang:
 		s.alarmAt = time.Time{}
 		s.fireAlarms(now)
+	case OperatorCancelled:
+		s.alarmAt = time.Time{}
+		_, _ = s.close(now, signals.CloseRequest{Reason: signals.CloseReasonOperatorCancel})
 	case SessionDataDeleted:
 		s.journal(now, signals.EventSessionDeleted, 0, signals.SessionDeletedData{Host: in.Host, Removed: in.Result.Removed, Kept: in.Result.Kept, Error: in.Err})
 	default:

@@ -78,7 +78,7 @@ func sessionWorkflow(ctx workflow.Context, in sessionInput, adm Admission, build
 		validate := func(workflow.Context, json.RawMessage) error { return rej.ApplicationError() }
 		// The updates a session can be started with (signals.Client's Prompt and Start).
 		for _, name := range []string{signals.UpdatePrompt, signals.UpdateAttach, signals.UpdateDetach} {
-			_ = workflow.SetUpdateHandlerWithOptions(ctx, name, refuse, workflow.UpdateHandlerOptions{Validator: validate})
+			_ = workflow.SetUpdateHandlerWithOptions(ctx, name, refuse, workflow.UpdateHandlerOptions{Validator: validate, Description: updateDescriptions[name]})
 		}
 		return temporal.NewNonRetryableApplicationError(err.Error(), signals.RejectInvalidRequest, nil)
 	}
@@ -124,7 +124,7 @@ func (u *update[Req, Res]) register(ctx workflow.Context, s *session) error {
 			return nil
 		}
 	}
-	return workflow.SetUpdateHandlerWithOptions(ctx, u.def.Name, handler, workflow.UpdateHandlerOptions{Validator: validator})
+	return workflow.SetUpdateHandlerWithOptions(ctx, u.def.Name, handler, workflow.UpdateHandlerOptions{Validator: validator, Description: updateDescriptions[u.def.Name]})
 }
 
 // answer is the worker's answer to what the core asks of it: a refusal's message, "" when
@@ -145,28 +145,29 @@ func (s *session) register(ctx workflow.Context) error {
 			return err
 		}
 	}
-	if err := workflow.SetQueryHandler(ctx, signals.QueryStatus, func() (signals.Status, error) {
+	if err := workflow.SetQueryHandlerWithOptions(ctx, signals.QueryStatus, func() (signals.Status, error) {
 		st := s.core.status()
 		st.HistoryLength = workflow.GetInfo(ctx).GetCurrentHistoryLength()
 		st.BuildID = workflow.GetInfo(ctx).GetCurrentBuildID()
 		return st, nil
-	}); err != nil {
+	}, workflow.QueryHandlerOptions{Description: queryDescriptions[signals.QueryStatus]}); err != nil {
 		return err
 	}
-	if err := workflow.SetQueryHandler(ctx, signals.QueryEvents, func(req signals.EventsRequest) (signals.EventsResult, error) {
+	if err := workflow.SetQueryHandlerWithOptions(ctx, signals.QueryEvents, func(req signals.EventsRequest) (signals.EventsResult, error) {
 		return s.core.events(req), nil
-	}); err != nil {
+	}, workflow.QueryHandlerOptions{Description: queryDescriptions[signals.QueryEvents]}); err != nil {
 		return err
 	}
 	// The transcript is asked for by a runner that could not load the agent's session, at
 	// the moment it needs it: a query costs no history, so the warm path pays nothing.
-	if err := workflow.SetQueryHandler(ctx, signals.QueryTranscript, func(req signals.TranscriptRequest) (signals.TranscriptResult, error) {
+	if err := workflow.SetQueryHandlerWithOptions(ctx, signals.QueryTranscript, func(req signals.TranscriptRequest) (signals.TranscriptResult, error) {
 		return s.core.transcript(req), nil
-	}); err != nil {
+	}, workflow.QueryHandlerOptions{Description: queryDescriptions[signals.QueryTranscript]}); err != nil {
 		return err
 	}
 	for _, name := range signalOrder {
-		s.receivers = append(s.receivers, signalReceiver{name: name, ch: workflow.GetSignalChannel(ctx, name)})
+		ch := workflow.GetSignalChannelWithOptions(ctx, name, workflow.SignalChannelOptions{Description: signalDescription(name)})
+		s.receivers = append(s.receivers, signalReceiver{name: name, ch: ch})
 	}
 	return nil
 }
@@ -242,16 +243,30 @@ func (s *session) runInfo(ctx workflow.Context) runInfo {
 
 // loop feeds the core and carries out its Ready (wake, core_step.go). It wakes for a
 // signal, the alarm, or whatever the core has ready (a command, an alarm that moved).
+//
+// An operator's cancellation of the workflow is caught here, like a close (contract §6,
+// docs/operators.md "Cancel, terminate, reset"): the core closes the session, and the loop
+// carries on in a disconnected context until the close is done — the turn's cancel, the
+// agent's stop and session.closed need commands the cancelled context would refuse. The
+// run then completes, as a closed session's does, so that the session stays closed.
 func (s *session) loop(ctx workflow.Context) error {
 	x := runtimeExec{ctx: ctx, s: s}
 	s.drainSignals(ctx)
 	if _, err := carryOut(x, s.core.Ready(workflow.Now(ctx), s.runInfo(ctx))); err != nil {
 		return err // the run's first Ready holds no command
 	}
+	cancelled := false
 	for {
 		err := workflow.Await(ctx, func() bool {
 			return s.signalsPending() || s.alarmRang || s.stepped || s.core.HasReady(s.runInfo(ctx))
 		})
+		if err != nil && !cancelled && temporal.IsCanceledError(err) {
+			cancelled = true
+			ctx, _ = workflow.NewDisconnectedContext(ctx)
+			x.ctx = ctx
+			_, _ = s.core.Step(workflow.Now(ctx), OperatorCancelled{})
+			continue
+		}
 		if err != nil {
 			return err
 		}
@@ -271,10 +286,14 @@ type runtimeExec struct {
 	s   *session
 }
 
+// close stops the agent, deletes what a deleting close asked for, and ends the run once
+// every handler has finished, in a context an operator's cancellation arriving meanwhile
+// does not reach: the close goes to its end either way.
 func (x runtimeExec) close(c Close) (bool, error) {
-	x.s.stopAgent(x.ctx, c)
-	x.s.deleteData(x.ctx, c)
-	return true, workflow.Await(x.ctx, func() bool { return workflow.AllHandlersFinished(x.ctx) })
+	ctx, _ := workflow.NewDisconnectedContext(x.ctx)
+	x.s.stopAgent(ctx, c)
+	x.s.deleteData(ctx, c)
+	return true, workflow.Await(ctx, func() bool { return workflow.AllHandlersFinished(ctx) })
 }
 
 func (x runtimeExec) continueAsNew(c ContinueAsNew) (bool, error) {
@@ -283,6 +302,9 @@ func (x runtimeExec) continueAsNew(c ContinueAsNew) (bool, error) {
 		// A handler still runs (or a signal came): wait for it, then ask again, so that the
 		// carried state holds what it did.
 		if err := workflow.Await(ctx, func() bool { return workflow.AllHandlersFinished(ctx) }); err != nil {
+			if temporal.IsCanceledError(err) {
+				return false, nil // an operator's cancellation: the loop catches it
+			}
 			return true, err
 		}
 		x.s.drainSignals(ctx)

@@ -620,3 +620,50 @@ func TestSession_ATakenSteerWithoutOutcomeFailsOnTheAlarm(t *testing.T) {
 	h.closeSession()
 	require.NoError(t, h.run(signals.SessionConfig{SessionID: "s1"}))
 }
+
+// An operator's cancellation of the workflow closes the session as a close does: the live
+// turn is cancelled, the session waits for its end, stops the agent on its host, journals
+// session.closed with the operator's cause, and the run completes (a closed session).
+func TestSession_OperatorCancellationClosesTheSessionLikeAClose(t *testing.T) {
+	h := newHarness(t)
+	h.step(func() {
+		h.prompt("one", "m1", func(signals.PromptResult, error) {})
+		h.prompt("two", "m2", func(signals.PromptResult, error) {})
+	})
+	h.step(func() {
+		h.env.SignalWorkflow(signals.SignalTurnStarted, signals.TurnStartedSignal{TurnID: 1, Attempt: 1, HostQueue: "host1", AgentSessionID: "a1"})
+	})
+	h.step(func() { h.env.CancelWorkflow() })
+	h.step(func() {
+		require.Equal(t, signals.StateCancelling, h.status().State, "the turn is cancelled, not abandoned")
+		h.prompt("three", "m3", func(_ signals.PromptResult, err error) {
+			require.Equal(t, signals.RejectSessionClosed, rejectionType(t, err))
+		})
+		h.env.SignalWorkflow(signals.SignalTurnFinished, signals.TurnFinishedSignal{TurnID: 1, Attempt: 1, StopReason: "cancelled", HostQueue: "host1"})
+	})
+	require.NoError(t, h.run(signals.SessionConfig{SessionID: "s1"}), "the run completes: the session is closed")
+	evs := h.events()
+	last := evs[len(evs)-1]
+	require.Equal(t, signals.EventSessionClosed, last.Kind)
+	require.JSONEq(t, `{"reason":"cancelled by an operator","dropped":["m2"]}`, string(last.Data))
+	require.Contains(t, kinds(evs), signals.EventTurnCancelling)
+	require.Equal(t, signals.StateClosed, h.status().State)
+	require.Equal(t, []signals.ReleaseAgentRequest{{SessionID: "s1", Closed: true}}, h.released, "the agent is stopped on its host")
+}
+
+// Every handler of a session says what it is in the Temporal UI: each update, each signal
+// (an update's twin, or an internal signal marked so), each query.
+func TestSession_EveryHandlerHasADescription(t *testing.T) {
+	for _, u := range updates {
+		require.NotEmpty(t, updateDescriptions[u.Name()], "update %s", u.Name())
+	}
+	for _, name := range signalOrder {
+		require.NotEmpty(t, signalDescription(name), "signal %s", name)
+	}
+	for _, name := range runnerSignals {
+		require.Contains(t, signalDescription(name), "internal", "signal %s", name)
+	}
+	for _, name := range []string{signals.QueryStatus, signals.QueryEvents, signals.QueryTranscript} {
+		require.NotEmpty(t, queryDescriptions[name], "query %s", name)
+	}
+}

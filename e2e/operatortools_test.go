@@ -1,0 +1,202 @@
+package e2e
+
+// What Temporal's own tools do to a session (docs/operators.md "Cancel, terminate, reset:
+// what each does to a session"), through the SDK's client making the calls the Temporal UI
+// and CLI make: a cancellation is caught like a close, a termination is seen by the next
+// client, and the metadata an operator reads lasts across continue-as-new.
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	enumspb "go.temporal.io/api/enums/v1"
+	sdkpb "go.temporal.io/api/sdk/v1"
+	"go.temporal.io/api/workflowservice/v1"
+	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/converter"
+	"go.temporal.io/sdk/temporal"
+
+	"github.com/tacp-dev/tacp/internal/proctree"
+	"github.com/tacp-dev/tacp/signals"
+)
+
+// stateListed waits until visibility lists session id with TacpSessionState = state.
+func stateListed(t *testing.T, id, state string) {
+	t.Helper()
+	query := fmt.Sprintf("WorkflowId = '%s' AND %s = '%s'", signals.SessionWorkflowID(id), signals.SearchAttrSessionState, state)
+	require.Eventually(t, func() bool {
+		resp, err := tc.ListWorkflow(context.Background(), &workflowservice.ListWorkflowExecutionsRequest{Query: query})
+		return err == nil && len(resp.GetExecutions()) == 1
+	}, 30*time.Second, 100*time.Millisecond, "visibility finds the session by %s", query)
+}
+
+// A cancellation requested mid-turn (the Temporal UI's "Request Cancellation", `temporal
+// workflow cancel`) closes the session as `starter close` does: the turn is cancelled, the
+// agent stopped, session.closed journaled with the operator's cause, the search attribute
+// final; the next prompt is refused as for a closed session, and nothing hangs.
+func TestOperatorsCancelClosesTheSessionLikeClose(t *testing.T) {
+	t.Parallel()
+	_, qc, id, agentPID, childPID := lifecycleWorker(t)
+	_, err := qc.Prompt(ctxFor(t, 30*time.Second), signals.SessionConfig{SessionID: id}, signals.PromptRequest{Text: "/sleep 60s", ClientMessageID: "sleep"})
+	require.NoError(t, err)
+	waitFor(t, id, func(ev signals.Event) bool { return ev.TurnID == 2 && ev.Kind == signals.EventAgentUpdate })
+
+	wid := signals.SessionWorkflowID(id)
+	require.NoError(t, tc.CancelWorkflow(ctxFor(t, 10*time.Second), wid, ""))
+	evs := waitFor(t, id, func(ev signals.Event) bool { return ev.Kind == signals.EventSessionClosed })
+	kind, data := terminalData(t, withTurn(evs, 2))
+	require.Equal(t, signals.EventTurnEnded, kind)
+	require.Equal(t, "cancelled", data["stop_reason"])
+	_, closed := terminalData(t, evs)
+	require.Equal(t, signals.CloseReasonOperatorCancel, closed["reason"])
+
+	// The run ends, completed: a closed session stays closed.
+	require.NoError(t, tc.GetWorkflow(ctxFor(t, 30*time.Second), wid, "").Get(ctxFor(t, 30*time.Second), nil))
+	d, err := tc.DescribeWorkflowExecution(ctxFor(t, 10*time.Second), wid, "")
+	require.NoError(t, err)
+	require.Equal(t, enumspb.WORKFLOW_EXECUTION_STATUS_COMPLETED, d.GetWorkflowExecutionInfo().GetStatus())
+
+	st, err := qc.Status(ctxFor(t, 30*time.Second), id)
+	require.NoError(t, err)
+	require.Equal(t, signals.StateClosed, st.State)
+	stateListed(t, id, signals.StateClosed)
+	require.Eventually(t, func() bool { return !proctree.Alive(agentPID) && !proctree.Alive(childPID) },
+		10*time.Second, 50*time.Millisecond, "the cancelled session's agent %d still runs", agentPID)
+
+	_, err = qc.Prompt(ctxFor(t, 30*time.Second), signals.SessionConfig{SessionID: id}, signals.PromptRequest{Text: "/chunks 1"})
+	rej, ok := signals.AsRejection(err)
+	require.True(t, ok, "want a rejection, got %v", err)
+	require.Equal(t, signals.RejectSessionClosed, rej.Type)
+	_, errOut, code := starter(t, "prompt", "--task-queue", qc.TaskQueue, "--session", id, "/chunks 1")
+	require.NotEqual(t, 0, code)
+	require.Contains(t, errOut, "closed")
+}
+
+// withTurn is the events of turn n.
+func withTurn(evs []signals.Event, n int64) []signals.Event {
+	var out []signals.Event
+	for _, ev := range evs {
+		if ev.TurnID == n {
+			out = append(out, ev)
+		}
+	}
+	return out
+}
+
+// What an operator reads of a session lasts: after continue-as-new the run's Current
+// Details still name the session, its agent profile and title (a run started by
+// continue-as-new has no static summary of its own: the SDK's continue-as-new carries none);
+// the first run's static summary names the session; every handler has a description; a
+// refusal is non-retryable.
+func TestOperatorsMetadataLastsAcrossContinueAsNew(t *testing.T) {
+	t.Parallel()
+	id := session(t)
+	cfg := signals.SessionConfig{SessionID: id, MaxRunEvents: 40}
+	turnEnd(t, id, prompt(t, cfg, "/chunks 3").TurnID)
+	_, err := signals.Call(ctxFor(t, 30*time.Second), sc, id, signals.Updates.SetTitle, signals.SetTitleRequest{Title: "parser tests"})
+	require.NoError(t, err)
+	wid := signals.SessionWorkflowID(id)
+	for i := 0; i < 4; i++ {
+		turnEnd(t, id, prompt(t, cfg, "/chunks 3").TurnID)
+	}
+	require.Eventually(t, func() bool {
+		st, err := sc.Status(context.Background(), id)
+		return err == nil && st.Run > 1
+	}, 30*time.Second, 50*time.Millisecond, "the session continued as new")
+
+	v, err := tc.QueryWorkflow(ctxFor(t, time.Minute), wid, "", "__temporal_workflow_metadata")
+	require.NoError(t, err)
+	var md sdkpb.WorkflowMetadata
+	require.NoError(t, v.Get(&md))
+	details := md.GetCurrentDetails()
+	require.Contains(t, details, "session `"+id+"`")
+	require.Contains(t, details, "agent profile default")
+	require.Contains(t, details, `"parser tests"`)
+	def := md.GetDefinition()
+	require.NotEmpty(t, def.GetUpdateDefinitions())
+	for _, u := range def.GetUpdateDefinitions() {
+		require.NotEmpty(t, u.GetDescription(), "update %s", u.GetName())
+	}
+	for _, q := range def.GetQueryDefinitions() {
+		if !strings.HasPrefix(q.GetName(), "__") {
+			require.NotEmpty(t, q.GetDescription(), "query %s", q.GetName())
+		}
+	}
+	for _, s := range def.GetSignalDefinitions() {
+		require.NotEmpty(t, s.GetDescription(), "signal %s", s.GetName())
+		if s.GetName() == signals.SignalTurnEvents {
+			require.True(t, strings.HasPrefix(s.GetDescription(), "internal"), s.GetDescription())
+		}
+	}
+
+	d, err := tc.DescribeWorkflowExecution(ctxFor(t, 10*time.Second), wid, "")
+	require.NoError(t, err)
+	first, err := tc.DescribeWorkflowExecution(ctxFor(t, 10*time.Second), wid, d.GetWorkflowExecutionInfo().GetFirstRunId())
+	require.NoError(t, err)
+	require.NotNil(t, first.GetExecutionConfig().GetUserMetadata().GetSummary())
+	var summary string
+	require.NoError(t, converter.GetDefaultDataConverter().FromPayload(first.GetExecutionConfig().GetUserMetadata().GetSummary(), &summary))
+	require.Contains(t, summary, "tacp session "+id)
+
+	// A refusal: a steer of a turn that is not live.
+	h, err := tc.UpdateWorkflow(ctxFor(t, 30*time.Second), client.UpdateWorkflowOptions{
+		WorkflowID: wid, UpdateName: signals.UpdateSteer, WaitForStage: client.WorkflowUpdateStageCompleted,
+		Args: []any{signals.SteerRequest{Text: "left", ExpectedTurnID: "1", ClientMsgID: "c1"}},
+	})
+	if err == nil {
+		err = h.Get(ctxFor(t, 30*time.Second), nil)
+	}
+	var appErr *temporal.ApplicationError
+	require.True(t, errors.As(err, &appErr), "want an application error, got %v", err)
+	require.True(t, appErr.NonRetryable(), "a refusal is non-retryable: %v", err)
+}
+
+// A termination, which no workflow can catch, is seen by the next client: status says the
+// session was terminated by an operator, not "running"; the next `starter prompt` starts a
+// new session under the id (its journal from seq 1) and follows its turn to the end instead
+// of waiting for seqs the old journal had.
+func TestOperatorsTerminateIsSeenAndTheNextPromptStartsANewSession(t *testing.T) {
+	t.Parallel()
+	id := session(t)
+	cfg := signals.SessionConfig{SessionID: id}
+	for i := 0; i < 3; i++ { // a journal longer than the new session's first turn
+		turnEnd(t, id, prompt(t, cfg, "/chunks 3").TurnID)
+	}
+	res := prompt(t, cfg, "/sleep 60s")
+	waitFor(t, id, func(ev signals.Event) bool { return ev.TurnID == res.TurnID && ev.Kind == signals.EventAgentUpdate })
+	wid := signals.SessionWorkflowID(id)
+	require.NoError(t, tc.TerminateWorkflow(ctxFor(t, 10*time.Second), wid, "", "stuck, said the operator"))
+
+	st, err := sc.Status(ctxFor(t, 30*time.Second), id)
+	require.NoError(t, err)
+	require.Equal(t, signals.StateTerminated, st.State)
+	require.Equal(t, "terminated by an operator: stuck, said the operator", st.Ended)
+	out, _, code := starter(t, "status", "--session", id)
+	require.Equal(t, 0, code, out)
+	require.Contains(t, out, "state     terminated")
+	require.Contains(t, out, "terminated by an operator: stuck, said the operator")
+
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	out, errOut, code, err := runStarter(ctx, "prompt", "--session", id, "/chunks 2")
+	require.NoError(t, err)
+	require.NoError(t, ctx.Err(), "starter prompt hung: %s", errOut)
+	require.Equal(t, 0, code, errOut)
+	require.Contains(t, errOut, "starts a new session under its id")
+	require.Contains(t, out, "chunk 2")
+	evs := allEvents(t, id)
+	require.Equal(t, int64(1), evs[0].Seq, "a new session: its journal begins at seq 1")
+	require.Equal(t, signals.EventSessionStarted, evs[0].Kind)
+	for _, ev := range evs[1:] {
+		require.Equal(t, int64(1), ev.TurnID, "the new session's first turn is turn 1: %+v", ev)
+	}
+	st, err = sc.Status(ctxFor(t, 30*time.Second), id)
+	require.NoError(t, err)
+	require.Equal(t, signals.StateIdle, st.State)
+	require.Empty(t, st.Ended)
+}
