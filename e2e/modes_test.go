@@ -18,6 +18,7 @@ import (
 	acp "github.com/coder/acp-go-sdk"
 	"github.com/stretchr/testify/require"
 
+	"github.com/tacp-dev/tacp/activities"
 	"github.com/tacp-dev/tacp/signals"
 )
 
@@ -67,6 +68,9 @@ func TestAnAskingPolicyPutsEveryAgentProcessInItsAskingMode(t *testing.T) {
 	require.NoError(t, first.Process.Signal(syscall.SIGKILL))
 	_ = first.Wait()
 	require.Equal(t, "settings mode=default model=sonnet", a.said(id, "/settings"))
+	out, err = starterCmd(ctx, "status", "--session", id, "--task-queue", queue).CombinedOutput()
+	require.NoError(t, err, "%s", out)
+	require.Contains(t, string(out), "policy    ask_always · agent mode default (modes that ask: default, plan)\n")
 
 	var trail []string
 	for _, ev := range allEvents(t, id) {
@@ -117,4 +121,36 @@ func TestAnAgentThatWillNotAskGetsNoPrompt(t *testing.T) {
 	kind, data = terminalData(t, evs)
 	require.Equal(t, signals.EventTurnEnded, kind, "%v", data)
 	require.Equal(t, "settings mode=acceptEdits model=sonnet", strings.Join(agentTexts(t, evs, 2), ""))
+}
+
+// A profile whose operator forbids allow_all (a managed team's ceiling): an allow_all
+// session is lowered to ask_for_risky before its agent acts, journaled; allow_all is refused
+// after; `starter profiles` says so.
+func TestAProfileThatForbidsAllowAllKeepsItsSessionsAsking(t *testing.T) {
+	t.Parallel()
+	queue := "tacp-modes-ceiling-" + signals.NewID()[:8]
+	qc := signals.NewClient(tc, queue)
+	no := false
+	profile, err := json.Marshal(activities.Profile{Name: "managed", Command: claudeLike(), AllowAll: &no})
+	require.NoError(t, err)
+	startWorkerProcess(t, queue, "TACP_E2E_PROFILE="+string(profile))
+	ctx := ctxFor(t, 120*time.Second)
+	out, err := starterCmd(ctx, "profiles", "--task-queue", queue).CombinedOutput()
+	require.NoError(t, err, "%s", out)
+	require.Contains(t, string(out), "policy: at most ask_for_risky (allow_all forbidden by the worker's operator)")
+
+	id := session(t)
+	_, err = qc.Prompt(ctx, signals.SessionConfig{SessionID: id, Agent: "managed", Policy: signals.PolicyAllowAll}, signals.PromptRequest{Text: "/settings", ClientMessageID: "m1"})
+	require.NoError(t, err)
+	evs := turnEnd(t, id, 1)
+	require.Equal(t, "settings mode=default model=sonnet", strings.Join(agentTexts(t, evs, 1), ""))
+	var lowered bool
+	for _, ev := range evs {
+		lowered = lowered || (ev.Kind == signals.EventPolicyChanged && strings.Contains(string(ev.Data), `"level":"ask_for_risky","previous":"allow_all"`))
+	}
+	require.True(t, lowered, "the ceiling's change is journaled")
+	_, err = qc.SetPolicy(ctx, id, signals.SetPolicyRequest{Level: signals.PolicyAllowAll})
+	rej, ok := signals.AsRejection(err)
+	require.True(t, ok, "%v", err)
+	require.Equal(t, signals.RejectForbidden, rej.Type)
 }

@@ -8,6 +8,8 @@ import (
 	"fmt"
 	"strings"
 	"time"
+
+	"github.com/tacp-dev/tacp/signals"
 )
 
 func cmdStatus(ctx context.Context, e *env, fs *flag.FlagSet, args []string) int {
@@ -33,6 +35,7 @@ func cmdStatus(ctx context.Context, e *env, fs *flag.FlagSet, args []string) int
 	if st.Title != "" {
 		fmt.Fprintf(e.out, "title     %s\n", st.Title)
 	}
+	fmt.Fprintf(e.out, "policy    %s\n", policyLine(st))
 	if st.BuildID != "" {
 		fmt.Fprintf(e.out, "build     %s (pinned: the run stays on it; it moves at its next idle safe point when another build becomes current)\n", st.BuildID)
 	}
@@ -92,4 +95,24 @@ func cmdStatus(ctx context.Context, e *env, fs *flag.FlagSet, args []string) int
 		}
 	}
 	return exitOK
+}
+
+// policyLine is the session's policy, what it lets the agent decide and its ceiling.
+func policyLine(st signals.Status) string {
+	line := st.Policy
+	if line == "" {
+		line = signals.PolicyAskForRisky
+	}
+	if a := st.AgentSettings; a != nil {
+		if a.CurrentModeID != "" {
+			line += " · agent mode " + a.CurrentModeID
+		}
+		if len(a.AskingModes) > 0 && st.Policy != signals.PolicyAllowAll {
+			line += " (modes that ask: " + strings.Join(a.AskingModes, ", ") + ")"
+		}
+		if a.PolicyCeiling != "" {
+			line += " · at most " + a.PolicyCeiling + ": the worker's operator forbids allow_all for this agent"
+		}
+	}
+	return line
 }

@@ -384,7 +384,7 @@
         case 'elicitation.completed': meta('the agent completed the page it asked to open'); break;
         case 'turn.limited': meta(`turn ${t} limited (${d.reason}): runs again at ${new Date(d.retry_at).toISOString().slice(11, 16)} UTC${d.backoff ? ', backing off' : ''}`, 'bad', t); break;
         case 'turn.retry_now': meta(`retry now${d.answered_by ? ' by ' + d.answered_by : ''}`); break;
-        case 'policy.changed': meta(`policy ${d.previous || '?'} → ${d.level}`); break;
+        case 'policy.changed': meta(`policy ${d.previous || '?'} → ${d.level}${d.by ? ` by ${d.by}` : ''}`); break;
         case 'usage.updated': break;
         case 'viewer.grace_started': meta(`no viewer left: the turn is cancelled at ${new Date(d.until).toLocaleTimeString()} unless one attaches`, 'bad'); break;
         case 'viewer.grace_cancelled': meta('a viewer is back: grace cancelled'); break;
@@ -479,8 +479,15 @@
       }
 
       policy.value = st.policy || 'ask_for_risky';
+      // The profile's ceiling: its operator forbids allow_all (signals.ProfileInfo).
+      const prof = (st.profiles || []).find((x) => x.name === st.agent) || (st.profiles || []).find((x) => x.default);
+      const ceiling = (prof && prof.policy_ceiling) || (st.agent_settings && st.agent_settings.policy_ceiling);
+      for (const o of policy.options) o.disabled = !!ceiling && o.value === 'allow_all';
+      const modes = st.agent_settings && st.agent_settings.asking_modes;
       profiles.textContent = (st.profiles && st.profiles.length)
-        ? `Agent profile: ${st.agent || 'default'} (the worker offers ${st.profiles.map((p) => p.name).join(', ')}) · sandbox: ${sandboxLine(st)}` : '';
+        ? `Agent profile: ${st.agent || 'default'} (the worker offers ${st.profiles.map((p) => p.name).join(', ')}) · sandbox: ${sandboxLine(st)}`
+          + (ceiling ? ` · policy at most ${ceiling} (allow_all forbidden by the worker's operator)` : '')
+          + (modes && modes.length ? ` · modes that ask: ${modes.join(', ')}` : '') : '';
       rules.replaceChildren(...(st.rules || []).map((r) => h('li', {},
         h('span', { text: r }),
         operator ? h('button', { class: 'btn', type: 'button', data: { rule: r }, text: 'Forget', onclick: () => forget(r) }) : null)));
