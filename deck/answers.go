@@ -18,10 +18,10 @@ import (
 	"github.com/tacp-dev/tacp/signals"
 )
 
-// tokenName splits a --token value NAME=SECRET into its name and secret. A value whose part
+// TokenName splits a --token value NAME=SECRET into its name and secret. A value whose part
 // before the first '=' is not a name of [A-Za-z0-9._-] (1-64), or whose rest is only '='
 // (a base64 token's padding), is an unnamed secret.
-func tokenName(v string) (name, secret string) {
+func TokenName(v string) (name, secret string) {
 	n, s, ok := strings.Cut(v, "=")
 	if !ok || strings.Trim(s, "=") == "" || signals.ValidateProfileName(n) != nil {
 		return "", v

@@ -38,7 +38,7 @@ func newTokens(controllers, observers []string) (tokens, error) {
 	seen := map[string]bool{}
 	add := func(list []string, role string) error {
 		for _, t := range list {
-			name, t := tokenName(t)
+			name, t := TokenName(t)
 			if t == "" {
 				continue
 			}

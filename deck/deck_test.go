@@ -126,7 +126,7 @@ func TestTokenNames(t *testing.T) {
 		{"plain", "", "plain"},
 		{"not a name=x", "", "not a name=x"},
 	} {
-		name, secret := tokenName(tt.in)
+		name, secret := TokenName(tt.in)
 		require.Equal(t, tt.name, name, tt.in)
 		require.Equal(t, tt.secret, secret, tt.in)
 	}

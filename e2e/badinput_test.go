@@ -412,6 +412,22 @@ func TestBadInputForSessionsThatCannotTakeIt(t *testing.T) {
 			return err
 		}})
 	}
+	// So is a prompt the session would refuse: no session is started only to hold the refusal.
+	for _, bad := range []struct {
+		name, msg string
+		req       signals.PromptRequest
+	}{
+		{"empty text", "empty", signals.PromptRequest{Text: " \n"}},
+		{"text over MaxTextBytes", "limit", signals.PromptRequest{Text: strings.Repeat("x", signals.MaxTextBytes+1)}},
+		{"a client_message_id over MaxClientIDBytes", "client_message_id", signals.PromptRequest{Text: "hi", ClientMessageID: strings.Repeat("c", signals.MaxClientIDBytes+1)}},
+		{"content that is no array", "content", signals.PromptRequest{Content: json.RawMessage(`{"type":"text"}`)}},
+	} {
+		req := bad.req
+		noSession = append(noSession, badCase{"prompt with " + bad.name, signals.RejectInvalidRequest, bad.msg, func(ctx context.Context) error {
+			_, err := sc.Prompt(ctx, signals.SessionConfig{SessionID: fresh}, req)
+			return err
+		}})
+	}
 	for _, c := range noSession {
 		t.Run(c.name, func(t *testing.T) {
 			checkRefused(t, c, c.do(ctxFor(t, 30*time.Second)))

@@ -9,8 +9,10 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -545,7 +547,7 @@ func TestDeckStarterWebServesWithAGeneratedToken(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	cmd := starterCmd(ctx, "web", "--listen", "127.0.0.1:0")
-	cmd.Env = append(cmd.Env, "TACP_OBSERVER_TOKEN=obs-from-env", "TACP_TOKEN=")
+	cmd.Env = append(cmd.Env, "TACP_OBSERVER_TOKEN=observer-from-env-1", "TACP_TOKEN=")
 	cmd.Cancel = func() error { return cmd.Process.Signal(os.Interrupt) }
 	stderr, err := cmd.StderrPipe()
 	require.NoError(t, err)
@@ -568,10 +570,68 @@ func TestDeckStarterWebServesWithAGeneratedToken(t *testing.T) {
 	var who struct{ Role string }
 	d.call(t, "GET", "/api/whoami", tok, nil).decode(t, &who)
 	require.Equal(t, signals.RoleController, who.Role)
-	d.call(t, "GET", "/api/whoami", "obs-from-env", nil).decode(t, &who)
+	d.call(t, "GET", "/api/whoami", "observer-from-env-1", nil).decode(t, &who)
 	require.Equal(t, signals.RoleObserver, who.Role)
 	require.Equal(t, http.StatusUnauthorized, d.call(t, "GET", "/api/sessions", "", nil).Code)
 	var l struct{ Sessions []signals.SessionInfo }
 	d.call(t, "GET", "/api/sessions", tok, nil).decode(t, &l)
 	require.NotNil(t, l.Sessions)
+}
+
+// starter web refuses tokens a person cannot be told apart by, before it serves: a short
+// secret, the same secret twice, a name twice; a repeated --token adds.
+func TestDeckStarterWebRefusesWeakOrAmbiguousTokens(t *testing.T) {
+	t.Parallel()
+	for _, tt := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--token", "x"}, "at least 16"},
+		{[]string{"--token", "alice=short"}, "at least 16"},
+		{[]string{"--token", "alice=0123456789abcdef", "--token", "alice=fedcba9876543210"}, `name "alice" is given twice`},
+		{[]string{"--token", "0123456789abcdef", "--observer-token", "0123456789abcdef"}, "given twice"},
+	} {
+		ctx := ctxFor(t, 30*time.Second)
+		cmd := starterCmd(ctx, append([]string{"web", "--listen", "127.0.0.1:0"}, tt.args...)...)
+		cmd.Env = append(cmd.Env, "TACP_TOKEN=", "TACP_OBSERVER_TOKEN=")
+		out, err := cmd.CombinedOutput()
+		require.Error(t, err, "%v: %s", tt.args, out)
+		require.Contains(t, string(out), tt.want, "%v", tt.args)
+	}
+}
+
+// A client that sends a request's headers and withholds its body loses the connection after
+// --body-timeout, not never.
+func TestDeckStarterWebDropsAWithheldBody(t *testing.T) {
+	t.Parallel()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	cmd := starterCmd(ctx, "web", "--listen", "127.0.0.1:0", "--body-timeout", "1s", "--token", "a-controller-token-0123")
+	cmd.Env = append(cmd.Env, "TACP_OBSERVER_TOKEN=")
+	cmd.Cancel = func() error { return cmd.Process.Signal(os.Interrupt) }
+	stderr, err := cmd.StderrPipe()
+	require.NoError(t, err)
+	require.NoError(t, cmd.Start())
+	defer func() { cancel(); _ = cmd.Wait() }()
+	urlRe := regexp.MustCompile(`deck on http://(127\.0\.0\.1:\d+)/`)
+	lines := bufio.NewScanner(stderr)
+	var addr string
+	for lines.Scan() {
+		if m := urlRe.FindStringSubmatch(lines.Text()); m != nil {
+			addr = m[1]
+			break
+		}
+	}
+	require.NotEmpty(t, addr)
+	go func() { _, _ = io.Copy(io.Discard, stderr) }()
+
+	conn, err := net.Dial("tcp", addr)
+	require.NoError(t, err)
+	defer conn.Close()
+	_, err = fmt.Fprintf(conn, "POST /api/login HTTP/1.1\r\nHost: %s\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{", addr)
+	require.NoError(t, err)
+	require.NoError(t, conn.SetReadDeadline(time.Now().Add(20*time.Second)))
+	_, err = io.ReadAll(conn) // the server answers or closes once the body's deadline passes
+	var ne net.Error
+	require.False(t, errors.As(err, &ne) && ne.Timeout(), "the server still held the connection after 20 s")
 }

@@ -54,6 +54,11 @@ func (c *Client) Prompt(ctx context.Context, cfg SessionConfig, req PromptReques
 	if req.ClientMessageID == "" {
 		req.ClientMessageID = NewID()
 	}
+	// So is a prompt the session would refuse: a new session is not started only to hold
+	// the refusal.
+	if rej := ValidatePrompt(req); rej != nil {
+		return PromptResult{}, rej
+	}
 	release, err := inFlight.acquire(ctx, cfg.SessionID)
 	if err != nil {
 		return PromptResult{}, err

@@ -13,6 +13,7 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"slices"
 	"strings"
 	"time"
 
@@ -24,8 +25,10 @@ import (
 
 func cmdWeb(ctx context.Context, e *env, fs *flag.FlagSet, args []string) int {
 	listen := fs.String("listen", "127.0.0.1:8080", "address to serve the deck on")
-	token := fs.String("token", "", "controller token(s), comma-separated: may read and act; NAME=SECRET names the person, whose answers record deck:NAME (empty: one is generated and printed)")
-	observers := fs.String("observer-token", "", "observer token(s), comma-separated: may only read")
+	var token, observers tokenList
+	fs.Var(&token, "token", "controller token(s), comma-separated or repeated: may read and act; NAME=SECRET names the person, whose answers record deck:NAME; at least 16 characters of secret (empty: one is generated and printed)")
+	fs.Var(&observers, "observer-token", "observer token(s), comma-separated or repeated: may only read")
+	bodyTimeout := fs.Duration("body-timeout", 30*time.Second, "bound on reading a request's body: a client that withholds it loses its connection")
 	poll := fs.Duration("poll", 250*time.Millisecond, "the pause before a live view tries a failed events query again (new events wake it through the session's history)")
 	logLevel := fs.String("log.level", "info", "log level: debug, info, warn, error")
 	publicURL := fs.String("public-url", "", "the deck's URL as people open it, for the links in notifications (default: http://LISTEN/)")
@@ -52,7 +55,10 @@ func cmdWeb(ctx context.Context, e *env, fs *flag.FlagSet, args []string) int {
 			return e.fail(fmt.Errorf("--webhook %q: want an http:// or https:// URL", u))
 		}
 	}
-	controllerTokens := splitTokens(*token)
+	if err := checkTokens(append(slices.Clone(token), observers...)); err != nil {
+		return e.fail(err)
+	}
+	controllerTokens := slices.Clone(token)
 	generated := len(controllerTokens) == 0
 	if generated {
 		controllerTokens = []string{newToken()}
@@ -64,7 +70,7 @@ func cmdWeb(ctx context.Context, e *env, fs *flag.FlagSet, args []string) int {
 	// worker's); the client's cwd names a directory on its own machine.
 	gw := gateway.New(gateway.Options{Client: e.c, Agent: e.agent, Workspace: e.workspace, IgnoreClientCwd: true, Logger: logger})
 	d, err := deck.New(deck.Options{
-		Client: e.c, ControllerTokens: controllerTokens, ObserverTokens: splitTokens(*observers),
+		Client: e.c, ControllerTokens: controllerTokens, ObserverTokens: observers,
 		Logger: logger, PollInterval: *poll, Gateway: gw,
 	})
 	if err != nil {
@@ -81,7 +87,7 @@ func cmdWeb(ctx context.Context, e *env, fs *flag.FlagSet, args []string) int {
 		logger.Warn("deck serves plain HTTP beyond loopback; front it with TLS", "listen", ln.Addr().String())
 	}
 	srv := &http.Server{
-		Handler:           d,
+		Handler:           bodyDeadline(d, *bodyTimeout),
 		ReadHeaderTimeout: 10 * time.Second,
 		IdleTimeout:       2 * time.Minute,
 		// Requests live in ctx, so an interrupt ends the live views too: Shutdown waits
@@ -116,7 +122,7 @@ func cmdWeb(ctx context.Context, e *env, fs *flag.FlagSet, args []string) int {
 	} else {
 		fmt.Fprintf(e.err, "deck on %s (sign in with your token, or open %s#token=<token>)\n", url, url)
 	}
-	logger.Info("deck serving", "addr", ln.Addr().String(), "controllers", len(controllerTokens), "observers", len(splitTokens(*observers)))
+	logger.Info("deck serving", "addr", ln.Addr().String(), "controllers", len(controllerTokens), "observers", len(observers))
 	if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
 		return e.fail(err)
 	}
@@ -133,6 +139,54 @@ func splitTokens(s string) []string {
 	}
 	return out
 }
+
+// bodyDeadline bounds the reading of a request's body: a client that sends its headers and
+// then trickles (or withholds) the body does not hold a connection beyond d. The live view
+// and /acp are GETs without a body and keep their connections.
+func bodyDeadline(h http.Handler, d time.Duration) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Body != nil && r.Body != http.NoBody {
+			_ = http.NewResponseController(w).SetReadDeadline(time.Now().Add(d))
+		}
+		h.ServeHTTP(w, r)
+	})
+}
+
+// tokenList is a repeatable flag of tokens: each use adds its comma-separated tokens.
+type tokenList []string
+
+func (l *tokenList) String() string { return strings.Join(*l, ",") }
+
+func (l *tokenList) Set(v string) error {
+	*l = append(*l, splitTokens(v)...)
+	return nil
+}
+
+// minSecret is the shortest token secret the deck takes: a guessable token is no lock.
+const minSecret = 16
+
+// checkTokens refuses a secret shorter than minSecret, a secret given twice and a person
+// named twice: every token must be one a person can be told apart by.
+func checkTokens(toks []string) error {
+	secrets, names := map[string]bool{}, map[string]bool{}
+	for _, t := range toks {
+		name, secret := tokenName(t)
+		if len(secret) < minSecret {
+			return fmt.Errorf("a deck token's secret has %d characters; want at least %d (starter web prints a generated one when --token is empty)", len(secret), minSecret)
+		}
+		if secrets[secret] {
+			return errors.New("a deck token is given twice (as a controller and an observer, or twice in one list)")
+		}
+		if name != "" && names[name] {
+			return fmt.Errorf("deck token name %q is given twice: each person needs a token of their own", name)
+		}
+		secrets[secret], names[name] = true, true
+	}
+	return nil
+}
+
+// tokenName splits NAME=SECRET as the deck does (deck.TokenName).
+func tokenName(t string) (name, secret string) { return deck.TokenName(t) }
 
 // newToken is 32 random bytes in hex: long enough that guessing is no attack.
 func newToken() string {

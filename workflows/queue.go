@@ -6,10 +6,6 @@ package workflows
 // validator), Offer decides the same way and commits (the handler).
 
 import (
-	"bytes"
-	"encoding/json"
-	"strings"
-
 	"github.com/tacp-dev/tacp/signals"
 )
 
@@ -38,40 +34,8 @@ func NewQueue(limit int) *Queue {
 	return &Queue{Limit: limit, MaxBytes: DefaultQueueBytes, Seen: NewDedupIndex[signals.PromptResult]()}
 }
 
-// ValidatePrompt checks a prompt request's fields.
-func ValidatePrompt(req signals.PromptRequest) *signals.Rejection {
-	blocks, ok := contentBlocks(req.Content)
-	if !ok {
-		return signals.Reject(signals.RejectInvalidRequest, "content must be a JSON array of ACP content blocks")
-	}
-	if strings.TrimSpace(req.Text) == "" && blocks == 0 {
-		return signals.Reject(signals.RejectInvalidRequest, "prompt text is empty")
-	}
-	if n := len(req.Text) + len(req.Content); n > signals.MaxTextBytes {
-		return signals.Reject(signals.RejectInvalidRequest, "prompt is %d bytes; the limit is %d", n, signals.MaxTextBytes)
-	}
-	if req.ClientMessageID == "" {
-		return signals.Reject(signals.RejectInvalidRequest, "client_message_id is required")
-	}
-	if len(req.ClientMessageID) > signals.MaxClientIDBytes {
-		return signals.Reject(signals.RejectInvalidRequest, "client_message_id is longer than %d bytes", signals.MaxClientIDBytes)
-	}
-	return nil
-}
-
-// contentBlocks counts the blocks of a prompt's content: absent or null is none, anything but
-// a JSON array is not content (the turn runner could only fail it later).
-func contentBlocks(content json.RawMessage) (int, bool) {
-	trimmed := bytes.TrimSpace(content)
-	if len(trimmed) == 0 || string(trimmed) == "null" {
-		return 0, true
-	}
-	var blocks []json.RawMessage
-	if trimmed[0] != '[' || json.Unmarshal(trimmed, &blocks) != nil {
-		return 0, false
-	}
-	return len(blocks), true
-}
+// ValidatePrompt refuses a prompt no session takes (signals.ValidatePrompt).
+func ValidatePrompt(req signals.PromptRequest) *signals.Rejection { return signals.ValidatePrompt(req) }
 
 // Check decides a prompt without changing the queue. busy says a turn is running (it is
 // ahead of every queued prompt).
