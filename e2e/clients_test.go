@@ -6,6 +6,7 @@ package e2e
 // .ci/npm (see requirePeer).
 
 import (
+	"encoding/json"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -130,4 +131,66 @@ func waitGone(t *testing.T, marker string) {
 		}
 		return true
 	}, 60*time.Second, 100*time.Millisecond, "processes of %s still run", marker)
+}
+
+// The official TypeScript SDK (2.4.0, its ClientApp) as the editor: a form question the
+// agent asks mid-turn reaches the SDK's elicitation handler — the SDK validates
+// elicitation/create against its schema before the handler runs, so the question must be
+// tied to the session (sessionId) — and the handler's answer reaches the agent; a url
+// question's elicitation/complete names the elicitationId its create carried.
+func TestTypeScriptSDKAnswersAQuestionThroughTheGateway(t *testing.T) {
+	t.Parallel()
+	sdk := npmFile(t, "@agentclientprotocol/sdk")
+	script, err := filepath.Abs(filepath.Join("testdata", "ts_sdk_question.mjs"))
+	require.NoError(t, err)
+	run := func(prompt string) string {
+		cmd := exec.CommandContext(ctxFor(t, 90*time.Second), "node", script,
+			sdk, prompt, "--", starterBin, "acp", "--agent", gatewayAgent())
+		cmd.Dir = projectDir(t)
+		cmd.Env = append(os.Environ(), "TEMPORAL_ADDRESS="+srv.HostPort(), "TEMPORAL_NAMESPACE="+srv.Namespace())
+		out, err := cmd.CombinedOutput()
+		require.NoError(t, err, "%s", out)
+		require.Contains(t, string(out), "stop end_turn", "%s", out)
+		return string(out)
+	}
+
+	out := run("/elicit-form Which branch?")
+	id := acpSessionID.FindString(out)
+	require.NotEmpty(t, id, "%s", out)
+	asked := regexp.MustCompile(`(?m)^asked (.*)$`).FindStringSubmatch(out)
+	require.NotNil(t, asked, "the SDK's elicitation handler ran:\n%s", out)
+	var q struct {
+		SessionID string `json:"sessionId"`
+		Mode      string `json:"mode"`
+		Message   string `json:"message"`
+		Meta      struct {
+			Tacp struct {
+				RequestID string `json:"request_id"`
+			} `json:"tacp"`
+		} `json:"_meta"`
+	}
+	require.NoError(t, json.Unmarshal([]byte(asked[1]), &q))
+	require.Equal(t, id, q.SessionID, "the question is tied to the session")
+	require.Equal(t, "form", q.Mode)
+	require.Equal(t, "Which branch?", q.Message)
+	require.NotEmpty(t, q.Meta.Tacp.RequestID)
+	require.Equal(t, "form elicitation: accept: dev", strings.Join(agentTexts(t, allEvents(t, id), 1), ""), "the handler's answer reached the agent")
+
+	out = run("/elicit-url https://example.invalid/sign-in")
+	id = acpSessionID.FindString(out)
+	asked = regexp.MustCompile(`(?m)^asked (.*)$`).FindStringSubmatch(out)
+	require.NotNil(t, asked, "%s", out)
+	var u struct {
+		SessionID     string `json:"sessionId"`
+		ElicitationID string `json:"elicitationId"`
+	}
+	require.NoError(t, json.Unmarshal([]byte(asked[1]), &u))
+	require.Equal(t, id, u.SessionID)
+	require.NotEmpty(t, u.ElicitationID)
+	// The completion can trail the prompt's answer (the runner reports it as the turn ends):
+	// the journal says it happened; the client saw it when it came before the script ended.
+	waitFor(t, id, func(ev signals.Event) bool { return ev.Kind == signals.EventElicitationCompleted })
+	if done := regexp.MustCompile(`(?m)^completed (.*)$`).FindStringSubmatch(out); done != nil {
+		require.JSONEq(t, `{"elicitationId":"`+u.ElicitationID+`"}`, done[1], "the completion names the question its create asked")
+	}
 }

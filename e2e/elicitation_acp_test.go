@@ -172,7 +172,7 @@ func TestAURLQuestionIsOpenedAnsweredAndCompletedInTheEditor(t *testing.T) {
 	require.Eventually(t, func() bool {
 		p.qmu.Lock()
 		defer p.qmu.Unlock()
-		return len(p.completed) == 1 && p.completed[0] == asked.ElicitationID
+		return len(p.completed) == 1 && p.completed[0] == asked.RequestID
 	}, 30*time.Second, 20*time.Millisecond, "the editor was told the agent completed it")
 	require.Equal(t, 1, p.asked())
 	require.Equal(t, "https://example.invalid/sign-in", p.questions[0].Url.Url)

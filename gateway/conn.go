@@ -5,9 +5,11 @@ package gateway
 
 import (
 	"context"
+	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"path/filepath"
 	"sync"
 	"time"
 
@@ -270,29 +272,79 @@ func writeAfter(meta map[string]any, def int64) (int64, error) {
 }
 
 func (c *conn) ListSessions(ctx context.Context, p acp.ListSessionsRequest) (acp.ListSessionsResponse, error) {
+	var token []byte
+	if p.Cursor != nil && *p.Cursor != "" {
+		var err error
+		if token, err = base64.RawURLEncoding.DecodeString(*p.Cursor); err != nil {
+			return acp.ListSessionsResponse{}, invalidParams("cursor %q is not one this agent gave", *p.Cursor)
+		}
+	}
+	filter := ""
+	if p.Cwd != nil && *p.Cwd != "" {
+		if !filepath.IsAbs(*p.Cwd) {
+			return acp.ListSessionsResponse{}, invalidParams("cwd %q is not an absolute path", *p.Cwd)
+		}
+		filter = filepath.Clean(*p.Cwd)
+	}
 	cctx, cancel := c.callCtx(ctx)
 	defer cancel()
-	infos, err := c.client().List(cctx, 100)
-	if err != nil {
-		return acp.ListSessionsResponse{}, rpcErr(err)
-	}
-	cwd := c.g.o.Workspace
-	if p.Cwd != nil && cwd == "" {
-		cwd = *p.Cwd
-	}
 	out := acp.ListSessionsResponse{Sessions: []acp.SessionInfo{}}
-	for _, s := range infos {
-		title := fmt.Sprintf("%s (%s, turn %d)", s.SessionID, s.State, s.Turn)
-		at := s.StartedAt.UTC().Format(time.RFC3339)
-		out.Sessions = append(out.Sessions, acp.SessionInfo{
-			SessionId: acp.SessionId(s.SessionID),
-			Cwd:       cwd,
-			Title:     &title,
-			UpdatedAt: &at,
-			Meta:      map[string]any{"tacp": s},
-		})
+	// Visibility pages until one has a session to show (a cwd filter may leave pages
+	// empty), at most listPages of them per request: the cursor carries on from there.
+	for range listPages {
+		infos, next, err := c.client().ListPage(cctx, "", listPageSize, token)
+		if err != nil {
+			return acp.ListSessionsResponse{}, rpcErr(err)
+		}
+		for _, s := range infos {
+			if si, ok := sessionInfo(s, filter); ok {
+				out.Sessions = append(out.Sessions, si)
+			}
+		}
+		token = next
+		if len(token) == 0 || len(out.Sessions) > 0 {
+			break
+		}
+	}
+	if len(token) > 0 {
+		cursor := base64.RawURLEncoding.EncodeToString(token)
+		out.NextCursor = &cursor
 	}
 	return out, nil
+}
+
+// session/list reads visibility listPageSize sessions at a time, at most listPages pages
+// per request.
+const (
+	listPageSize = 100
+	listPages    = 10
+)
+
+// sessionInfo is how session/list shows s: its cwd is the absolute workspace it was
+// started with (a session without one — the worker's default, a path relative to the
+// worker's roots — has no directory a client can name, and is not listed), updatedAt its
+// last activity. filter, when set, keeps only the sessions whose cwd it is.
+func sessionInfo(s signals.SessionInfo, filter string) (acp.SessionInfo, bool) {
+	if !filepath.IsAbs(s.Workspace) {
+		return acp.SessionInfo{}, false
+	}
+	cwd := filepath.Clean(s.Workspace)
+	if filter != "" && cwd != filter {
+		return acp.SessionInfo{}, false
+	}
+	title := fmt.Sprintf("%s (%s, turn %d)", s.SessionID, s.State, s.Turn)
+	at := s.LastActivity
+	if at.IsZero() {
+		at = s.StartedAt
+	}
+	updated := at.UTC().Format(time.RFC3339)
+	return acp.SessionInfo{
+		SessionId: acp.SessionId(s.SessionID),
+		Cwd:       cwd,
+		Title:     &title,
+		UpdatedAt: &updated,
+		Meta:      map[string]any{"tacp": s},
+	}, true
 }
 
 func (c *conn) Prompt(ctx context.Context, p acp.PromptRequest) (acp.PromptResponse, error) {

@@ -195,7 +195,7 @@ func truncate(s string, n int) string {
 }
 
 // notice returns the session/update params that tell an editor of a journal event the agent
-// did not say itself (agent.context_lost, workspace.missing): an agent_message_chunk of text,
+// did not say itself (agent.context_lost, turn.restarted, workspace.missing): an agent_message_chunk of text,
 // so every editor shows it, with the event in the update's _meta.tacp.notice for those that
 // read it.
 func notice(sessionID string, seq int64, kind, text string, data json.RawMessage) sessionUpdate {
@@ -218,6 +218,18 @@ func noticeText(ev signals.Event) (string, bool) {
 			carried = "the conversation was not carried over"
 		}
 		return fmt.Sprintf("\n[tacp: the agent lost its memory of this session (%s); it continues in a new agent session, and %s]\n", d.Reason, carried), true
+	case signals.EventTurnRestarted:
+		// What the earlier attempt streamed stays on the client's screen: the separator
+		// keeps it from running into what the new attempt streams.
+		var d signals.TurnStartedData
+		_ = json.Unmarshal(ev.Data, &d)
+		switch {
+		case d.Cause == "":
+			return "\n\n— the worker running this turn was lost; running it again —\n\n", true
+		case d.Resumed:
+			return fmt.Sprintf("\n\n— the agent continues this turn (%s) —\n\n", d.Cause), true
+		}
+		return fmt.Sprintf("\n\n— running this turn again (%s) —\n\n", d.Cause), true
 	case signals.EventWorkspaceMissing:
 		var d signals.WorkspaceMissingData
 		_ = json.Unmarshal(ev.Data, &d)

@@ -92,7 +92,9 @@ func (a *attachment) elicitationEvent(ev signals.Event) {
 		if json.Unmarshal(ev.Data, &d) != nil || !live || !url || a.c.observer() {
 			return
 		}
-		if err := a.c.w.notify(acp.ClientMethodElicitationComplete, acp.UnstableCompleteElicitationNotification{ElicitationId: acp.UnstableElicitationId(d.ElicitationID)}); err != nil {
+		// The client knows the question by the elicitationId its elicitation/create carried:
+		// the session's request id, not the agent's own elicitation id.
+		if err := a.c.w.notify(acp.ClientMethodElicitationComplete, acp.UnstableCompleteElicitationNotification{ElicitationId: acp.UnstableElicitationId(d.RequestID)}); err != nil {
 			a.c.g.o.Logger.Debug("elicitation/complete not written", "session", a.id, "err", err)
 		}
 	}
@@ -114,21 +116,17 @@ func (a *attachment) relayElicitation(d signals.ElicitationRequestedData) {
 	ctx, cancel := context.WithCancel(context.WithoutCancel(a.ctx)) // as relay: not a.ctx
 	a.relaying[d.RequestID] = cancel
 	a.mu.Unlock()
-	meta := signals.ACPMeta{RequestID: d.RequestID, Deadline: &d.Deadline}.Map()
-	var req acp.UnstableCreateElicitationRequest
-	if d.Mode == signals.ElicitationURL {
-		req.Url = &acp.UnstableCreateElicitationUrl{Meta: meta, Mode: signals.ElicitationURL, Message: d.Message, Url: d.URL,
-			ElicitationId: acp.UnstableElicitationId(d.RequestID)}
-	} else {
-		var schema acp.UnstableElicitationSchema
-		_ = json.Unmarshal(d.Schema, &schema)
-		req.Form = &acp.UnstableCreateElicitationForm{Meta: meta, Mode: signals.ElicitationForm, Message: d.Message, RequestedSchema: schema}
-	}
+	req := createElicitation(a.id, d)
 	go func() {
 		defer cancel()
-		resp, err := a.c.asc.UnstableCreateElicitation(ctx, req)
+		raw, err := a.c.w.call(ctx, acp.ClientMethodElicitationCreate, req)
 		if err != nil || ctx.Err() != nil {
 			return // withdrawn, or the client is gone
+		}
+		var resp acp.UnstableCreateElicitationResponse
+		if err := json.Unmarshal(raw, &resp); err != nil {
+			a.c.g.o.Logger.Warn("answer to a question unreadable", "session", a.id, "request", d.RequestID, "err", err)
+			return
 		}
 		ans := signals.ElicitationRespondRequest{RequestID: d.RequestID, Action: signals.ActionCancel, ViewerID: a.c.viewer, AnsweredBy: a.c.answeredBy()}
 		switch {
@@ -148,4 +146,36 @@ func (a *attachment) relayElicitation(d signals.ElicitationRequestedData) {
 			a.c.g.o.Logger.Warn("answer to a question refused", "session", a.id, "request", d.RequestID, "err", err)
 		}
 	}()
+}
+
+// elicitationCreate is the params of elicitation/create as the ACP schema has them: a
+// question tied to a session (sessionId, and toolCallId when a tool call asked it), in form
+// mode (requestedSchema) or url mode (elicitationId, url). acp-go-sdk v0.13.0's
+// UnstableCreateElicitationRequest lacks the session scope, so the gateway sends its own.
+type elicitationCreate struct {
+	SessionID       string                         `json:"sessionId"`
+	ToolCallID      string                         `json:"toolCallId,omitempty"`
+	Mode            string                         `json:"mode"`
+	Message         string                         `json:"message"`
+	RequestedSchema *acp.UnstableElicitationSchema `json:"requestedSchema,omitempty"`
+	ElicitationID   string                         `json:"elicitationId,omitempty"`
+	URL             string                         `json:"url,omitempty"`
+	Meta            map[string]any                 `json:"_meta,omitempty"`
+}
+
+// createElicitation returns the elicitation/create that asks question d of session id. A
+// url question's elicitationId is the session's request id, which elicitation/complete
+// names again when the agent completes it.
+func createElicitation(id string, d signals.ElicitationRequestedData) elicitationCreate {
+	req := elicitationCreate{SessionID: id, ToolCallID: d.ToolCallID, Mode: d.Mode, Message: d.Message,
+		Meta: signals.ACPMeta{RequestID: d.RequestID, Deadline: &d.Deadline}.Map()}
+	if d.Mode == signals.ElicitationURL {
+		req.ElicitationID, req.URL = d.RequestID, d.URL
+		return req
+	}
+	req.Mode = signals.ElicitationForm
+	var schema acp.UnstableElicitationSchema
+	_ = json.Unmarshal(d.Schema, &schema)
+	req.RequestedSchema = &schema
+	return req
 }

@@ -24,6 +24,8 @@ const maxLine = 8 << 20
 type lineWriter struct {
 	mu sync.Mutex
 	w  io.Writer
+	// calls are the gateway's own requests (calls.go).
+	calls calls
 }
 
 func (l *lineWriter) Write(p []byte) (int, error) {
@@ -86,6 +88,7 @@ func filterInput(in io.Reader, sdk *io.PipeWriter, out *lineWriter) {
 		} else if len(bytes.TrimSpace(line)) > 0 {
 			if msg, ok := checkLine(line, out); ok {
 				if _, werr := sdk.Write(append(msg, '\n')); werr != nil {
+					out.closeCalls()
 					return
 				}
 			}
@@ -95,6 +98,7 @@ func filterInput(in io.Reader, sdk *io.PipeWriter, out *lineWriter) {
 			if errors.Is(err, io.EOF) {
 				err = nil
 			}
+			out.closeCalls()
 			sdk.CloseWithError(err)
 			return
 		}
@@ -124,6 +128,8 @@ func checkLine(line []byte, out *lineWriter) ([]byte, bool) {
 	case m.Method == nil && m.Result == nil && m.Error == nil:
 		out.rpcError(m.ID, codeInvalidRequest, "Invalid request", "a response without result or error")
 		return nil, false
+	case m.Method == nil && out.answer(m.ID, m.Result, m.Error):
+		return nil, false // the answer to one of the gateway's own requests (calls.go)
 	}
 	return line, true
 }

@@ -164,7 +164,12 @@ func (c *Client) startOptions(cfg SessionConfig, first any) client.StartWorkflow
 		}
 		details += "\nstarted by the prompt: " + string(begin)
 	}
+	var memo map[string]any
+	if cfg.Workspace != "" {
+		memo = map[string]any{MemoWorkspace: cfg.Workspace}
+	}
 	return client.StartWorkflowOptions{
+		Memo:                     memo,
 		ID:                       SessionWorkflowID(cfg.SessionID),
 		TaskQueue:                c.TaskQueue,
 		WorkflowIDConflictPolicy: enumspb.WORKFLOW_ID_CONFLICT_POLICY_USE_EXISTING,
@@ -316,6 +321,9 @@ type SessionInfo struct {
 	// both empty on an unversioned cluster.
 	Version  string `json:"version,omitempty"`
 	Behavior string `json:"behavior,omitempty"`
+	// Workspace is the workspace the session was started with (its MemoWorkspace): empty
+	// for the worker's default, and for sessions started before the memo was kept.
+	Workspace string `json:"workspace,omitempty"`
 }
 
 // List lists sessions from visibility, newest first (at most limit; 0 means 100).
@@ -344,66 +352,90 @@ func (c *Client) ListWhere(ctx context.Context, where string, limit int) ([]Sess
 	if limit <= 0 {
 		limit = 100
 	}
+	var out []SessionInfo
+	seen := map[string]bool{}
+	var token []byte
+	for len(out) < limit {
+		page, next, err := c.listPage(ctx, where, min(limit, 1000), token, seen)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, page...)
+		token = next
+		if len(token) == 0 {
+			break
+		}
+	}
+	if len(out) > limit {
+		out = out[:limit]
+	}
+	return out, nil
+}
+
+// ListPage lists one page of at most pageSize sessions matching where (as ListWhere),
+// newest first, from the page token of the previous page (nil: the first). The token it
+// returns reads the next page; nil when there is none.
+func (c *Client) ListPage(ctx context.Context, where string, pageSize int, token []byte) ([]SessionInfo, []byte, error) {
+	if pageSize <= 0 {
+		pageSize = 100
+	}
+	return c.listPage(ctx, where, min(pageSize, 1000), token, map[string]bool{})
+}
+
+func (c *Client) listPage(ctx context.Context, where string, pageSize int, token []byte, seen map[string]bool) ([]SessionInfo, []byte, error) {
 	// One row per session: a run that continued as new is not the session's.
 	query := fmt.Sprintf("WorkflowType = '%s' AND ExecutionStatus != 'ContinuedAsNew'", SessionWorkflowType)
 	if where != "" {
 		query += " AND " + where
 	}
-	var out []SessionInfo
-	seen := map[string]bool{}
-	var token []byte
-	for len(out) < limit {
-		resp, err := c.Temporal.ListWorkflow(ctx, &workflowservice.ListWorkflowExecutionsRequest{
-			Query:         query,
-			PageSize:      int32(min(limit, 1000)),
-			NextPageToken: token,
-		})
-		if err != nil {
-			return nil, fmt.Errorf("list sessions: %w", err)
-		}
-		for _, e := range resp.GetExecutions() {
-			info := SessionInfo{
-				SessionID: strings.TrimPrefix(e.GetExecution().GetWorkflowId(), "tacp-session-"),
-				Running:   e.GetStatus() == enumspb.WORKFLOW_EXECUTION_STATUS_RUNNING,
-				StartedAt: e.GetStartTime().AsTime(),
-			}
-			if seen[info.SessionID] {
-				continue // visibility can lag a continue-as-new: the newest run listed first wins
-			}
-			seen[info.SessionID] = true
-			fields := e.GetSearchAttributes().GetIndexedFields()
-			info.LastOutcome = decodeString(fields[SearchAttrLastOutcome])
-			info.LastActivity = decodeTime(fields[SearchAttrLastActivity])
-			info.State = decodeString(fields[SearchAttrSessionState])
-			info.Agent = decodeString(fields[SearchAttrAgent])
-			info.Turn = decodeInt(fields[SearchAttrTurn])
-			info.AwaitingApproval = decodeBool(fields[SearchAttrAwaitingApproval])
-			info.Version = decodeString(fields[SearchAttrDeploymentVersion])
-			info.Behavior = decodeString(fields[SearchAttrVersioningBehavior])
-			if vi := e.GetVersioningInfo(); vi != nil {
-				if v := vi.GetDeploymentVersion(); v != nil && info.Version == "" {
-					info.Version = DeploymentVersion(v.GetDeploymentName(), v.GetBuildId())
-				}
-				if info.Behavior == "" && vi.GetBehavior() != enumspb.VERSIONING_BEHAVIOR_UNSPECIFIED {
-					info.Behavior = behaviorName(vi.GetBehavior())
-				}
-			}
-			if !info.Running {
-				info.State = StateClosed
-				if e.GetStatus() != enumspb.WORKFLOW_EXECUTION_STATUS_COMPLETED {
-					info.State = endedState(e.GetStatus()) // failed, terminated, …
-					// Rare rows: one history read each says why (a refused config, a failed run).
-					info.Ended = c.endReason(ctx, e.GetExecution().GetWorkflowId(), e.GetExecution().GetRunId(), e.GetStatus())
-				}
-			}
-			out = append(out, info)
-		}
-		token = resp.GetNextPageToken()
-		if len(token) == 0 {
-			break
-		}
+	resp, err := c.Temporal.ListWorkflow(ctx, &workflowservice.ListWorkflowExecutionsRequest{
+		Query:         query,
+		PageSize:      int32(pageSize),
+		NextPageToken: token,
+	})
+	if err != nil {
+		return nil, nil, fmt.Errorf("list sessions: %w", err)
 	}
-	return out, nil
+	var out []SessionInfo
+	for _, e := range resp.GetExecutions() {
+		info := SessionInfo{
+			SessionID: strings.TrimPrefix(e.GetExecution().GetWorkflowId(), "tacp-session-"),
+			Running:   e.GetStatus() == enumspb.WORKFLOW_EXECUTION_STATUS_RUNNING,
+			StartedAt: e.GetStartTime().AsTime(),
+		}
+		if seen[info.SessionID] {
+			continue // visibility can lag a continue-as-new: the newest run listed first wins
+		}
+		seen[info.SessionID] = true
+		fields := e.GetSearchAttributes().GetIndexedFields()
+		info.LastOutcome = decodeString(fields[SearchAttrLastOutcome])
+		info.Workspace = decodeString(e.GetMemo().GetFields()[MemoWorkspace])
+		info.LastActivity = decodeTime(fields[SearchAttrLastActivity])
+		info.State = decodeString(fields[SearchAttrSessionState])
+		info.Agent = decodeString(fields[SearchAttrAgent])
+		info.Turn = decodeInt(fields[SearchAttrTurn])
+		info.AwaitingApproval = decodeBool(fields[SearchAttrAwaitingApproval])
+		info.Version = decodeString(fields[SearchAttrDeploymentVersion])
+		info.Behavior = decodeString(fields[SearchAttrVersioningBehavior])
+		if vi := e.GetVersioningInfo(); vi != nil {
+			if v := vi.GetDeploymentVersion(); v != nil && info.Version == "" {
+				info.Version = DeploymentVersion(v.GetDeploymentName(), v.GetBuildId())
+			}
+			if info.Behavior == "" && vi.GetBehavior() != enumspb.VERSIONING_BEHAVIOR_UNSPECIFIED {
+				info.Behavior = behaviorName(vi.GetBehavior())
+			}
+		}
+		if !info.Running {
+			info.State = StateClosed
+			if e.GetStatus() != enumspb.WORKFLOW_EXECUTION_STATUS_COMPLETED {
+				info.State = endedState(e.GetStatus()) // failed, terminated, …
+				// Rare rows: one history read each says why (a refused config, a failed run).
+				info.Ended = c.endReason(ctx, e.GetExecution().GetWorkflowId(), e.GetExecution().GetRunId(), e.GetStatus())
+			}
+		}
+		out = append(out, info)
+	}
+	return out, resp.GetNextPageToken(), nil
 }
 
 func (c *Client) update(ctx context.Context, sessionID, name string, req, res any) error {

@@ -71,6 +71,9 @@ const (
 	SearchAttrLastOutcome = "TacpLastOutcome"
 	// SearchAttrLastActivity is when the session's state last changed (Datetime).
 	SearchAttrLastActivity = "TacpLastActivity"
+	// MemoWorkspace is the memo field of a session's workflow that holds the workspace it
+	// was started with (a continue-as-new carries it over): session lists read it.
+	MemoWorkspace = "TacpWorkspace"
 )
 
 // Session states (status `state` and the TacpSessionState search attribute).

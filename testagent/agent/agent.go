@@ -36,6 +36,9 @@
 //	                     fs/read_text_file" when initialize did not offer it
 //	/write PATH          write the body to PATH with fs/write_text_file and say
 //	                     "wrote PATH" (or why not, as /read)
+//	/elicit-form Q       ask the client Q in a form of one string field "answer"
+//	                     (elicitation/create, form mode), and say "form elicitation:
+//	                     ACTION" (": <answer>" after an accept)
 //	/elicit-url URL      ask the client to open URL (elicitation/create, url mode); on
 //	                     accept send elicitation/complete, and say "url elicitation:
 //	                     ACTION" (", completed" after a complete)
@@ -594,6 +597,8 @@ func (a *testAgent) run(ctx context.Context, s *session, text string) (acp.Promp
 			target, path = args[1], args[1]
 		}
 		err = a.permission(ctx, s, acp.ToolKind(args[0]), target, path)
+	case "/elicit-form":
+		err = a.elicitForm(ctx, s, strings.Join(args, " "))
 	case "/elicit-url":
 		if len(args) != 1 {
 			return acp.PromptResponse{}, usageErr("/elicit-url URL")
@@ -782,6 +787,25 @@ var toolNames = map[acp.ToolKind]string{
 // permission walks a tool call through session/request_permission, on claude-agent-acp's
 // wire: the tool_call names the tool in _meta.claudeCode.toolName, the permission request
 // that follows does not (its title names the target: the file, the command).
+// elicitForm asks the client question in a form of one string field, as an agent that asks
+// the person a question in the middle of a turn does.
+func (a *testAgent) elicitForm(ctx context.Context, s *session, question string) error {
+	resp, err := a.connection().UnstableCreateElicitation(ctx, acp.UnstableCreateElicitationRequest{
+		Form: &acp.UnstableCreateElicitationForm{Mode: "form", Message: question, RequestedSchema: acp.UnstableElicitationSchema{
+			Type: "object", Properties: map[string]any{"answer": map[string]any{"type": "string", "title": "Answer"}}, Required: []string{"answer"},
+		}},
+	})
+	switch {
+	case err != nil:
+		return a.say(s, "form elicitation failed: "+err.Error())
+	case resp.Accept != nil:
+		return a.say(s, fmt.Sprintf("form elicitation: accept: %v", resp.Accept.Content["answer"]))
+	case resp.Decline != nil:
+		return a.say(s, "form elicitation: decline")
+	}
+	return a.say(s, "form elicitation: cancel")
+}
+
 // elicitURL asks the client to open url, as an agent whose sign-in happens in a browser
 // does, and completes the elicitation when the person accepted.
 func (a *testAgent) elicitURL(ctx context.Context, s *session, url string) error {
