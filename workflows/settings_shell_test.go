@@ -12,25 +12,36 @@ import (
 	"github.com/tacp-dev/tacp/signals"
 )
 
+// turnRecord is what a session under test handed its turns and deliveries.
+type turnRecord struct {
+	mu         sync.Mutex
+	inputs     []signals.TurnInput
+	deliveries []signals.Delivery
+}
+
+// recordTurns records the turns' inputs and the deliveries of h's session.
+func recordTurns(t *testing.T, h *harness) *turnRecord {
+	rec := &turnRecord{}
+	seenTurn = func(in signals.TurnInput) {
+		rec.mu.Lock()
+		rec.inputs = append(rec.inputs, in)
+		rec.mu.Unlock()
+	}
+	t.Cleanup(func() { seenTurn = nil })
+	h.env.RegisterActivityWithOptions(func(_ context.Context, d signals.Delivery) (signals.DeliveryResult, error) {
+		rec.mu.Lock()
+		rec.deliveries = append(rec.deliveries, d)
+		rec.mu.Unlock()
+		return signals.DeliveryResult{}, nil
+	}, activity.RegisterOptions{Name: signals.ActivityDeliver})
+	return rec
+}
+
 // The session keeps the agent's offer, refuses what it does not offer (writing nothing),
 // journals a change, delivers it into the live turn and hands it to the next turn.
 func TestSession_SettingsAreOfferedCheckedDeliveredAndCarriedToTheNextTurn(t *testing.T) {
 	h := newHarness(t)
-	var mu sync.Mutex
-	var inputs []signals.TurnInput
-	var deliveries []signals.Delivery
-	seenTurn = func(in signals.TurnInput) {
-		mu.Lock()
-		inputs = append(inputs, in)
-		mu.Unlock()
-	}
-	defer func() { seenTurn = nil }()
-	h.env.RegisterActivityWithOptions(func(_ context.Context, d signals.Delivery) (signals.DeliveryResult, error) {
-		mu.Lock()
-		deliveries = append(deliveries, d)
-		mu.Unlock()
-		return signals.DeliveryResult{}, nil
-	}, activity.RegisterOptions{Name: signals.ActivityDeliver})
+	rec := recordTurns(t, h)
 	offer := claudeOffer()
 	h.step(func() {
 		h.update(signals.UpdateSetMode, signals.SetModeRequest{ModeID: "plan"}, func(_ any, err error) {
@@ -83,8 +94,9 @@ func TestSession_SettingsAreOfferedCheckedDeliveredAndCarriedToTheNextTurn(t *te
 	})
 	h.closeSession()
 	require.NoError(t, h.run(signals.SessionConfig{SessionID: "s1"}))
-	mu.Lock()
-	defer mu.Unlock()
+	rec.mu.Lock()
+	defer rec.mu.Unlock()
+	inputs, deliveries := rec.inputs, rec.deliveries
 	require.Len(t, inputs, 2)
 	require.Nil(t, inputs[0].Choices)
 	require.Equal(t, &signals.SessionChoices{ModeID: "plan", ConfigOptions: []signals.ConfigChoice{{ConfigID: "model", Value: "opus"}}}, inputs[1].Choices)
@@ -177,21 +189,7 @@ func TestSession_SettingsChosenDuringATurnOutliveItsStaleReport(t *testing.T) {
 // change and delivered into the live turn.
 func TestSession_ThePolicyIsTheCeilingOfTheAgentsModes(t *testing.T) {
 	h := newHarness(t)
-	var mu sync.Mutex
-	var inputs []signals.TurnInput
-	var deliveries []signals.Delivery
-	seenTurn = func(in signals.TurnInput) {
-		mu.Lock()
-		inputs = append(inputs, in)
-		mu.Unlock()
-	}
-	defer func() { seenTurn = nil }()
-	h.env.RegisterActivityWithOptions(func(_ context.Context, d signals.Delivery) (signals.DeliveryResult, error) {
-		mu.Lock()
-		deliveries = append(deliveries, d)
-		mu.Unlock()
-		return signals.DeliveryResult{}, nil
-	}, activity.RegisterOptions{Name: signals.ActivityDeliver})
+	rec := recordTurns(t, h)
 	offer := claudeOffer()
 	offer.AskMode, offer.AskingModes = "default", []string{"default", "plan"}
 	offer.ConfigOptions[0] = json.RawMessage(`{"id":"mode","name":"Mode","type":"select","currentValue":"default","options":[{"value":"default","name":"Default"},{"value":"acceptEdits","name":"Accept edits"},{"value":"plan","name":"Plan"}]}`)
@@ -232,8 +230,9 @@ func TestSession_ThePolicyIsTheCeilingOfTheAgentsModes(t *testing.T) {
 	})
 	h.closeSession()
 	require.NoError(t, h.run(signals.SessionConfig{SessionID: "s1"}))
-	mu.Lock()
-	defer mu.Unlock()
+	rec.mu.Lock()
+	defer rec.mu.Unlock()
+	inputs, deliveries := rec.inputs, rec.deliveries
 	require.Len(t, inputs, 2)
 	require.Equal(t, signals.PolicyAskForRisky, inputs[0].Policy)
 	require.Equal(t, signals.PolicyAskAlways, inputs[1].Policy)
