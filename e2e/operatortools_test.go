@@ -200,3 +200,26 @@ func TestOperatorsTerminateIsSeenAndTheNextPromptStartsANewSession(t *testing.T)
 	require.Equal(t, signals.StateIdle, st.State)
 	require.Empty(t, st.Ended)
 }
+
+// Asking which profiles the workers offer, as `starter status`, `starter profiles` and a
+// deck's pages do, is one ProfilesWorkflow run for every ask within ProfilesLinger: the
+// Temporal UI lists one row for three `starter status`, not three.
+func TestOperatorsProfilesAskedThriceAreOneRun(t *testing.T) {
+	t.Parallel()
+	queue := "tacp-profiles-once-" + signals.NewID()[:8]
+	qc := signals.NewClient(tc, queue)
+	startWorkerProcess(t, queue)
+	for range 3 {
+		ps, err := qc.Profiles(ctxFor(t, 60*time.Second))
+		require.NoError(t, err)
+		require.NotEmpty(t, ps)
+	}
+	query := fmt.Sprintf("WorkflowId = '%s'", signals.ProfilesWorkflowID(queue))
+	var runs int
+	require.Eventually(t, func() bool {
+		resp, err := tc.ListWorkflow(context.Background(), &workflowservice.ListWorkflowExecutionsRequest{Query: query})
+		runs = len(resp.GetExecutions())
+		return err == nil && runs >= 1
+	}, 30*time.Second, 100*time.Millisecond)
+	require.Equal(t, 1, runs, "one run answered all three")
+}

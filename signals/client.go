@@ -98,27 +98,45 @@ func (c *Client) Start(ctx context.Context, cfg SessionConfig, req AttachRequest
 }
 
 // Profiles asks a worker of the client's task queue which agent profiles a session may name
-// (ProfilesWorkflow: one workflow task). No worker polling within ctx is an error.
+// (ProfilesWorkflow). A run stays open ProfilesLinger after it answers: a call meanwhile is
+// one query to it, and only a call after that starts a run (one workflow start and its
+// workflow task). No worker polling within ctx is an error.
 func (c *Client) Profiles(ctx context.Context) ([]ProfileInfo, error) {
+	id := ProfilesWorkflowID(c.TaskQueue)
 	run, err := c.Temporal.ExecuteWorkflow(ctx, client.StartWorkflowOptions{
-		ID:                       ProfilesWorkflowID(c.TaskQueue),
+		ID:                       id,
 		TaskQueue:                c.TaskQueue,
 		WorkflowIDConflictPolicy: enumspb.WORKFLOW_ID_CONFLICT_POLICY_USE_EXISTING,
 		WorkflowIDReusePolicy:    enumspb.WORKFLOW_ID_REUSE_POLICY_ALLOW_DUPLICATE,
-		WorkflowRunTimeout:       time.Minute,
+		WorkflowRunTimeout:       ProfilesLinger + time.Minute,
 		StaticSummary:            "tacp: which agent profiles the workers offer",
 	}, ProfilesWorkflowType)
 	if err != nil {
 		return nil, err
 	}
 	var out []ProfileInfo
-	if err := run.Get(ctx, &out); err != nil {
-		if ctx.Err() != nil {
-			return nil, fmt.Errorf("no worker of task queue %s answered: %w", c.TaskQueue, ctx.Err())
+	for pause := 50 * time.Millisecond; ; pause = min(2*pause, time.Second) {
+		v, err := c.Temporal.QueryWorkflow(ctx, id, run.GetRunID(), QueryProfiles)
+		if err == nil {
+			return out, v.Get(&out)
 		}
-		return nil, err
+		switch {
+		case ctx.Err() != nil:
+			return nil, fmt.Errorf("no worker of task queue %s answered: %w", c.TaskQueue, ctx.Err())
+		case strings.Contains(err.Error(), "unknown queryType"):
+			// A run of a worker that answers only with its result.
+			if err := run.Get(ctx, &out); err != nil {
+				return nil, err
+			}
+			return out, nil
+		case !busy(err):
+			return nil, err
+		}
+		select {
+		case <-ctx.Done():
+		case <-time.After(pause):
+		}
 	}
-	return out, nil
 }
 
 // updateWithStart sends update name with arg to session cfg.SessionID, starting the session

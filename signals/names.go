@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"regexp"
 	"strconv"
+	"time"
 )
 
 // Workflow types and the default task queue.
@@ -19,6 +20,11 @@ const (
 	ProfilesWorkflowType = "ProfilesWorkflow"
 	DefaultTaskQueue     = "tacp-sessions"
 )
+
+// ProfilesLinger is how long a ProfilesWorkflow run stays open after it answers, its
+// profiles a query away: the clients that ask meanwhile (each `starter status`, a deck's
+// pages) start no run of their own.
+const ProfilesLinger = time.Minute
 
 // ProfilesWorkflowID is the id of the ProfilesWorkflow runs on taskQueue: one id, so the
 // Temporal UI lists one row for them, not one per question.
@@ -40,6 +46,9 @@ const (
 // Queries of contract §4.
 const (
 	QueryStatus = "status"
+	// QueryProfiles answers a ProfilesWorkflow run's profiles while it stays open
+	// (ProfilesLinger).
+	QueryProfiles = "profiles"
 	QueryEvents = "events"
 	// QueryTranscript returns the session's conversation as text, for seeding a new agent
 	// session after the agent's own was lost (agent.context_lost).

@@ -18,6 +18,7 @@ package workflows
 import (
 	"encoding/json"
 
+	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/tacp-dev/tacp/signals"
@@ -113,6 +114,26 @@ func NewProfilesWorkflow(adm Admission) func(workflow.Context) ([]signals.Profil
 			}
 			return adm.Offer()
 		}).Get(&offer)
-		return offer, err
+		if err != nil {
+			return nil, err
+		}
+		// The run stays open a while, answering the query: the clients that ask meanwhile
+		// start no run of their own (signals.Client.Profiles). A query changes no history, so
+		// it answers what the answering worker offers now (what it learned of its agents
+		// since, too), as the run's first task did.
+		current := func() ([]signals.ProfileInfo, error) {
+			if adm == nil {
+				return offer, nil
+			}
+			return adm.Offer(), nil
+		}
+		if err := workflow.SetQueryHandlerWithOptions(ctx, signals.QueryProfiles, current,
+			workflow.QueryHandlerOptions{Description: "the agent profiles the worker that ran this offers"}); err != nil {
+			return nil, err
+		}
+		if err := workflow.Sleep(ctx, signals.ProfilesLinger); err != nil && !temporal.IsCanceledError(err) {
+			return nil, err
+		}
+		return offer, nil
 	}
 }
