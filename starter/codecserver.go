@@ -37,9 +37,13 @@ func cmdCodecServer(ctx context.Context, e *env, fs *flag.FlagSet, args []string
 	if *token == "" && !isLoopback(host) {
 		return e.fail(errors.New("--token is required to serve beyond loopback"))
 	}
+	handler := codec.NewServer(keys, *token, strings.Split(*origins, ","))
+	if *token == "" {
+		handler = loopbackHostOnly(handler)
+	}
 	srv := &http.Server{
 		Addr:              *listen,
-		Handler:           codec.NewServer(keys, *token, strings.Split(*origins, ",")),
+		Handler:           handler,
 		ReadHeaderTimeout: 10 * time.Second,
 	}
 	go func() {
@@ -53,6 +57,24 @@ func cmdCodecServer(ctx context.Context, e *env, fs *flag.FlagSet, args []string
 		return e.fail(err)
 	}
 	return exitOK
+}
+
+// loopbackHostOnly refuses a request whose Host is not a loopback name: a tokenless codec
+// server holds the keys behind nothing but its loopback address, and a page of another
+// site whose name resolves to 127.0.0.1 (DNS rebinding) reaches that address with its own
+// name in Host.
+func loopbackHostOnly(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		host, _, err := net.SplitHostPort(r.Host)
+		if err != nil {
+			host = r.Host
+		}
+		if !isLoopback(strings.Trim(host, "[]")) {
+			http.Error(w, "a tokenless codec server answers only requests to a loopback name (localhost, 127.0.0.1, [::1]); serve it with --token to name it otherwise", http.StatusMisdirectedRequest)
+			return
+		}
+		next.ServeHTTP(w, r)
+	})
 }
 
 func isLoopback(host string) bool {

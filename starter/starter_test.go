@@ -5,6 +5,8 @@ package main
 
 import (
 	"bytes"
+	"net/http"
+	"net/http/httptest"
 	"os/exec"
 	"strings"
 	"testing"
@@ -28,4 +30,22 @@ func TestDemoSaysWhereItWent(t *testing.T) {
 	require.Equal(t, exitRejected, code)
 	require.Contains(t, stderr.String(), "go run ./demo")
 	require.Empty(t, stdout.String())
+}
+
+// A tokenless codec server answers only requests named to a loopback host: a foreign name
+// that resolves to 127.0.0.1 (DNS rebinding) is refused before the keys are reached.
+func TestTokenlessCodecServerAnswersLoopbackNamesOnly(t *testing.T) {
+	h := loopbackHostOnly(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(http.StatusOK) }))
+	for host, want := range map[string]int{
+		"127.0.0.1:8081": http.StatusOK, "localhost:8081": http.StatusOK, "[::1]:8081": http.StatusOK, "localhost": http.StatusOK,
+		"evil.example:8081": http.StatusMisdirectedRequest, "evil.example": http.StatusMisdirectedRequest, "10.0.0.5:8081": http.StatusMisdirectedRequest,
+	} {
+		r := httptest.NewRequest("POST", "/decode", nil)
+		r.Host = host
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, r)
+		if rec.Code != want {
+			t.Errorf("Host %s: %d, want %d", host, rec.Code, want)
+		}
+	}
 }
