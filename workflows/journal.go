@@ -7,6 +7,7 @@ package workflows
 
 import (
 	"encoding/json"
+	"strconv"
 	"time"
 
 	"github.com/tacp-dev/tacp/signals"
@@ -15,9 +16,11 @@ import (
 // Journal defaults.
 const (
 	DefaultJournalSize = 4096
-	// DefaultJournalBytes bounds the retained events' data, so the journal carried across
-	// continue-as-new stays well under Temporal's 2 MiB payload limit.
-	DefaultJournalBytes = 512 << 10
+	// DefaultJournalBytes bounds the retained events as they weigh in JSON, envelope and
+	// data (eventBytes), so the journal carried across continue-as-new stays under the
+	// 512 KiB at which Temporal warns of a large payload, with room for the rest of the
+	// session's state.
+	DefaultJournalBytes = 384 << 10
 	// DefaultEventsLimit is the page size of the events query when the caller names none.
 	DefaultEventsLimit = 1000
 )
@@ -59,7 +62,7 @@ func (j *Journal) Append(kind string, turnID int64, at time.Time, data any) sign
 	j.LastSeq++
 	ev := signals.Event{Seq: j.LastSeq, Kind: kind, TurnID: turnID, At: at.UTC(), Data: raw}
 	j.Events = append(j.Events, ev)
-	j.Bytes += len(raw)
+	j.Bytes += eventBytes(ev)
 	j.trim()
 	return ev
 }
@@ -68,7 +71,7 @@ func (j *Journal) Append(kind string, turnID int64, at time.Time, data any) sign
 func (j *Journal) trim() {
 	drop := 0
 	for len(j.Events)-drop > 1 && (len(j.Events)-drop > j.Size || (j.MaxBytes > 0 && j.Bytes > j.MaxBytes)) {
-		j.Bytes -= len(j.Events[drop].Data)
+		j.Bytes -= eventBytes(j.Events[drop])
 		drop++
 	}
 	if drop > 0 {
@@ -82,8 +85,21 @@ func (j *Journal) trim() {
 func (j *Journal) Recount() {
 	j.Bytes = 0
 	for _, ev := range j.Events {
-		j.Bytes += len(ev.Data)
+		j.Bytes += eventBytes(ev)
 	}
+}
+
+// eventBytes is what ev weighs as JSON: {"seq":N,"kind":"K","turn_id":N,"at":"T","data":D}.
+// The kind and the time need no escaping (tacp's own names, RFC 3339).
+func eventBytes(ev signals.Event) int {
+	n := len(`{"seq":,"kind":"","at":""}`) + len(strconv.FormatInt(ev.Seq, 10)) + len(ev.Kind) + len(ev.At.Format(time.RFC3339Nano))
+	if ev.TurnID != 0 {
+		n += len(`,"turn_id":`) + len(strconv.FormatInt(ev.TurnID, 10))
+	}
+	if len(ev.Data) > 0 {
+		n += len(`,"data":`) + len(ev.Data)
+	}
+	return n
 }
 
 // FirstRetainedSeq is the seq of the oldest retained event (LastSeq+1 when empty).

@@ -104,6 +104,10 @@ func TestJournal_RetainsLastSizeEvents(t *testing.T) {
 
 func TestJournal_ByteCapKeepsAtLeastNewestEvent(t *testing.T) {
 	data := func(n int) json.RawMessage { return json.RawMessage(`"` + strings.Repeat("x", n-2) + `"`) }
+	// w is what an event of n data bytes weighs, its envelope included (seqs 1-9: one digit).
+	w := func(n int) int {
+		return eventBytes(signals.Event{Seq: 1, Kind: signals.EventAgentUpdate, TurnID: 1, At: journalT0.UTC(), Data: data(n)})
+	}
 	tests := []struct {
 		name      string
 		maxBytes  int
@@ -111,12 +115,12 @@ func TestJournal_ByteCapKeepsAtLeastNewestEvent(t *testing.T) {
 		wantSeqs  []int64
 		wantBytes int
 	}{
-		{"under the cap", 100, []int{10, 10, 10}, []int64{1, 2, 3}, 30},
-		{"exactly the cap", 30, []int{10, 10, 10}, []int64{1, 2, 3}, 30},
-		{"over the cap drops the oldest", 25, []int{10, 10, 10}, []int64{2, 3}, 20},
-		{"one big event drops everything before it", 25, []int{10, 10, 40}, []int64{3}, 40},
-		{"an event over the cap on its own is kept", 5, []int{10}, []int64{1}, 10},
-		{"the newest survives even when each is over the cap", 5, []int{10, 10, 10}, []int64{3}, 10},
+		{"under the cap", 4 * w(10), []int{10, 10, 10}, []int64{1, 2, 3}, 3 * w(10)},
+		{"exactly the cap", 3 * w(10), []int{10, 10, 10}, []int64{1, 2, 3}, 3 * w(10)},
+		{"over the cap drops the oldest", 3*w(10) - 1, []int{10, 10, 10}, []int64{2, 3}, 2 * w(10)},
+		{"one big event drops everything before it", w(40) + 5, []int{10, 10, 40}, []int64{3}, w(40)},
+		{"an event over the cap on its own is kept", 5, []int{10}, []int64{1}, w(10)},
+		{"the newest survives even when each is over the cap", 5, []int{10, 10, 10}, []int64{3}, w(10)},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -132,15 +136,13 @@ func TestJournal_ByteCapKeepsAtLeastNewestEvent(t *testing.T) {
 	}
 }
 
-func TestJournal_BytesTrackRetainedData(t *testing.T) {
+func TestJournal_BytesTrackRetainedEvents(t *testing.T) {
 	j := NewJournal(3)
 	for i := range 10 {
 		j.Append(signals.EventAgentUpdate, 1, journalT0, map[string]int{"i": i})
-		sum := 0
-		for _, e := range j.Events {
-			sum += len(e.Data)
-		}
-		require.Equal(t, sum, j.Bytes, "after append %d", i+1)
+		b, err := json.Marshal(j.Events)
+		require.NoError(t, err)
+		require.Equal(t, len(b), j.Bytes+len(j.Events)+1, "after append %d: the events and the array's brackets and commas", i+1)
 	}
 }
 
@@ -265,7 +267,7 @@ func TestJournal_DataPassesThrough(t *testing.T) {
 			ev := j.Append(signals.EventAgentUpdate, 1, journalT0, tt.data)
 			require.Equal(t, tt.want, ev.Data)
 			require.Equal(t, tt.want, j.Since(0, 0).Events[0].Data)
-			require.Equal(t, len(tt.want), j.Bytes)
+			require.Equal(t, eventBytes(ev), j.Bytes)
 		})
 	}
 }
@@ -351,4 +353,42 @@ func FuzzJournalSince(f *testing.F) {
 			t.Fatalf("page starts at %d, want %d", res.Events[0].Seq, wantStart)
 		}
 	})
+}
+
+// The journal's byte count is what its events weigh as JSON, envelopes included: the
+// retained tail, marshalled, never passes MaxBytes.
+func TestJournal_BytesAreTheEventsAsTheyWeighInJSON(t *testing.T) {
+	j := NewJournal(0)
+	at := time.Date(2026, 12, 5, 8, 0, 0, 123456789, time.UTC)
+	for i := range 20000 {
+		j.Append(signals.EventAgentUpdate, int64(i/100+1), at.Add(time.Duration(i)*time.Millisecond), json.RawMessage(`{"update":{"sessionUpdate":"agent_message_chunk","content":{"type":"text","text":"tok"}}}`))
+		if i%997 == 0 {
+			j.Append(signals.EventSessionStarted, 0, at, nil)
+		}
+	}
+	b, err := json.Marshal(j.Events)
+	require.NoError(t, err)
+	require.Equal(t, len(b), j.Bytes+len(j.Events)+1, "the events and the array's commas and brackets")
+	require.LessOrEqual(t, j.Bytes, DefaultJournalBytes)
+}
+
+// A session whose journal is full continues as new with an input under the 512 KiB at which
+// Temporal warns of a large payload: the journal's bound counts the events as they weigh.
+func TestJournal_AFullJournalFitsTheContinueAsNewInput(t *testing.T) {
+	r := newCoreRig(t, signals.SessionConfig{SessionID: "s1"})
+	chunk := json.RawMessage(`{"sessionId":"a1","update":{"sessionUpdate":"agent_message_chunk","content":{"type":"text","text":"` + strings.Repeat("y", 60) + `"}}}`)
+	big := json.RawMessage(`{"sessionId":"a1","update":{"sessionUpdate":"tool_call_update","content":"` + strings.Repeat("z", 8000) + `"}}`)
+	for i := range 12000 {
+		data := chunk
+		if i%50 == 0 {
+			data = big
+		}
+		r.core.Journal.Append(signals.EventAgentUpdate, int64(i/1000+1), coreEpoch.Add(time.Duration(i)*time.Millisecond), data)
+	}
+	cmd, ok := r.core.carry(runInfo{}).(ContinueAsNew)
+	require.True(t, ok)
+	in, err := json.Marshal(cmd.Input)
+	require.NoError(t, err)
+	t.Logf("continue-as-new input with a full journal: %d bytes, %d events retained", len(in), len(r.core.Journal.Events))
+	require.Less(t, len(in), 512<<10)
 }
