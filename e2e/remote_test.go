@@ -338,3 +338,41 @@ func TestRemoteACPBadTokenIsRefusedBeforeAnyACPMessage(t *testing.T) {
 	require.Error(t, err)
 	require.Equal(t, http.StatusForbidden, resp.StatusCode)
 }
+
+// Twenty observer sockets of one deck on one session are one viewer: one attach in the
+// session's history, not twenty (each is an update: a billable action and history events),
+// and every socket still watches. The last to leave detaches.
+func TestRemoteACPManySocketsOfOneDeckAreOneViewer(t *testing.T) {
+	t.Parallel()
+	d := newACPDeck(t)
+	op := dialACP(t, d.acpURL(), d.operator)
+	res, err := op.conn.NewSession(ctxFor(t, 30*time.Second), acp.NewSessionRequest{Cwd: "/", McpServers: []acp.McpServer{}})
+	require.NoError(t, err)
+	id := string(res.SessionId)
+	var observers []*remotePeer
+	for range 20 {
+		o := dialACP(t, d.acpURL(), d.observer)
+		require.NoError(t, o.load(id))
+		observers = append(observers, o)
+	}
+	require.Equal(t, 1, updatesInHistory(t, id, "observer"), "one attach for the deck's observers")
+	_, err = op.prompt(id, "/chunks 3")
+	require.NoError(t, err)
+	want := agentTexts(t, allEvents(t, id), 1)
+	for _, o := range observers {
+		require.Eventually(t, func() bool { return len(o.texts(false)) == len(want) }, 30*time.Second, 10*time.Millisecond)
+	}
+	for _, o := range observers {
+		_ = o.ws.Close(websocket.StatusNormalClosure, "")
+	}
+	require.Eventually(t, func() bool {
+		st, err := sc.Status(ctxFor(t, 10*time.Second), id)
+		require.NoError(t, err)
+		for _, v := range st.Viewers {
+			if v.Role == signals.RoleObserver {
+				return false
+			}
+		}
+		return true
+	}, 30*time.Second, 50*time.Millisecond, "the last observer socket out detached the deck's observer")
+}

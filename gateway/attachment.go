@@ -123,7 +123,6 @@ func (a *attachment) goLive() {
 	a.pushSettings(a.sent)
 	a.sub = a.c.g.hub.subscribe(a.id, a.sent)
 	go a.pump()
-	go a.renew()
 }
 
 func (a *attachment) stop() {
@@ -166,25 +165,6 @@ func (a *attachment) pump() {
 				}
 				a.handle(ev, true)
 			}
-		}
-	}
-}
-
-// renew renews the viewer lease while the client is connected.
-func (a *attachment) renew() {
-	t := time.NewTicker(a.c.g.o.Lease / 3)
-	defer t.Stop()
-	for {
-		select {
-		case <-a.ctx.Done():
-			return
-		case <-t.C:
-		}
-		ctx, cancel := context.WithTimeout(a.ctx, 10*time.Second)
-		_, err := a.c.client().Attach(ctx, a.id, signals.AttachRequest{ViewerID: a.c.viewer, Role: a.c.role, LeaseSeconds: int(a.c.g.o.Lease / time.Second)})
-		cancel()
-		if err != nil && a.ctx.Err() == nil {
-			a.c.g.o.Logger.Warn("viewer lease renewal failed", "session", a.id, "err", err)
 		}
 	}
 }

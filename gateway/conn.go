@@ -41,7 +41,7 @@ func newConn(ctx context.Context, g *Gateway, w *lineWriter, observe bool) *conn
 	if observe {
 		role = signals.RoleObserver
 	}
-	return &conn{ctx: ctx, g: g, w: w, viewer: "acp-" + signals.NewID()[:12], role: role, sessions: map[string]*attachment{}}
+	return &conn{ctx: ctx, g: g, w: w, viewer: "acp-" + g.id + "-" + role, role: role, sessions: map[string]*attachment{}}
 }
 
 func (c *conn) observer() bool { return c.role == signals.RoleObserver }
@@ -534,17 +534,6 @@ func (c *conn) attach(ctx context.Context, id string, writeAfter int64) (*attach
 // attachStarting is attach that first starts the session with cfg when cfg is set (the
 // worker's refusal of cfg is the answer then).
 func (c *conn) attachStarting(ctx context.Context, id string, writeAfter int64, cfg *signals.SessionConfig) (*attachment, caughtUp, error) {
-	lease := int(c.g.o.Lease / time.Second)
-	req := signals.AttachRequest{ViewerID: c.viewer, Role: c.role, LeaseSeconds: lease}
-	var err error
-	if cfg != nil {
-		_, err = c.client().Start(ctx, *cfg, req)
-	} else {
-		_, err = c.client().Attach(ctx, id, req)
-	}
-	if err != nil {
-		return nil, caughtUp{}, rpcErr(err)
-	}
 	c.mu.Lock()
 	if a := c.sessions[id]; a != nil || c.closed {
 		c.mu.Unlock()
@@ -556,12 +545,32 @@ func (c *conn) attachStarting(ctx context.Context, id string, writeAfter int64, 
 	a := newAttachment(c, id)
 	c.sessions[id] = a
 	c.mu.Unlock()
-
-	at, err := a.catchUp(ctx, writeAfter)
-	if err != nil {
+	forget := func() {
 		c.mu.Lock()
 		delete(c.sessions, id)
 		c.mu.Unlock()
+	}
+
+	lease := int(c.g.o.Lease / time.Second)
+	req := signals.AttachRequest{ViewerID: c.viewer, Role: c.role, LeaseSeconds: lease}
+	err := c.holdLease(ctx, id, func() error {
+		var err error
+		if cfg != nil {
+			_, err = c.client().Start(ctx, *cfg, req)
+		} else {
+			_, err = c.client().Attach(ctx, id, req)
+		}
+		return err
+	})
+	if err != nil {
+		forget()
+		return nil, caughtUp{}, rpcErr(err)
+	}
+
+	at, err := a.catchUp(ctx, writeAfter)
+	if err != nil {
+		forget()
+		c.releaseLease(id, true)
 		return nil, caughtUp{}, rpcErr(err)
 	}
 	a.goLive()
@@ -583,11 +592,7 @@ func (c *conn) close() {
 		go func() {
 			defer wg.Done()
 			a.stop()
-			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-			defer cancel()
-			if err := c.client().Detach(ctx, a.id, signals.DetachRequest{ViewerID: c.viewer}); err != nil {
-				c.g.o.Logger.Warn("detach failed; the viewer lease will lapse", "session", a.id, "err", err)
-			}
+			c.releaseLease(a.id, true)
 		}()
 	}
 	wg.Wait()

@@ -76,6 +76,9 @@ type Options struct {
 type Gateway struct {
 	o   Options
 	hub *hub
+	// id names the gateway's viewers: its connections are one viewer per role (leases.go).
+	id     string
+	leases leases
 }
 
 // New returns a Gateway with o's defaults filled in.
@@ -89,7 +92,7 @@ func New(o Options) *Gateway {
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
 	}
-	return &Gateway{o: o, hub: newHub(clientSource{o.Client}, o.PollFast, o.Logger)}
+	return &Gateway{o: o, hub: newHub(clientSource{o.Client}, o.PollFast, o.Logger), id: signals.NewID()[:12]}
 }
 
 // ConnOptions configure one connection of ServeConn.

@@ -1,0 +1,127 @@
+package gateway
+
+// One viewer lease per session and role for all the connections of a gateway: a deck's
+// /acp serving fifty editors on one session attaches once and renews once every third of
+// the lease, not fifty times (each attach and renewal is an update: a billable action and
+// history events of the session). The first connection of a session and role attaches
+// (or starts the session), the others wait for its answer; the last to leave detaches.
+
+import (
+	"context"
+	"sync"
+	"time"
+
+	"github.com/tacp-dev/tacp/signals"
+)
+
+type leaseKey struct{ session, role string }
+
+// sharedLease is the lease of one session and role: the connections holding it, and the
+// answer of the attach that took it (ready closes when it is known).
+type sharedLease struct {
+	holders int
+	ready   chan struct{}
+	err     error
+	stop    context.CancelFunc
+}
+
+type leases struct {
+	mu sync.Mutex
+	by map[leaseKey]*sharedLease
+}
+
+// holdLease enters a connection into the lease of (id, role): the first attaches with attach,
+// which it is given to run; the others wait for that attach's answer. An attach that fails
+// leaves no lease behind.
+func (c *conn) holdLease(ctx context.Context, id string, attach func() error) error {
+	l, k := &c.g.leases, leaseKey{id, c.role}
+	l.mu.Lock()
+	if l.by == nil {
+		l.by = map[leaseKey]*sharedLease{}
+	}
+	s := l.by[k]
+	if s != nil {
+		s.holders++
+		l.mu.Unlock()
+		select {
+		case <-s.ready:
+		case <-ctx.Done():
+			c.releaseLease(id, false)
+			return ctx.Err()
+		}
+		if s.err != nil {
+			c.releaseLease(id, false)
+		}
+		return s.err
+	}
+	s = &sharedLease{holders: 1, ready: make(chan struct{})}
+	l.by[k] = s
+	l.mu.Unlock()
+
+	err := attach()
+	l.mu.Lock()
+	s.err = err
+	if err != nil && l.by[k] == s {
+		delete(l.by, k) // the waiters see err and release nothing more
+	}
+	if err == nil && l.by[k] == s { // not released while it attached
+		rctx, stop := context.WithCancel(context.Background())
+		s.stop = stop
+		go c.renewLease(rctx, id)
+	}
+	l.mu.Unlock()
+	close(s.ready)
+	return err
+}
+
+// releaseLease takes a connection out of the lease of (id, role); the last one out stops
+// the renewals and, when detach is set, detaches.
+func (c *conn) releaseLease(id string, detach bool) {
+	l, k := &c.g.leases, leaseKey{id, c.role}
+	l.mu.Lock()
+	s := l.by[k]
+	if s == nil {
+		l.mu.Unlock()
+		return
+	}
+	s.holders--
+	last := s.holders == 0
+	if last {
+		delete(l.by, k)
+	}
+	l.mu.Unlock()
+	if !last || s.err != nil {
+		return
+	}
+	<-s.ready
+	if s.stop != nil {
+		s.stop()
+	}
+	if !detach {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := c.client().Detach(ctx, id, signals.DetachRequest{ViewerID: c.viewer}); err != nil {
+		c.g.o.Logger.Warn("detach failed; the viewer lease will lapse", "session", id, "err", err)
+	}
+}
+
+// renewLease renews the lease every third of its length until ctx ends.
+func (c *conn) renewLease(ctx context.Context, id string) {
+	t := time.NewTicker(c.g.o.Lease / 3)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		actx, cancel := context.WithTimeout(ctx, 10*time.Second)
+		_, err := c.client().Attach(actx, id, signals.AttachRequest{ViewerID: c.viewer, Role: c.role, LeaseSeconds: int(c.g.o.Lease / time.Second)})
+		cancel()
+		if err != nil && ctx.Err() == nil {
+			c.g.o.Logger.Warn("viewer lease renewal failed", "session", id, "err", err)
+		}
+	}
+}
