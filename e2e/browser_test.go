@@ -214,3 +214,121 @@ func TestBrowserDeckOnAPhone(t *testing.T) {
 	))
 	noOverflow(t, ctx, "session view at 1280px")
 }
+
+// perfProbe records the page's longest main-thread task (PerformanceObserver "longtask");
+// __perf.reset() starts a new measurement.
+const perfProbe = `window.__perf = { longest: 0, tasks: 0, reset() { this.longest = 0; this.tasks = 0; } };
+new PerformanceObserver((list) => {
+  for (const e of list.getEntries()) { __perf.tasks++; __perf.longest = Math.max(__perf.longest, e.duration); }
+}).observe({ type: 'longtask' });`
+
+// longestTask reads the longest main-thread task since the last __perf.reset(), in ms; 0
+// when no task took 50 ms, the browser's threshold of a long task.
+func longestTask(t *testing.T, ctx context.Context) float64 {
+	t.Helper()
+	ms, err := chromedp.Run(ctx, chromedp.Evaluate[float64](`__perf.longest`))
+	require.NoError(t, err)
+	return ms
+}
+
+// openSession shows session id in the signed-in page and waits, in the page, until sel is
+// there; it returns how long that took, measured by the page's clock.
+func openSession(t *testing.T, ctx context.Context, id, sel string) time.Duration {
+	t.Helper()
+	js := `new Promise((done) => {
+  const t0 = performance.now();
+  location.hash = '#/s/' + encodeURIComponent(` + jsString(id) + `);
+  const check = () => document.querySelector(` + jsString(sel) + `) ? done(performance.now() - t0) : setTimeout(check, 10);
+  check();
+})`
+	ms, err := chromedp.Run(ctx, chromedp.Evaluate[float64](js, chromedp.EvalAwaitPromise))
+	require.NoError(t, err)
+	return time.Duration(ms * float64(time.Millisecond))
+}
+
+// TestBrowserLongTurnStaysResponsive streams a turn of 2,000 chunks into an open page and
+// reopens it: the page keeps up with the journal, no task blocks it for long, and a Cancel
+// tapped while a long turn streams ends that turn. It logs the figures the issue quotes
+// (longest task, time from the journal's turn end to the page showing it, reopen time).
+func TestBrowserLongTurnStaysResponsive(t *testing.T) {
+	d := newTestDeck(t)
+	ctx := browser(t)
+	require.NoError(t, chromedp.Do(ctx,
+		chromedp.EmulateViewport(390, 844, chromedp.EmulateScale(2), chromedp.EmulateMobile),
+		chromedp.Navigate(d.URL+"/#token="+d.operator),
+		chromedp.WaitVisible(css(`#sessions`)),
+		chromedp.Evaluate[chromedp.Void](perfProbe+`; undefined`),
+	))
+
+	// Live: the page is open on the session while its 2,000 chunks stream in.
+	long := session(t)
+	prompt(t, signals.SessionConfig{SessionID: long}, "/chunks 2000 every 1ms")
+	require.NoError(t, chromedp.Do(ctx,
+		chromedp.Evaluate[chromedp.Void](`__perf.reset(); location.hash = '#/s/' + encodeURIComponent(`+jsString(long)+`); undefined`),
+		chromedp.WaitVisible(css(`#composer`)),
+	))
+	evs := turnEnd(t, long, 1)
+	ended := time.Now()
+	end := `#transcript .turn-end[data-turn="1"]`
+	_, err := chromedp.Run(ctx, chromedp.Poll[bool](`!!document.querySelector(`+jsString(end)+`)`, chromedp.WithPollingTimeout(120*time.Second)))
+	require.NoError(t, err, "the page never showed the turn's end")
+	showEnd := time.Since(ended)
+	liveLongest := longestTask(t, ctx)
+	waitText(t, ctx, "#transcript", "chunk 2000\n")
+
+	// Reopened: the whole journal replays into a fresh view.
+	require.NoError(t, chromedp.Do(ctx,
+		chromedp.Evaluate[chromedp.Void](`location.hash = '#/'; undefined`),
+		chromedp.WaitVisible(css(`#sessions`)),
+		chromedp.Evaluate[chromedp.Void](`__perf.reset()`),
+	))
+	reopen := openSession(t, ctx, long, end)
+	openLongest := longestTask(t, ctx)
+	waitText(t, ctx, "#transcript", "chunk 2000\n")
+	t.Logf("2,000-chunk turn (%d journal events): longest task live %.0f ms, page showed the end %v after the journal; reopen %v, longest task %.0f ms",
+		len(evs), liveLongest, showEnd.Round(time.Millisecond), reopen.Round(time.Millisecond), openLongest)
+
+	// Cancel while a long turn streams: the tap is handled and the turn ends cancelled.
+	busy := session(t)
+	prompt(t, signals.SessionConfig{SessionID: busy}, "/chunks 30000 every 1ms")
+	waitRunning(t, busy, 1)
+	require.NoError(t, chromedp.Do(ctx,
+		chromedp.Evaluate[chromedp.Void](`__perf.reset(); location.hash = '#/s/' + encodeURIComponent(`+jsString(busy)+`); undefined`),
+		chromedp.WaitVisible(css(`#composer[data-state="running"]`)),
+	))
+	waitText(t, ctx, "#transcript", "chunk 500\n")
+	tapped := time.Now()
+	require.NoError(t, chromedp.Do(ctx, chromedp.Click(css(`#cancel-btn`))))
+	endedWith(t, busy, 1, "cancelled")
+	waitText(t, ctx, `#transcript .turn-end[data-turn="1"]`, "cancelled")
+	cancelShown := time.Since(tapped)
+	streamLongest := longestTask(t, ctx)
+	t.Logf("cancel during a long turn: the page showed the cancelled end %v after the tap; longest task %.0f ms",
+		cancelShown.Round(time.Millisecond), streamLongest)
+
+	// A session of many turns opens on its newest; older turns come back on demand.
+	many := session(t)
+	for i := 1; i <= 5; i++ {
+		prompt(t, signals.SessionConfig{SessionID: many}, fmt.Sprintf("turn number %d", i))
+		turnEnd(t, many, int64(i))
+	}
+	openSession(t, ctx, many, `#transcript .turn-end[data-turn="5"]`)
+	require.NoError(t, chromedp.Do(ctx, chromedp.WaitVisible(css(`#show-earlier`))))
+	require.Equal(t, "Show 2 earlier turns", textOf(t, ctx, "#show-earlier"), "turns 3 to 5 are in the page")
+	require.NotContains(t, textOf(t, ctx, "#transcript"), "turn number 2")
+	require.NoError(t, chromedp.Do(ctx,
+		chromedp.Click(css(`#show-earlier`)),
+		chromedp.WaitNotVisible(css(`#show-earlier`)),
+	))
+	waitText(t, ctx, "#transcript", "turn number 1")
+	waitText(t, ctx, "#transcript", "session started")
+
+	// Bounds far above what the page needs and far below what a page that lays out the
+	// transcript per chunk takes: conditions, not a stopwatch.
+	require.Less(t, liveLongest, 2000.0, "a task blocked the page while the turn streamed")
+	require.Less(t, showEnd, 10*time.Second, "the page lagged behind the journal")
+	require.Less(t, openLongest, 2000.0, "a task blocked the page while the session opened")
+	require.Less(t, reopen, 10*time.Second, "reopening the session")
+	require.Less(t, streamLongest, 2000.0, "a task blocked the page while a long turn streamed")
+	require.Less(t, cancelShown, 20*time.Second, "the cancel tap waited for the page")
+}

@@ -252,39 +252,110 @@
     let pendingKey = null;
 
     // -- the transcript --
+    // Rendering costs what is new, not what is there. Journal events wait in a queue that is
+    // drained once per animation frame: the scroll position is read once at the start of a
+    // frame, chunks of one text block join into one append, and the page is scrolled once at
+    // the end. The transcript is one group per turn; only the newest `keep` groups are in the
+    // page, older ones wait detached (no layout, no paint) until "Show earlier" brings them.
     let block = null; // the agent text or thought block chunks go on appending to
     const tools = new Map();
     const plans = new Map();
+    const windowTurns = 3; // turn groups in the page when a session opens
+    const frameBudget = 12; // ms of rendering per frame; the rest waits for the next one
+    const groups = []; // {turn, el}, oldest first; groups[first:] are in the page
+    const groupOf = new Map();
+    let first = 0;
+    let keep = windowTurns;
+    let evTurn = 0; // the turn of the event being rendered (0: the newest group)
+    const earlier = h('button', { class: 'btn earlier', id: 'show-earlier', type: 'button', hidden: true, onclick: showEarlier });
+    transcript.append(earlier);
+
+    function groupFor(turn) {
+      const key = turn > 0 ? turn : (groups.length ? groups[groups.length - 1].turn : 0);
+      let g = groupOf.get(key);
+      if (!g) {
+        g = { turn: key, el: h('div', { class: 'turn-group', data: { group: String(key) } }) };
+        groups.push(g);
+        groupOf.set(key, g);
+        transcript.append(g.el);
+        while (groups.length - first > keep) groups[first++].el.remove();
+        showEarlierButton();
+      }
+      return g;
+    }
+    function showEarlierButton() {
+      const n = groups.slice(0, first).filter((g) => g.turn > 0).length;
+      earlier.hidden = first === 0;
+      earlier.textContent = n ? `Show ${n} earlier turn${n === 1 ? '' : 's'}` : 'Show the start';
+    }
+    // showEarlier brings up to five older turns back, keeping the reader's place.
+    function showEarlier() {
+      const n = Math.min(first, 5);
+      const before = document.documentElement.scrollHeight;
+      const at = groups[first].el;
+      for (let i = first - n; i < first; i++) transcript.insertBefore(groups[i].el, at);
+      first -= n;
+      keep += n;
+      showEarlierButton();
+      window.scrollBy(0, document.documentElement.scrollHeight - before);
+    }
 
     function nearBottom() {
       return window.innerHeight + window.scrollY >= document.documentElement.scrollHeight - 160;
     }
-    let scrollQueued = false;
-    // follow keeps the newest text in view while the reader is at the bottom; a reader who
-    // scrolled up to read stays where they are.
-    function follow(stick) {
-      if (stick && !scrollQueued) {
-        scrollQueued = true;
-        requestAnimationFrame(() => { scrollQueued = false; window.scrollTo(0, document.documentElement.scrollHeight); });
-      }
+    const queue = [];
+    let queued = false;
+    let fallback = 0;
+    function enqueue(ev) {
+      queue.push(ev);
+      schedule();
+    }
+    function schedule() {
+      if (queued) return;
+      queued = true;
+      requestAnimationFrame(flush);
+      // A hidden tab runs no animation frames: the timer drains the queue there.
+      fallback = setTimeout(flush, 250);
+    }
+    // flush renders what arrived since the last frame, within the frame's budget; a reader
+    // at the bottom stays at the bottom, one who scrolled up to read stays where they are.
+    function flush() {
+      if (!queued || stopped) return;
+      queued = false;
+      clearTimeout(fallback);
+      const stick = nearBottom();
+      const t0 = performance.now();
+      let i = 0;
+      while (i < queue.length && (i % 64 !== 0 || performance.now() - t0 < frameBudget)) render(queue[i++]);
+      queue.splice(0, i);
+      closeBlock(true);
+      if (stick) window.scrollTo(0, document.documentElement.scrollHeight);
+      if (queue.length) schedule();
     }
     function add(el) {
-      const stick = nearBottom();
-      transcript.append(el);
-      follow(stick);
+      groupFor(evTurn).el.append(el);
+      if (!queued) schedule(); // added outside a frame's rendering: follow it at the next
       return el;
     }
+    // closeBlock writes the text gathered for the open block; keepOpen lets the next chunks
+    // go on appending to it.
+    function closeBlock(keepOpen) {
+      if (block && block.buf) {
+        block.el.append(block.buf);
+        block.buf = '';
+      }
+      if (!keepOpen) block = null;
+    }
     function meta(msg, cls, turn) {
-      block = null;
+      closeBlock();
       return add(h('div', { class: 'ev meta ' + (cls || ''), data: turn ? { turn: String(turn) } : undefined, text: msg }));
     }
     function chunk(kind, turn, txt) {
       if (!block || block.kind !== kind || block.turn !== turn) {
-        block = { kind, turn, el: add(h('div', { class: 'ev agent-out ' + kind, data: { turn: String(turn) } })) };
+        closeBlock();
+        block = { kind, turn, buf: '', el: add(h('div', { class: 'ev agent-out ' + kind, data: { turn: String(turn) } })) };
       }
-      const stick = nearBottom();
-      block.el.append(txt);
-      follow(stick);
+      block.buf += txt;
     }
     function contentText(c) {
       if (!c) return '';
@@ -295,6 +366,7 @@
     function toolCard(u, turn) {
       let t = tools.get(u.toolCallId);
       if (!t) {
+        closeBlock();
         const title = h('span', { class: 'title' });
         const st = h('span', { class: 'st' });
         const el = add(h('div', { class: 'ev tool agent-out', data: { turn: String(turn), tool: u.toolCallId || '' } }, st, 'tool: ', title));
@@ -307,18 +379,19 @@
         t.el.classList.remove('pending', 'in_progress', 'completed', 'failed');
         t.el.classList.add(u.status);
       }
-      block = null;
+      closeBlock();
     }
 
     function plan(u, turn) {
       let el = plans.get(turn);
       if (!el) {
+        closeBlock();
         el = add(h('div', { class: 'ev plan agent-out', data: { turn: String(turn) } }));
         plans.set(turn, el);
       }
       el.replaceChildren(h('strong', { text: 'Plan' }),
         h('ol', {}, (u.entries || []).map((e) => h('li', { class: e.status || '', text: e.content || '' }))));
-      block = null;
+      closeBlock();
     }
 
     function agentUpdate(ev) {
@@ -335,19 +408,33 @@
     }
 
     function render(ev) {
+      evTurn = ev.turn_id || 0;
+      try {
+        renderEvent(ev);
+      } finally {
+        evTurn = 0;
+      }
+    }
+
+    function renderEvent(ev) {
       const d = ev.data || {};
       const t = ev.turn_id;
       switch (ev.kind) {
+        case 'stream.gap':
+          closeBlock();
+          add(h('div', { class: 'ev gap', id: 'gap', text: `older events trimmed (the journal now starts at ${d.first_retained_seq})` }));
+          break;
         case 'session.started': meta(`session started${d.run > 1 ? ` (run ${d.run})` : ''}`); break;
         case 'prompt.accepted':
-          block = null;
+          closeBlock();
           add(h('div', { class: 'ev user', data: { turn: String(t) }, text: d.text + (d.text_truncated ? ' …' : '') }));
           break;
         case 'prompt.rejected': meta(`prompt refused: ${d.type} ${d.message || ''}`, 'bad'); break;
         case 'turn.started': meta(`turn ${t} started${d.attempt > 1 ? ` (attempt ${d.attempt})` : ''}`, '', t); break;
         case 'turn.restarted':
           // A retry after a lost worker: the partial output of the lost attempt goes.
-          transcript.querySelectorAll(`.agent-out[data-turn="${t}"]`).forEach((el) => el.remove());
+          closeBlock();
+          groupFor(t).el.querySelectorAll(`.agent-out[data-turn="${t}"]`).forEach((el) => el.remove());
           for (const [k, v] of tools) if (!v.el.isConnected) tools.delete(k);
           plans.delete(t);
           meta(`turn ${t} restarted (attempt ${d.attempt}): its partial output was dropped${d.resumed ? '; the agent already held the prompt and was asked to continue' : ''}`, 'bad', t);
@@ -360,7 +447,7 @@
           break;
         case 'agent.update': agentUpdate(ev); break;
         case 'steer.accepted':
-          block = null;
+          closeBlock();
           add(h('div', { class: 'ev steer', data: { turn: String(t) }, text: d.text + (d.text_truncated ? ' …' : '') }));
           break;
         case 'steer.rejected': meta(`steer refused: ${d.type} ${d.message || ''}`, 'bad'); break;
@@ -403,14 +490,13 @@
         const ev = JSON.parse(e.data);
         if (ev.seq <= lastSeq) return;
         lastSeq = ev.seq;
-        render(ev);
+        enqueue(ev);
         if (refreshKinds.has(ev.kind)) refreshSoon();
       });
       es.addEventListener('gap', (e) => {
         const d = JSON.parse(e.data);
         lastSeq = Math.max(lastSeq, d.first_retained_seq - 1);
-        block = null;
-        add(h('div', { class: 'ev gap', id: 'gap', text: `older events trimmed (the journal now starts at ${d.first_retained_seq})` }));
+        enqueue({ kind: 'stream.gap', data: d });
         refreshSoon();
       });
       es.addEventListener('end', () => { es.close(); setLive('closed'); });
