@@ -54,6 +54,10 @@
 // origin (Origin header, when sent, must match Host) and be JSON, which a cross-site form
 // cannot send. The static files of the page are public: they hold no session data.
 //
+// The page's addresses: #/ is the sessions list, #/s/ID one session and #/s/ID/REQUEST one
+// of its open requests (a permission or a question), brought into view and focus when the
+// page opens. A link opened while signed out keeps its address through the sign-in form.
+//
 // The deck does not attach as a viewer: a phone that sleeps while watching must not start
 // a session's grace window and so cancel a turn it merely looked at.
 //

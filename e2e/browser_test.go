@@ -332,3 +332,40 @@ func TestBrowserLongTurnStaysResponsive(t *testing.T) {
 	require.Less(t, streamLongest, 2000.0, "a task blocked the page while a long turn streamed")
 	require.Less(t, cancelShown, 20*time.Second, "the cancel tap waited for the page")
 }
+
+// TestBrowserDeepLinkSurvivesSignIn opens a notification's link to a session's request while
+// signed out: after the sign-in form, the page is on that session with the named card in
+// view and in focus.
+func TestBrowserDeepLinkSurvivesSignIn(t *testing.T) {
+	d := newTestDeck(t)
+	ctx := browser(t)
+	id := session(t)
+	prompt(t, signals.SessionConfig{SessionID: id}, "/permission edit")
+	req := permissionRequested(t, id).RequestID
+
+	link := "/#/s/" + id + "/" + req
+	require.NoError(t, chromedp.Do(ctx,
+		chromedp.EmulateViewport(390, 844, chromedp.EmulateScale(2), chromedp.EmulateMobile),
+		chromedp.Navigate(d.URL+link),
+		chromedp.WaitVisible(css(`#token`)),
+	))
+	require.Contains(t, textOf(t, ctx, "#login-target"), id)
+	card := `#pending .perm.target[data-request="` + req + `"]`
+	wait, cancel := context.WithTimeout(ctx, 60*time.Second)
+	defer cancel()
+	require.NoError(t, chromedp.Do(wait,
+		chromedp.SendKeys(css(`#token`), d.operator),
+		chromedp.Click(css(`#login button[type="submit"]`)),
+		chromedp.WaitVisible(css(card)),
+	))
+	hash, err := chromedp.Run(ctx, chromedp.Evaluate[string](`location.hash`))
+	require.NoError(t, err)
+	require.Equal(t, "#/s/"+id+"/"+req, hash)
+	landed, err := chromedp.Run(ctx, chromedp.Evaluate[bool](`(() => {
+  const c = document.querySelector(`+jsString(card)+`);
+  const r = c.getBoundingClientRect();
+  return document.activeElement === c && r.top >= 0 && r.bottom <= window.innerHeight;
+})()`))
+	require.NoError(t, err)
+	require.True(t, landed, "the card is in view and has the focus")
+}

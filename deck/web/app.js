@@ -122,13 +122,16 @@
       try {
         const r = await api('POST', '/api/login', { token: input.value.trim() });
         signedIn(r.role);
-        location.hash = '#/';
+        // A link to a session (a notification's) survives the sign-in it had to wait for.
+        if (!sessionLink()) location.hash = '#/';
         route();
       } catch (x) {
         err.textContent = x.status === 401 ? 'That token is not valid here.' : x.message;
       }
     });
-    app.replaceChildren(h('h1', { text: 'Sign in' }), form);
+    const link = sessionLink();
+    app.replaceChildren(h('h1', { text: 'Sign in' }),
+      link ? h('p', { class: 'muted pad', id: 'login-target', text: `Sign in to open session ${link.id}.` }) : null, form);
     input.focus();
     return { stop() {} };
   }
@@ -204,7 +207,9 @@
   const quietKinds = new Set(['user_message_chunk', 'available_commands_update', 'current_mode_update',
     'usage_update', 'config_option_update', 'session_info_update']);
 
-  function sessionView(id) {
+  // sessionView shows session id; target names the open request to bring into view (any
+  // open one when empty), as a notification's link does.
+  function sessionView(id, target) {
     const operator = role === 'controller';
     const stateBadges = h('span', { class: 'badges', id: 'state' });
     const pending = h('section', { class: 'pending', id: 'pending', 'aria-label': 'permission requests' });
@@ -590,8 +595,24 @@
         pendingKey = key;
         pending.replaceChildren(...(room ? [workerCard(room)] : []), ...(wait ? [limitCard(wait)] : []),
           ...perms.map(permCard), ...questions.map(questionCard));
+        landOnTarget();
       }
       tick();
+    }
+
+    // landOnTarget brings the request the session was opened for into view and focus, once:
+    // the card the link names, else the first open permission or question.
+    let landed = false;
+    function landOnTarget() {
+      if (landed) return;
+      const cards = Array.from(pending.querySelectorAll('.perm, .question[data-request]'));
+      const card = cards.find((c) => c.dataset.request === target) || (target ? null : cards[0]);
+      if (!card) return;
+      landed = true;
+      card.classList.add('target');
+      card.tabIndex = -1;
+      card.scrollIntoView({ block: 'nearest' });
+      card.focus({ preventScroll: true });
     }
 
     // A turn waiting for capacity: every worker runs as many turns as it may (-turns.max).
@@ -876,12 +897,24 @@
 
   // ---- routing ---------------------------------------------------------------------------
 
+  // sessionLink reads a link to one session, #/s/ID, or to one of its open requests,
+  // #/s/ID/REQUEST; null for any other address.
+  function sessionLink() {
+    const m = location.hash.match(/^#\/s\/([^/]+)(?:\/([^/]+))?$/);
+    if (!m) return null;
+    try {
+      return { id: decodeURIComponent(m[1]), request: m[2] ? decodeURIComponent(m[2]) : '' };
+    } catch (e) {
+      return null;
+    }
+  }
+
   function route(msg) {
     if (view) view.stop();
     view = null;
     if (!role) { view = loginView(typeof msg === 'string' ? msg : ''); return; }
-    const m = location.hash.match(/^#\/s\/(.+)$/);
-    view = m ? sessionView(decodeURIComponent(m[1])) : listView();
+    const link = sessionLink();
+    view = link ? sessionView(link.id, link.request) : listView();
     window.scrollTo(0, 0);
   }
 
