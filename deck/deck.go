@@ -9,9 +9,9 @@
 // Every /api/ call but login needs a token (see Auth). Bodies are JSON (Content-Type
 // application/json, at most MaxBodyBytes, unknown fields refused).
 //
-//	POST /api/login                            {token} → {role}; sets the session cookie
+//	POST /api/login                            {token} → whoami's answer; sets the session cookie
 //	POST /api/logout                           clears the cookie
-//	GET  /api/whoami                           {role}
+//	GET  /api/whoami                           {role, name?, by}: the token's role, person, answered_by
 //	GET  /api/sessions[?limit=N]               {sessions: [...]}, awaiting approval first
 //	GET  /api/sessions/{id}                    the status snapshot + server_time
 //	GET  /api/sessions/{id}/events?after=&limit=   the events query, as is

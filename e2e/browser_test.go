@@ -12,6 +12,7 @@ import (
 	"context"
 	"fmt"
 	"image/png"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
@@ -22,6 +23,7 @@ import (
 	"github.com/chromedp/chromedp"
 	"github.com/stretchr/testify/require"
 
+	"github.com/tacp-dev/tacp/deck"
 	"github.com/tacp-dev/tacp/signals"
 )
 
@@ -167,7 +169,7 @@ func TestBrowserDeckOnAPhone(t *testing.T) {
 		chromedp.WaitVisible(css(`#transcript .turn-end[data-turn="1"]`)),
 		chromedp.WaitNotPresent(css(`#pending .perm`)),
 	))
-	waitText(t, ctx, "#transcript", "permission selected allow by user")
+	waitText(t, ctx, "#transcript", "permission selected allow by deck:controller token")
 	waitText(t, ctx, "#transcript", "permission: selected allow")
 	waitText(t, ctx, `#transcript .turn-end[data-turn="1"]`, "turn 1 ended: end_turn")
 
@@ -368,4 +370,41 @@ func TestBrowserDeepLinkSurvivesSignIn(t *testing.T) {
 })()`))
 	require.NoError(t, err)
 	require.True(t, landed, "the card is in view and has the focus")
+}
+
+// newNamedDeck is a deck whose one controller token names a person (--token NAME=SECRET);
+// d.operator is the secret.
+func newNamedDeck(t *testing.T, name string) *testDeck {
+	t.Helper()
+	secret := "s-" + signals.NewID()
+	h, err := deck.New(deck.Options{Client: sc, ControllerTokens: []string{name + "=" + secret}, PollInterval: 50 * time.Millisecond})
+	require.NoError(t, err)
+	d := &testDeck{Server: httptest.NewServer(h), operator: secret}
+	t.Cleanup(func() { d.CloseClientConnections(); d.Close() })
+	return d
+}
+
+// TestBrowserShowsPeopleNotRoles signs in with a token that names alice: the header says
+// alice, and her answer to a permission reads "by deck:alice" in the transcript, as the
+// journal records it.
+func TestBrowserShowsPeopleNotRoles(t *testing.T) {
+	d := newNamedDeck(t, "alice")
+	ctx := browser(t)
+	id := session(t)
+	prompt(t, signals.SessionConfig{SessionID: id}, "/permission edit")
+	permissionRequested(t, id)
+
+	allow := `#pending .perm button[data-option="allow"]`
+	require.NoError(t, chromedp.Do(ctx,
+		chromedp.EmulateViewport(390, 844, chromedp.EmulateScale(2), chromedp.EmulateMobile),
+		chromedp.Navigate(d.URL+"/#token="+d.operator),
+		chromedp.WaitVisible(css(`#sessions`)),
+		chromedp.Evaluate[chromedp.Void](`location.hash = '#/s/' + encodeURIComponent(`+jsString(id)+`); undefined`),
+		chromedp.WaitVisible(css(allow)),
+	))
+	require.Equal(t, "alice · controller", textOf(t, ctx, "#who"))
+	require.NoError(t, chromedp.Do(ctx, chromedp.Click(css(allow))))
+	evs := endedWith(t, id, 1, "end_turn")
+	require.Contains(t, journalDump(evs), `"answered_by":"deck:alice"`)
+	waitText(t, ctx, "#transcript", "permission selected allow by deck:alice")
 }

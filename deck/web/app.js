@@ -105,9 +105,13 @@
     route(msg);
   }
 
-  function signedIn(r) {
-    role = r;
-    document.getElementById('who').textContent = r;
+  // signedIn takes whoami's answer: the header names the person (the token's name) and
+  // their role, or the role alone for an unnamed token.
+  function signedIn(me) {
+    role = me.role;
+    const who = document.getElementById('who');
+    who.textContent = me.name ? `${me.name} · ${me.role}` : me.role;
+    who.title = `Your answers are recorded as ${me.by || role}`;
     document.getElementById('logout').hidden = false;
   }
 
@@ -121,7 +125,7 @@
       e.preventDefault();
       try {
         const r = await api('POST', '/api/login', { token: input.value.trim() });
-        signedIn(r.role);
+        signedIn(r);
         // A link to a session (a notification's) survives the sign-in it had to wait for.
         if (!sessionLink()) location.hash = '#/';
         route();
@@ -468,7 +472,9 @@
           break;
         }
         case 'permission.resolved':
-          meta(`permission ${d.outcome}${d.option_id ? ' ' + d.option_id : ''} by ${d.decided_by}${d.remember ? ', remembered' : ''}`);
+          // A person's answer names the person (answered_by); rule, policy, deadline and
+          // cancel name themselves (decided_by).
+          meta(`permission ${d.outcome}${d.option_id ? ' ' + d.option_id : ''} by ${d.answered_by || d.decided_by}${d.remember ? ', remembered' : ''}`);
           break;
         case 'permission.forgotten': meta(`rule forgotten: ${d.tool}`); break;
         case 'elicitation.requested': meta(`question asked: ${d.message || d.request_id}${d.mode === 'url' ? ' (open ' + d.url + ')' : ''}`); break;
@@ -782,7 +788,7 @@
         const r = await api('POST', `/api/sessions/${enc(id)}/permissions/${enc(p.request_id)}`, { option_id: o.optionId, client_msg_id: newId() });
         const res = r.resolution;
         if (res.decided_by !== 'user' || res.option_id !== o.optionId) {
-          toast(`Already decided: ${res.outcome} ${res.option_id || ''} by ${res.decided_by}`);
+          toast(`Already decided: ${res.outcome} ${res.option_id || ''} by ${res.answered_by || res.decided_by}`);
         } else {
           toast(`${o.name || o.optionId}: sent`);
         }
@@ -929,7 +935,7 @@
     if (m) {
       history.replaceState(null, '', location.pathname + location.search + '#/');
       try {
-        signedIn((await api('POST', '/api/login', { token: decodeURIComponent(m[1]) })).role);
+        signedIn(await api('POST', '/api/login', { token: decodeURIComponent(m[1]) }));
       } catch (e) {
         window.addEventListener('hashchange', () => route());
         route(e.status === 401 ? 'The token in that link is not valid here.' : e.message);
@@ -938,7 +944,7 @@
     }
     if (!role) {
       try {
-        signedIn((await api('GET', '/api/whoami')).role);
+        signedIn(await api('GET', '/api/whoami'));
       } catch (e) { /* not signed in: the login view */ }
     }
     window.addEventListener('hashchange', () => route());
