@@ -20,7 +20,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/chromedp/cdproto/cdp"
+	"github.com/chromedp/cdproto/emulation"
 	"github.com/chromedp/chromedp"
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/tacp-dev/tacp/deck"
@@ -407,4 +410,108 @@ func TestBrowserShowsPeopleNotRoles(t *testing.T) {
 	evs := endedWith(t, id, 1, "end_turn")
 	require.Contains(t, journalDump(evs), `"answered_by":"deck:alice"`)
 	waitText(t, ctx, "#transcript", "permission selected allow by deck:alice")
+}
+
+// auditJS lists what fails the deck's readability rules in the page as it is: text on a
+// control or badge under 4.5:1 against its background (WCAG AA, from computed styles) and a
+// tap target under 44×44 CSS px. Disabled and hidden controls are left out.
+const auditJS = `(() => {
+  const rgb = (s) => (s.match(/[\d.]+/g) || []).map(Number);
+  const lum = (c) => c.slice(0, 3).map((v) => { v /= 255; return v <= 0.03928 ? v / 12.92 : Math.pow((v + 0.055) / 1.055, 2.4); })
+    .reduce((sum, v, i) => sum + v * [0.2126, 0.7152, 0.0722][i], 0);
+  const bg = (el) => {
+    for (; el; el = el.parentElement) {
+      const c = rgb(getComputedStyle(el).backgroundColor);
+      if (c.length === 3 || c[3] > 0) return c;
+    }
+    return [255, 255, 255];
+  };
+  const name = (el) => (el.id ? '#' + el.id : el.tagName.toLowerCase() + '.' + el.className) + ' "' + el.textContent.trim().slice(0, 24) + '"';
+  const fails = [];
+  for (const el of document.querySelectorAll('button, .btn, .badge, a, summary')) {
+    if (el.disabled || !el.getClientRects().length) continue;
+    const a = lum(rgb(getComputedStyle(el).color)), b = lum(bg(el));
+    const ratio = (Math.max(a, b) + 0.05) / (Math.min(a, b) + 0.05);
+    if (ratio < 4.5) fails.push(name(el) + ' contrast ' + ratio.toFixed(2) + ':1');
+  }
+  for (const el of document.querySelectorAll('button, .btn, .brand, summary, .sessions a')) {
+    if (el.disabled || !el.getClientRects().length) continue;
+    const r = el.getBoundingClientRect();
+    if (r.width < 44 || r.height < 44) fails.push(name(el) + ' target ' + Math.round(r.width) + '×' + Math.round(r.height));
+  }
+  return fails;
+})()`
+
+// colorScheme makes the page's prefers-color-scheme light or dark.
+func colorScheme(scheme string) chromedp.Action[chromedp.Void] {
+	return chromedp.Func(func(ctx context.Context, tg *chromedp.Target) error {
+		_, err := cdp.Call(ctx, tg, emulation.SetEmulatedMedia, emulation.SetEmulatedMediaParams{
+			Features: []*emulation.MediaFeature{{Name: "prefers-color-scheme", Value: scheme}},
+		})
+		return err
+	})
+}
+
+// TestBrowserReadableAndTouchable audits the sessions list (with a "needs approval" and a
+// "suspended" badge) and a session with a permission card and a question in the light and
+// the dark theme: every control's text is at least 4.5:1 against its background and every
+// tap target at least 44 px. A question's javascript: URL is text, not a link.
+func TestBrowserReadableAndTouchable(t *testing.T) {
+	d := newTestDeck(t)
+	ctx := browser(t)
+	id := session(t)
+	prompt(t, signals.SessionConfig{SessionID: id}, "/permission edit")
+	permissionRequested(t, id)
+	asks := session(t)
+	prompt(t, signals.SessionConfig{SessionID: asks}, "/elicit-url javascript:alert(1)")
+	elicited(t, asks, 1)
+
+	// within bounds one step, so that a broken page fails in a minute, not at the
+	// browser's deadline.
+	within := func() context.Context {
+		c, cancel := context.WithTimeout(ctx, 60*time.Second)
+		t.Cleanup(cancel)
+		return c
+	}
+	require.NoError(t, chromedp.Do(within(),
+		chromedp.EmulateViewport(390, 844, chromedp.EmulateScale(2), chromedp.EmulateMobile),
+		chromedp.Navigate(d.URL+"/#token="+d.operator),
+		chromedp.WaitVisible(css(`#sessions a[data-session="`+id+`"] .badge.ask`)),
+	))
+	audit := func(where string) {
+		t.Helper()
+		fails, err := chromedp.Run(ctx, chromedp.Evaluate[[]string](auditJS))
+		require.NoError(t, err)
+		assert.Empty(t, fails, where) // every view and theme is audited, then the test fails
+	}
+	for _, scheme := range []string{"light", "dark"} {
+		require.NoError(t, chromedp.Do(within(),
+			colorScheme(scheme),
+			chromedp.Evaluate[chromedp.Void](`location.hash = '#/'; undefined`),
+			chromedp.WaitVisible(css(`#sessions a[data-session="`+id+`"] .badge.ask`)),
+			// A suspended session's badge, as the list draws it.
+			chromedp.Evaluate[chromedp.Void](`document.querySelector('#sessions .badges').append(Object.assign(document.createElement('span'), {className: 'badge suspended', textContent: 'suspended'})); undefined`),
+		))
+		dark, err := chromedp.Run(ctx, chromedp.Evaluate[bool](`matchMedia('(prefers-color-scheme: dark)').matches`))
+		require.NoError(t, err)
+		require.Equal(t, scheme == "dark", dark)
+		audit(scheme + ": sessions list")
+
+		require.NoError(t, chromedp.Do(within(),
+			chromedp.Evaluate[chromedp.Void](`location.hash = '#/s/' + encodeURIComponent(`+jsString(id)+`); undefined`),
+			chromedp.WaitVisible(css(`#pending .perm button[data-option="allow"]`)),
+			chromedp.WaitVisible(css(`#composer[data-state]`)),
+		))
+		audit(scheme + ": a session with a permission card")
+
+		require.NoError(t, chromedp.Do(within(),
+			chromedp.Evaluate[chromedp.Void](`location.hash = '#/s/' + encodeURIComponent(`+jsString(asks)+`); undefined`),
+			chromedp.WaitVisible(css(`#pending .question`)),
+		))
+		audit(scheme + ": a session with a question")
+		links, err := chromedp.Run(ctx, chromedp.Evaluate[int](`document.querySelectorAll('#pending a').length`))
+		require.NoError(t, err)
+		require.Zero(t, links, "a javascript: URL is no link")
+		require.Contains(t, textOf(t, ctx, "#pending .question"), "javascript:alert(1)")
+	}
 }

@@ -85,6 +85,17 @@
     l.textContent = state === 'live' ? 'live' : state;
   }
 
+  // webURL is u when it is an http or https URL, the only ones the page makes links of;
+  // anything else (javascript:, data:, a relative path) stays text.
+  function webURL(u) {
+    try {
+      const url = new URL(u);
+      return url.protocol === 'http:' || url.protocol === 'https:' ? url.href : '';
+    } catch (e) {
+      return '';
+    }
+  }
+
   function badge(text, cls) { return h('span', { class: 'badge ' + (cls || '') }, text); }
 
   // agentName is a session's agent profile (older sessions named a command line: its program).
@@ -687,7 +698,8 @@
         h('div', { class: 'title', text: q.message || 'The agent asks' }),
         h('div', { class: 'meta' }, `question · turn ${q.turn_id} · `,
           h('span', { class: 'countdown', data: { deadline: q.deadline } })),
-        q.mode === 'url' && q.url ? h('a', { href: q.url, target: '_blank', rel: 'noopener noreferrer', text: q.url }) : null,
+        q.mode === 'url' && q.url ? (webURL(q.url) ? h('a', { href: webURL(q.url), target: '_blank', rel: 'noopener noreferrer', text: q.url })
+          : h('span', { class: 'meta url', text: q.url })) : null,
         form,
         operator ? null : h('div', { class: 'meta', text: 'Observers cannot answer.' }));
     }
