@@ -175,6 +175,9 @@ func TestBrowserDeckOnAPhone(t *testing.T) {
 	waitText(t, ctx, "#transcript", "permission selected allow by deck:controller token")
 	waitText(t, ctx, "#transcript", "permission: selected allow")
 	waitText(t, ctx, `#transcript .turn-end[data-turn="1"]`, "turn 1 ended: end_turn")
+	// Events are told in words: no raw event name such as [agent.settings].
+	waitText(t, ctx, "#transcript", "the agent is ready")
+	require.NotRegexp(t, `\[[a-z_.]+\]`, textOf(t, ctx, "#transcript"))
 
 	// Steer a running turn from the box. A view whose token went stale is told so and
 	// refreshed; the second tap then lands and the agent takes the steer inside the turn.
@@ -211,6 +214,8 @@ func TestBrowserDeckOnAPhone(t *testing.T) {
 		chromedp.WaitVisible(css(`#transcript .turn-end[data-turn="1"]`)),
 	))
 	waitText(t, ctx, `#transcript .turn-end[data-turn="1"]`, "cancelled")
+	// The steer's "Steering turn 1.1" goes with the turn it was about.
+	waitText(t, ctx, "#composer-note", "No turn is running")
 
 	// The same page on a desktop: nothing overflows and the controls are at hand.
 	require.NoError(t, chromedp.Do(ctx,

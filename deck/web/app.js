@@ -96,6 +96,9 @@
     }
   }
 
+  // words turns an event or update name into words: "agent.context_lost" → "agent context lost".
+  function words(name) { return String(name).replace(/[._]+/g, ' ').trim(); }
+
   function badge(text, cls) { return h('span', { class: 'badge ' + (cls || '') }, text); }
 
   // agentName is a session's agent profile (older sessions named a command line: its program).
@@ -423,7 +426,7 @@
         case 'tool_call': case 'tool_call_update': toolCard(u, ev.turn_id); break;
         case 'plan': plan(u, ev.turn_id); break;
         default:
-          if (!quietKinds.has(k)) meta(`[${k || 'update'}]`);
+          if (!quietKinds.has(k)) meta(`the agent sent an update the deck does not show (${words(k || 'update')})`);
       }
     }
 
@@ -499,7 +502,13 @@
         case 'viewer.grace_cancelled': meta('a viewer is back: grace cancelled'); break;
         case 'session.closed': meta(`session closed${d.reason ? ': ' + d.reason : ''}`, 'bad'); break;
         case 'session.deleted': meta(`session deleted${d.error ? ' (its data: ' + d.error + ')' : (d.removed || []).length ? ': removed ' + d.removed.join('; ') : ''}`, 'bad'); break;
-        default: meta(`[${ev.kind}]`);
+        case 'agent.settings':
+          meta(`the agent is ready${d.current_mode_id ? ` in mode ${d.current_mode_id}` : ''}${(d.modes || []).length ? ` (${d.modes.length} modes)` : ''}`, '', t);
+          break;
+        case 'mode.changed': meta(`mode ${d.previous ? d.previous + ' → ' : ''}${d.mode_id}${d.by_policy ? ', set by the policy' : ''}`, '', t); break;
+        case 'config_option.changed': meta(`setting ${d.config_id}: ${d.previous ? d.previous + ' → ' : ''}${d.value}`, '', t); break;
+        case 'title.changed': meta(`title: ${d.title}`); break;
+        default: meta(words(ev.kind || 'event'));
       }
     }
 
@@ -581,7 +590,10 @@
       steerBtn.disabled = !live || !st.steer_token;
       cancelBtn.disabled = !live;
       promptBtn.disabled = st.state === 'closed';
-      // What the last action said stays until the person types again.
+      if (note.dataset.said && saidOf != null && (!live || st.turn_id !== saidOf)) {
+        delete note.dataset.said;
+        note.classList.remove('warn');
+      }
       if (!note.dataset.said) {
         note.textContent = live ? `Steering turn ${st.steer_token}` : st.state === 'closed' ? 'The session is closed.' : 'No turn is running: send a prompt.';
       }
@@ -816,10 +828,14 @@
       for (const b of [steerBtn, promptBtn, cancelBtn]) b.classList.toggle('busy', on);
       text.disabled = on;
     }
+    // What the last action said stays until the person types again, or, when it was said
+    // about a live turn (a steer's "Steering turn N"), until that turn is over.
+    let saidOf = null; // the turn a said note is about, when it was live
     function say(msg, warn) {
       note.textContent = msg;
       note.dataset.said = '1';
       note.classList.toggle('warn', !!warn);
+      saidOf = status && isLive(status.state) ? status.turn_id : null;
     }
     text.addEventListener('input', () => { delete note.dataset.said; note.classList.remove('warn'); });
 
