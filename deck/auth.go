@@ -64,17 +64,33 @@ func newTokens(controllers, observers []string) (tokens, error) {
 
 // role returns the role of t, or "" when t is no token of the deck.
 func (ts tokens) role(t string) string {
+	k, _ := ts.find(t)
+	return k.role
+}
+
+// find returns the token t is, if it is one of the deck's.
+func (ts tokens) find(t string) (token, bool) {
 	if t == "" {
-		return ""
+		return token{}, false
 	}
 	sum := sha256.Sum256([]byte(t))
-	role := ""
+	var found token
+	ok := false
 	for _, k := range ts { // no early exit: every token is compared
 		if subtle.ConstantTimeCompare(sum[:], k.sum[:]) == 1 {
-			role = k.role
+			found, ok = k, true
 		}
 	}
-	return role
+	return found, ok
+}
+
+// answeredBy is how an action taken with k is recorded (answered_by, by): "deck:" and the
+// token's name, or its role for an unnamed token.
+func (k token) answeredBy() string {
+	if k.name == "" {
+		return "deck:" + k.role + " token"
+	}
+	return "deck:" + k.name
 }
 
 // credential is the token a request presents and whether it came from the cookie.
@@ -147,8 +163,16 @@ type loginRequest struct {
 	Token string `json:"token"`
 }
 
+// whoamiResult says who a token is: its role, the person it names (--token alice=SECRET;
+// "" for an unnamed token) and how the journal records its answers (answered_by).
 type whoamiResult struct {
 	Role string `json:"role"`
+	Name string `json:"name,omitempty"`
+	By   string `json:"by"`
+}
+
+func whoami(k token) whoamiResult {
+	return whoamiResult{Role: k.role, Name: k.name, By: k.answeredBy()}
 }
 
 // login checks a token and hands it back as an HttpOnly cookie, for the page's EventSource.
@@ -162,8 +186,8 @@ func (s *Server) login(w http.ResponseWriter, r *http.Request) {
 	if !decode(w, r, &req) {
 		return
 	}
-	role := s.tokens.role(req.Token)
-	if role == "" {
+	k, ok := s.tokens.find(req.Token)
+	if !ok {
 		s.log.Info("deck login refused", "remote", r.RemoteAddr)
 		unauthorized(w)
 		return
@@ -172,8 +196,8 @@ func (s *Server) login(w http.ResponseWriter, r *http.Request) {
 		Name: CookieName, Value: req.Token, Path: "/api/", MaxAge: cookieMaxAge,
 		HttpOnly: true, SameSite: http.SameSiteStrictMode, Secure: r.TLS != nil,
 	})
-	s.log.Info("deck login", "role", role, "remote", r.RemoteAddr)
-	writeJSON(w, http.StatusOK, whoamiResult{Role: role})
+	s.log.Info("deck login", "role", k.role, "remote", r.RemoteAddr)
+	writeJSON(w, http.StatusOK, whoami(k))
 }
 
 func (s *Server) logout(w http.ResponseWriter, r *http.Request) {
@@ -182,6 +206,8 @@ func (s *Server) logout(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, struct{}{})
 }
 
-func (s *Server) whoami(w http.ResponseWriter, _ *http.Request, role string) {
-	writeJSON(w, http.StatusOK, whoamiResult{Role: role})
+func (s *Server) whoami(w http.ResponseWriter, r *http.Request, _ string) {
+	t, _ := credential(r)
+	k, _ := s.tokens.find(t)
+	writeJSON(w, http.StatusOK, whoami(k))
 }

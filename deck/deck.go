@@ -9,9 +9,9 @@
 // Every /api/ call but login needs a token (see Auth). Bodies are JSON (Content-Type
 // application/json, at most MaxBodyBytes, unknown fields refused).
 //
-//	POST /api/login                            {token} → {role}; sets the session cookie
+//	POST /api/login                            {token} → whoami's answer; sets the session cookie
 //	POST /api/logout                           clears the cookie
-//	GET  /api/whoami                           {role}
+//	GET  /api/whoami                           {role, name?, by}: the token's role, person, answered_by
 //	GET  /api/sessions[?limit=N]               {sessions: [...]}, awaiting approval first
 //	GET  /api/sessions/{id}                    the status snapshot + server_time
 //	GET  /api/sessions/{id}/events?after=&limit=   the events query, as is
@@ -53,6 +53,10 @@
 // it from the address bar. Writes authorised by the cookie must come from the deck's own
 // origin (Origin header, when sent, must match Host) and be JSON, which a cross-site form
 // cannot send. The static files of the page are public: they hold no session data.
+//
+// The page's addresses: #/ is the sessions list, #/s/ID one session and #/s/ID/REQUEST one
+// of its open requests (a permission or a question), brought into view and focus when the
+// page opens. A link opened while signed out keeps its address through the sign-in form.
 //
 // The deck does not attach as a viewer: a phone that sleeps while watching must not start
 // a session's grace window and so cancel a turn it merely looked at.

@@ -135,3 +135,22 @@ func TestTokenNames(t *testing.T) {
 	require.Equal(t, "controller", ts.role("s3cret"), "the secret is the token")
 	require.Empty(t, ts.role("alice=s3cret"))
 }
+
+// A named token is a person: whoami names them and their answers are recorded under the
+// name; an unnamed token is recorded under its role.
+func TestWhoamiNamesThePerson(t *testing.T) {
+	s, err := New(Options{Client: &signals.Client{}, ControllerTokens: []string{"alice=s3cret", "anon"}, ObserverTokens: []string{"bob=look"}})
+	require.NoError(t, err)
+	for tok, want := range map[string]string{
+		"s3cret": `{"role":"controller","name":"alice","by":"deck:alice"}`,
+		"anon":   `{"role":"controller","by":"deck:controller token"}`,
+		"look":   `{"role":"observer","name":"bob","by":"deck:bob"}`,
+	} {
+		req := httptest.NewRequest("GET", "/api/whoami", nil)
+		req.Header.Set("Authorization", "Bearer "+tok)
+		rec := httptest.NewRecorder()
+		s.ServeHTTP(rec, req)
+		require.Equal(t, http.StatusOK, rec.Code)
+		require.JSONEq(t, want, rec.Body.String(), tok)
+	}
+}

@@ -85,6 +85,20 @@
     l.textContent = state === 'live' ? 'live' : state;
   }
 
+  // webURL is u when it is an http or https URL, the only ones the page makes links of;
+  // anything else (javascript:, data:, a relative path) stays text.
+  function webURL(u) {
+    try {
+      const url = new URL(u);
+      return url.protocol === 'http:' || url.protocol === 'https:' ? url.href : '';
+    } catch (e) {
+      return '';
+    }
+  }
+
+  // words turns an event or update name into words: "agent.context_lost" → "agent context lost".
+  function words(name) { return String(name).replace(/[._]+/g, ' ').trim(); }
+
   function badge(text, cls) { return h('span', { class: 'badge ' + (cls || '') }, text); }
 
   // agentName is a session's agent profile (older sessions named a command line: its program).
@@ -105,9 +119,13 @@
     route(msg);
   }
 
-  function signedIn(r) {
-    role = r;
-    document.getElementById('who').textContent = r;
+  // signedIn takes whoami's answer: the header names the person (the token's name) and
+  // their role, or the role alone for an unnamed token.
+  function signedIn(me) {
+    role = me.role;
+    const who = document.getElementById('who');
+    who.textContent = me.name ? `${me.name} · ${me.role}` : me.role;
+    who.title = `Your answers are recorded as ${me.by || role}`;
     document.getElementById('logout').hidden = false;
   }
 
@@ -121,14 +139,17 @@
       e.preventDefault();
       try {
         const r = await api('POST', '/api/login', { token: input.value.trim() });
-        signedIn(r.role);
-        location.hash = '#/';
+        signedIn(r);
+        // A link to a session (a notification's) survives the sign-in it had to wait for.
+        if (!sessionLink()) location.hash = '#/';
         route();
       } catch (x) {
         err.textContent = x.status === 401 ? 'That token is not valid here.' : x.message;
       }
     });
-    app.replaceChildren(h('h1', { text: 'Sign in' }), form);
+    const link = sessionLink();
+    app.replaceChildren(h('h1', { text: 'Sign in' }),
+      link ? h('p', { class: 'muted pad', id: 'login-target', text: `Sign in to open session ${link.id}.` }) : null, form);
     input.focus();
     return { stop() {} };
   }
@@ -204,7 +225,9 @@
   const quietKinds = new Set(['user_message_chunk', 'available_commands_update', 'current_mode_update',
     'usage_update', 'config_option_update', 'session_info_update']);
 
-  function sessionView(id) {
+  // sessionView shows session id; target names the open request to bring into view (any
+  // open one when empty), as a notification's link does.
+  function sessionView(id, target) {
     const operator = role === 'controller';
     const stateBadges = h('span', { class: 'badges', id: 'state' });
     const pending = h('section', { class: 'pending', id: 'pending', 'aria-label': 'permission requests' });
@@ -252,39 +275,110 @@
     let pendingKey = null;
 
     // -- the transcript --
+    // Rendering costs what is new, not what is there. Journal events wait in a queue that is
+    // drained once per animation frame: the scroll position is read once at the start of a
+    // frame, chunks of one text block join into one append, and the page is scrolled once at
+    // the end. The transcript is one group per turn; only the newest `keep` groups are in the
+    // page, older ones wait detached (no layout, no paint) until "Show earlier" brings them.
     let block = null; // the agent text or thought block chunks go on appending to
     const tools = new Map();
     const plans = new Map();
+    const windowTurns = 3; // turn groups in the page when a session opens
+    const frameBudget = 12; // ms of rendering per frame; the rest waits for the next one
+    const groups = []; // {turn, el}, oldest first; groups[first:] are in the page
+    const groupOf = new Map();
+    let first = 0;
+    let keep = windowTurns;
+    let evTurn = 0; // the turn of the event being rendered (0: the newest group)
+    const earlier = h('button', { class: 'btn earlier', id: 'show-earlier', type: 'button', hidden: true, onclick: showEarlier });
+    transcript.append(earlier);
+
+    function groupFor(turn) {
+      const key = turn > 0 ? turn : (groups.length ? groups[groups.length - 1].turn : 0);
+      let g = groupOf.get(key);
+      if (!g) {
+        g = { turn: key, el: h('div', { class: 'turn-group', data: { group: String(key) } }) };
+        groups.push(g);
+        groupOf.set(key, g);
+        transcript.append(g.el);
+        while (groups.length - first > keep) groups[first++].el.remove();
+        showEarlierButton();
+      }
+      return g;
+    }
+    function showEarlierButton() {
+      const n = groups.slice(0, first).filter((g) => g.turn > 0).length;
+      earlier.hidden = first === 0;
+      earlier.textContent = n ? `Show ${n} earlier turn${n === 1 ? '' : 's'}` : 'Show the start';
+    }
+    // showEarlier brings up to five older turns back, keeping the reader's place.
+    function showEarlier() {
+      const n = Math.min(first, 5);
+      const before = document.documentElement.scrollHeight;
+      const at = groups[first].el;
+      for (let i = first - n; i < first; i++) transcript.insertBefore(groups[i].el, at);
+      first -= n;
+      keep += n;
+      showEarlierButton();
+      window.scrollBy(0, document.documentElement.scrollHeight - before);
+    }
 
     function nearBottom() {
       return window.innerHeight + window.scrollY >= document.documentElement.scrollHeight - 160;
     }
-    let scrollQueued = false;
-    // follow keeps the newest text in view while the reader is at the bottom; a reader who
-    // scrolled up to read stays where they are.
-    function follow(stick) {
-      if (stick && !scrollQueued) {
-        scrollQueued = true;
-        requestAnimationFrame(() => { scrollQueued = false; window.scrollTo(0, document.documentElement.scrollHeight); });
-      }
+    const queue = [];
+    let queued = false;
+    let fallback = 0;
+    function enqueue(ev) {
+      queue.push(ev);
+      schedule();
+    }
+    function schedule() {
+      if (queued) return;
+      queued = true;
+      requestAnimationFrame(flush);
+      // A hidden tab runs no animation frames: the timer drains the queue there.
+      fallback = setTimeout(flush, 250);
+    }
+    // flush renders what arrived since the last frame, within the frame's budget; a reader
+    // at the bottom stays at the bottom, one who scrolled up to read stays where they are.
+    function flush() {
+      if (!queued || stopped) return;
+      queued = false;
+      clearTimeout(fallback);
+      const stick = nearBottom();
+      const t0 = performance.now();
+      let i = 0;
+      while (i < queue.length && (i % 64 !== 0 || performance.now() - t0 < frameBudget)) render(queue[i++]);
+      queue.splice(0, i);
+      closeBlock(true);
+      if (stick) window.scrollTo(0, document.documentElement.scrollHeight);
+      if (queue.length) schedule();
     }
     function add(el) {
-      const stick = nearBottom();
-      transcript.append(el);
-      follow(stick);
+      groupFor(evTurn).el.append(el);
+      if (!queued) schedule(); // added outside a frame's rendering: follow it at the next
       return el;
     }
+    // closeBlock writes the text gathered for the open block; keepOpen lets the next chunks
+    // go on appending to it.
+    function closeBlock(keepOpen) {
+      if (block && block.buf) {
+        block.el.append(block.buf);
+        block.buf = '';
+      }
+      if (!keepOpen) block = null;
+    }
     function meta(msg, cls, turn) {
-      block = null;
+      closeBlock();
       return add(h('div', { class: 'ev meta ' + (cls || ''), data: turn ? { turn: String(turn) } : undefined, text: msg }));
     }
     function chunk(kind, turn, txt) {
       if (!block || block.kind !== kind || block.turn !== turn) {
-        block = { kind, turn, el: add(h('div', { class: 'ev agent-out ' + kind, data: { turn: String(turn) } })) };
+        closeBlock();
+        block = { kind, turn, buf: '', el: add(h('div', { class: 'ev agent-out ' + kind, data: { turn: String(turn) } })) };
       }
-      const stick = nearBottom();
-      block.el.append(txt);
-      follow(stick);
+      block.buf += txt;
     }
     function contentText(c) {
       if (!c) return '';
@@ -295,6 +389,7 @@
     function toolCard(u, turn) {
       let t = tools.get(u.toolCallId);
       if (!t) {
+        closeBlock();
         const title = h('span', { class: 'title' });
         const st = h('span', { class: 'st' });
         const el = add(h('div', { class: 'ev tool agent-out', data: { turn: String(turn), tool: u.toolCallId || '' } }, st, 'tool: ', title));
@@ -307,18 +402,19 @@
         t.el.classList.remove('pending', 'in_progress', 'completed', 'failed');
         t.el.classList.add(u.status);
       }
-      block = null;
+      closeBlock();
     }
 
     function plan(u, turn) {
       let el = plans.get(turn);
       if (!el) {
+        closeBlock();
         el = add(h('div', { class: 'ev plan agent-out', data: { turn: String(turn) } }));
         plans.set(turn, el);
       }
       el.replaceChildren(h('strong', { text: 'Plan' }),
         h('ol', {}, (u.entries || []).map((e) => h('li', { class: e.status || '', text: e.content || '' }))));
-      block = null;
+      closeBlock();
     }
 
     function agentUpdate(ev) {
@@ -330,24 +426,38 @@
         case 'tool_call': case 'tool_call_update': toolCard(u, ev.turn_id); break;
         case 'plan': plan(u, ev.turn_id); break;
         default:
-          if (!quietKinds.has(k)) meta(`[${k || 'update'}]`);
+          if (!quietKinds.has(k)) meta(`the agent sent an update the deck does not show (${words(k || 'update')})`);
       }
     }
 
     function render(ev) {
+      evTurn = ev.turn_id || 0;
+      try {
+        renderEvent(ev);
+      } finally {
+        evTurn = 0;
+      }
+    }
+
+    function renderEvent(ev) {
       const d = ev.data || {};
       const t = ev.turn_id;
       switch (ev.kind) {
+        case 'stream.gap':
+          closeBlock();
+          add(h('div', { class: 'ev gap', id: 'gap', text: `older events trimmed (the journal now starts at ${d.first_retained_seq})` }));
+          break;
         case 'session.started': meta(`session started${d.run > 1 ? ` (run ${d.run})` : ''}`); break;
         case 'prompt.accepted':
-          block = null;
+          closeBlock();
           add(h('div', { class: 'ev user', data: { turn: String(t) }, text: d.text + (d.text_truncated ? ' …' : '') }));
           break;
         case 'prompt.rejected': meta(`prompt refused: ${d.type} ${d.message || ''}`, 'bad'); break;
         case 'turn.started': meta(`turn ${t} started${d.attempt > 1 ? ` (attempt ${d.attempt})` : ''}`, '', t); break;
         case 'turn.restarted':
           // A retry after a lost worker: the partial output of the lost attempt goes.
-          transcript.querySelectorAll(`.agent-out[data-turn="${t}"]`).forEach((el) => el.remove());
+          closeBlock();
+          groupFor(t).el.querySelectorAll(`.agent-out[data-turn="${t}"]`).forEach((el) => el.remove());
           for (const [k, v] of tools) if (!v.el.isConnected) tools.delete(k);
           plans.delete(t);
           meta(`turn ${t} restarted (attempt ${d.attempt}): its partial output was dropped${d.resumed ? '; the agent already held the prompt and was asked to continue' : ''}`, 'bad', t);
@@ -360,7 +470,7 @@
           break;
         case 'agent.update': agentUpdate(ev); break;
         case 'steer.accepted':
-          block = null;
+          closeBlock();
           add(h('div', { class: 'ev steer', data: { turn: String(t) }, text: d.text + (d.text_truncated ? ' …' : '') }));
           break;
         case 'steer.rejected': meta(`steer refused: ${d.type} ${d.message || ''}`, 'bad'); break;
@@ -376,7 +486,9 @@
           break;
         }
         case 'permission.resolved':
-          meta(`permission ${d.outcome}${d.option_id ? ' ' + d.option_id : ''} by ${d.decided_by}${d.remember ? ', remembered' : ''}`);
+          // A person's answer names the person (answered_by); rule, policy, deadline and
+          // cancel name themselves (decided_by).
+          meta(`permission ${d.outcome}${d.option_id ? ' ' + d.option_id : ''} by ${d.answered_by || d.decided_by}${d.remember ? ', remembered' : ''}`);
           break;
         case 'permission.forgotten': meta(`rule forgotten: ${d.tool}`); break;
         case 'elicitation.requested': meta(`question asked: ${d.message || d.request_id}${d.mode === 'url' ? ' (open ' + d.url + ')' : ''}`); break;
@@ -390,7 +502,13 @@
         case 'viewer.grace_cancelled': meta('a viewer is back: grace cancelled'); break;
         case 'session.closed': meta(`session closed${d.reason ? ': ' + d.reason : ''}`, 'bad'); break;
         case 'session.deleted': meta(`session deleted${d.error ? ' (its data: ' + d.error + ')' : (d.removed || []).length ? ': removed ' + d.removed.join('; ') : ''}`, 'bad'); break;
-        default: meta(`[${ev.kind}]`);
+        case 'agent.settings':
+          meta(`the agent is ready${d.current_mode_id ? ` in mode ${d.current_mode_id}` : ''}${(d.modes || []).length ? ` (${d.modes.length} modes)` : ''}`, '', t);
+          break;
+        case 'mode.changed': meta(`mode ${d.previous ? d.previous + ' → ' : ''}${d.mode_id}${d.by_policy ? ', set by the policy' : ''}`, '', t); break;
+        case 'config_option.changed': meta(`setting ${d.config_id}: ${d.previous ? d.previous + ' → ' : ''}${d.value}`, '', t); break;
+        case 'title.changed': meta(`title: ${d.title}`); break;
+        default: meta(words(ev.kind || 'event'));
       }
     }
 
@@ -403,14 +521,13 @@
         const ev = JSON.parse(e.data);
         if (ev.seq <= lastSeq) return;
         lastSeq = ev.seq;
-        render(ev);
+        enqueue(ev);
         if (refreshKinds.has(ev.kind)) refreshSoon();
       });
       es.addEventListener('gap', (e) => {
         const d = JSON.parse(e.data);
         lastSeq = Math.max(lastSeq, d.first_retained_seq - 1);
-        block = null;
-        add(h('div', { class: 'ev gap', id: 'gap', text: `older events trimmed (the journal now starts at ${d.first_retained_seq})` }));
+        enqueue({ kind: 'stream.gap', data: d });
         refreshSoon();
       });
       es.addEventListener('end', () => { es.close(); setLive('closed'); });
@@ -473,7 +590,10 @@
       steerBtn.disabled = !live || !st.steer_token;
       cancelBtn.disabled = !live;
       promptBtn.disabled = st.state === 'closed';
-      // What the last action said stays until the person types again.
+      if (note.dataset.said && saidOf != null && (!live || st.turn_id !== saidOf)) {
+        delete note.dataset.said;
+        note.classList.remove('warn');
+      }
       if (!note.dataset.said) {
         note.textContent = live ? `Steering turn ${st.steer_token}` : st.state === 'closed' ? 'The session is closed.' : 'No turn is running: send a prompt.';
       }
@@ -504,8 +624,24 @@
         pendingKey = key;
         pending.replaceChildren(...(room ? [workerCard(room)] : []), ...(wait ? [limitCard(wait)] : []),
           ...perms.map(permCard), ...questions.map(questionCard));
+        landOnTarget();
       }
       tick();
+    }
+
+    // landOnTarget brings the request the session was opened for into view and focus, once:
+    // the card the link names, else the first open permission or question.
+    let landed = false;
+    function landOnTarget() {
+      if (landed) return;
+      const cards = Array.from(pending.querySelectorAll('.perm, .question[data-request]'));
+      const card = cards.find((c) => c.dataset.request === target) || (target ? null : cards[0]);
+      if (!card) return;
+      landed = true;
+      card.classList.add('target');
+      card.tabIndex = -1;
+      card.scrollIntoView({ block: 'nearest' });
+      card.focus({ preventScroll: true });
     }
 
     // A turn waiting for capacity: every worker runs as many turns as it may (-turns.max).
@@ -574,7 +710,8 @@
         h('div', { class: 'title', text: q.message || 'The agent asks' }),
         h('div', { class: 'meta' }, `question · turn ${q.turn_id} · `,
           h('span', { class: 'countdown', data: { deadline: q.deadline } })),
-        q.mode === 'url' && q.url ? h('a', { href: q.url, target: '_blank', rel: 'noopener noreferrer', text: q.url }) : null,
+        q.mode === 'url' && q.url ? (webURL(q.url) ? h('a', { href: webURL(q.url), target: '_blank', rel: 'noopener noreferrer', text: q.url })
+          : h('span', { class: 'meta url', text: q.url })) : null,
         form,
         operator ? null : h('div', { class: 'meta', text: 'Observers cannot answer.' }));
     }
@@ -675,7 +812,7 @@
         const r = await api('POST', `/api/sessions/${enc(id)}/permissions/${enc(p.request_id)}`, { option_id: o.optionId, client_msg_id: newId() });
         const res = r.resolution;
         if (res.decided_by !== 'user' || res.option_id !== o.optionId) {
-          toast(`Already decided: ${res.outcome} ${res.option_id || ''} by ${res.decided_by}`);
+          toast(`Already decided: ${res.outcome} ${res.option_id || ''} by ${res.answered_by || res.decided_by}`);
         } else {
           toast(`${o.name || o.optionId}: sent`);
         }
@@ -691,10 +828,14 @@
       for (const b of [steerBtn, promptBtn, cancelBtn]) b.classList.toggle('busy', on);
       text.disabled = on;
     }
+    // What the last action said stays until the person types again, or, when it was said
+    // about a live turn (a steer's "Steering turn N"), until that turn is over.
+    let saidOf = null; // the turn a said note is about, when it was live
     function say(msg, warn) {
       note.textContent = msg;
       note.dataset.said = '1';
       note.classList.toggle('warn', !!warn);
+      saidOf = status && isLive(status.state) ? status.turn_id : null;
     }
     text.addEventListener('input', () => { delete note.dataset.said; note.classList.remove('warn'); });
 
@@ -790,12 +931,24 @@
 
   // ---- routing ---------------------------------------------------------------------------
 
+  // sessionLink reads a link to one session, #/s/ID, or to one of its open requests,
+  // #/s/ID/REQUEST; null for any other address.
+  function sessionLink() {
+    const m = location.hash.match(/^#\/s\/([^/]+)(?:\/([^/]+))?$/);
+    if (!m) return null;
+    try {
+      return { id: decodeURIComponent(m[1]), request: m[2] ? decodeURIComponent(m[2]) : '' };
+    } catch (e) {
+      return null;
+    }
+  }
+
   function route(msg) {
     if (view) view.stop();
     view = null;
     if (!role) { view = loginView(typeof msg === 'string' ? msg : ''); return; }
-    const m = location.hash.match(/^#\/s\/(.+)$/);
-    view = m ? sessionView(decodeURIComponent(m[1])) : listView();
+    const link = sessionLink();
+    view = link ? sessionView(link.id, link.request) : listView();
     window.scrollTo(0, 0);
   }
 
@@ -810,7 +963,7 @@
     if (m) {
       history.replaceState(null, '', location.pathname + location.search + '#/');
       try {
-        signedIn((await api('POST', '/api/login', { token: decodeURIComponent(m[1]) })).role);
+        signedIn(await api('POST', '/api/login', { token: decodeURIComponent(m[1]) }));
       } catch (e) {
         window.addEventListener('hashchange', () => route());
         route(e.status === 401 ? 'The token in that link is not valid here.' : e.message);
@@ -819,7 +972,7 @@
     }
     if (!role) {
       try {
-        signedIn((await api('GET', '/api/whoami')).role);
+        signedIn(await api('GET', '/api/whoami'));
       } catch (e) { /* not signed in: the login view */ }
     }
     window.addEventListener('hashchange', () => route());
