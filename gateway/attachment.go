@@ -21,8 +21,11 @@ import (
 const endedKept = 256
 
 type attachment struct {
-	c      *conn
-	id     string
+	c  *conn
+	id string
+	// held is set (under c.mu) once the connection holds the session's viewer lease
+	// (leases.go): only then does closing the connection release it.
+	held   bool
 	sub    *subscription
 	ctx    context.Context
 	cancel context.CancelFunc

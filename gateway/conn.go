@@ -545,10 +545,14 @@ func (c *conn) attachStarting(ctx context.Context, id string, writeAfter int64, 
 	a := newAttachment(c, id)
 	c.sessions[id] = a
 	c.mu.Unlock()
-	forget := func() {
+	// forget undoes the registration; it reports whether the lease is still this
+	// attachment's to release (close claims it otherwise).
+	forget := func() (held bool) {
 		c.mu.Lock()
+		held, a.held = a.held, false
 		delete(c.sessions, id)
 		c.mu.Unlock()
+		return held
 	}
 
 	lease := int(c.g.o.Lease / time.Second)
@@ -566,11 +570,20 @@ func (c *conn) attachStarting(ctx context.Context, id string, writeAfter int64, 
 		forget()
 		return nil, caughtUp{}, rpcErr(err)
 	}
+	c.mu.Lock()
+	closed := c.closed
+	a.held = !closed
+	c.mu.Unlock()
+	if closed { // closed while it attached: close saw no lease to release
+		c.releaseLease(id, true)
+		return nil, caughtUp{}, errors.New("connection closed")
+	}
 
 	at, err := a.catchUp(ctx, writeAfter)
 	if err != nil {
-		forget()
-		c.releaseLease(id, true)
+		if forget() {
+			c.releaseLease(id, true)
+		}
 		return nil, caughtUp{}, rpcErr(err)
 	}
 	a.goLive()
@@ -582,8 +595,10 @@ func (c *conn) close() {
 	c.mu.Lock()
 	c.closed = true
 	all := make([]*attachment, 0, len(c.sessions))
+	held := map[*attachment]bool{}
 	for _, a := range c.sessions {
 		all = append(all, a)
+		held[a], a.held = a.held, false // close releases what it finds held
 	}
 	c.mu.Unlock()
 	var wg sync.WaitGroup
@@ -592,7 +607,9 @@ func (c *conn) close() {
 		go func() {
 			defer wg.Done()
 			a.stop()
-			c.releaseLease(a.id, true)
+			if held[a] {
+				c.releaseLease(a.id, true)
+			}
 		}()
 	}
 	wg.Wait()
