@@ -49,7 +49,7 @@ const (
 	// QueryProfiles answers a ProfilesWorkflow run's profiles while it stays open
 	// (ProfilesLinger).
 	QueryProfiles = "profiles"
-	QueryEvents = "events"
+	QueryEvents   = "events"
 	// QueryTranscript returns the session's conversation as text, for seeding a new agent
 	// session after the agent's own was lost (agent.context_lost).
 	QueryTranscript = "transcript"
