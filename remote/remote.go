@@ -36,6 +36,7 @@ import (
 	"log/slog"
 	mrand "math/rand/v2"
 	"net/http"
+	"net/url"
 	"slices"
 	"strings"
 	"sync"
@@ -72,6 +73,11 @@ type Options struct {
 // upgrade): dialing again would not help.
 var ErrUnauthorized = errors.New("remote: the deck refused the token")
 
+// ErrNotACP is returned by Run when the URL answers HTTP but not as a WebSocket (a page, a
+// 404, a redirect): it is not the deck's /acp, and dialing again would not help. A deck
+// that is away or overloaded (no answer, 5xx, 429) is tried again instead.
+var ErrNotACP = errors.New("remote: the URL is not a deck's ACP endpoint")
+
 // Run relays the ACP connection on in and out (the editor's end) to o.URL until in ends or
 // ctx does, reconnecting as often as it must. It returns nil when the editor hangs up and
 // ErrUnauthorized (wrapped) when the deck refuses the token.
@@ -79,15 +85,9 @@ func Run(ctx context.Context, in io.Reader, out io.Writer, o Options) error {
 	if o.URL == "" {
 		return errors.New("remote: a URL is required")
 	}
-	u := o.URL
-	switch {
-	case strings.HasPrefix(u, "http://"):
-		u = "ws://" + strings.TrimPrefix(u, "http://")
-	case strings.HasPrefix(u, "https://"):
-		u = "wss://" + strings.TrimPrefix(u, "https://")
-	case strings.HasPrefix(u, "ws://"), strings.HasPrefix(u, "wss://"):
-	default:
-		return fmt.Errorf("remote: URL %q: want ws://, wss://, http:// or https://", o.URL)
+	u, err := EndpointURL(o.URL)
+	if err != nil {
+		return err
 	}
 	o.URL = u
 	if o.MinBackoff <= 0 {
@@ -115,15 +115,49 @@ func Run(ctx context.Context, in io.Reader, out io.Writer, o Options) error {
 		err := s.readEditor(in)
 		cancel(err) // the editor hung up (nil cause: a clean end)
 	}()
-	err := s.connect(ctx)
+	err = s.connect(ctx)
 	s.shutdown()
-	if errors.Is(err, ErrUnauthorized) {
+	if errors.Is(err, ErrUnauthorized) || errors.Is(err, ErrNotACP) {
+		// The editor started this process and writes initialize at once: it is answered
+		// with the reason (failAll), not left to find a closed pipe.
+		select {
+		case <-s.asked:
+		case <-ctx.Done():
+		case <-time.After(5 * time.Second):
+		}
 		return err
 	}
 	if cause := context.Cause(ctx); cause != nil && !errors.Is(cause, context.Canceled) {
 		return cause
 	}
 	return nil
+}
+
+// EndpointURL is the WebSocket URL of a deck's ACP endpoint as a person may write it: http
+// and https become ws and wss, and a URL with no path (the deck's own address, as its
+// sign-in page shows it) gets /acp. Any other path is kept: a deck behind a proxy may serve
+// /acp elsewhere.
+func EndpointURL(raw string) (string, error) {
+	u, err := url.Parse(strings.TrimSpace(raw))
+	if err != nil {
+		return "", fmt.Errorf("remote: URL %q: %v", raw, err)
+	}
+	switch u.Scheme {
+	case "http":
+		u.Scheme = "ws"
+	case "https":
+		u.Scheme = "wss"
+	case "ws", "wss":
+	default:
+		return "", fmt.Errorf("remote: URL %q: want ws://, wss://, http:// or https://", raw)
+	}
+	if u.Host == "" {
+		return "", fmt.Errorf("remote: URL %q names no host", raw)
+	}
+	if u.Path == "" || u.Path == "/" {
+		u.Path = "/acp"
+	}
+	return u.String(), nil
 }
 
 // msg is a JSON-RPC message with its fields kept raw.
@@ -207,6 +241,13 @@ type shim struct {
 	ownOrder   []string
 	initParams json.RawMessage
 	held       [][]byte // editor notifications that wait for a socket
+	// gone is why the deck cannot be reached for good (a refused token, a URL that is not
+	// its ACP endpoint): every request of the editor is answered with it at once.
+	gone string
+	// asked is closed at the editor's first request: Run, ending for good, waits for it so
+	// the editor's initialize is answered with the reason rather than by a hang-up.
+	asked     chan struct{}
+	askedOnce sync.Once
 }
 
 func newShim(o Options, out io.Writer) *shim {
@@ -214,6 +255,7 @@ func newShim(o Options, out io.Writer) *shim {
 		o: o, log: o.Logger, out: out,
 		calls: map[int64]*call{}, byEditor: map[string]int64{}, internal: map[int64]chan msg{},
 		asks: map[int64]*ask{}, perms: map[string]*ask{}, sessions: map[string]int64{}, own: map[string]bool{},
+		asked: make(chan struct{}),
 	}
 }
 
@@ -278,9 +320,16 @@ func (s *shim) fromEditor(line []byte) {
 }
 
 func (s *shim) editorRequest(m msg) {
+	defer s.askedOnce.Do(func() { close(s.asked) })
 	method := m.method()
 	params := m["params"]
 	s.mu.Lock()
+	if s.gone != "" {
+		why := s.gone
+		s.mu.Unlock()
+		s.errorTo(m["id"], -32603, "tacp remote: "+why)
+		return
+	}
 	if method == "session/prompt" {
 		var p map[string]json.RawMessage
 		if json.Unmarshal(params, &p) == nil {
@@ -627,6 +676,10 @@ func (s *shim) connect(ctx context.Context) error {
 			s.failAll("the deck refused the token")
 			return err
 		}
+		if errors.Is(err, ErrNotACP) {
+			s.failAll(err.Error())
+			return err
+		}
 		if err == nil {
 			read := make(chan struct{})
 			go func() { s.read(l); close(read) }()
@@ -673,6 +726,9 @@ func (s *shim) dial(ctx context.Context) (*link, error) {
 		if resp != nil && (resp.StatusCode == http.StatusUnauthorized || resp.StatusCode == http.StatusForbidden) {
 			return nil, fmt.Errorf("%w (HTTP %d from %s)", ErrUnauthorized, resp.StatusCode, s.o.URL)
 		}
+		if resp != nil && notACP(resp.StatusCode) {
+			return nil, fmt.Errorf("%w: %s answers HTTP %d, not a WebSocket upgrade (a deck serves its ACP endpoint at /acp)", ErrNotACP, s.o.URL, resp.StatusCode)
+		}
 		return nil, err
 	}
 	c.SetReadLimit(wsline.MaxMessage)
@@ -681,6 +737,16 @@ func (s *shim) dial(ctx context.Context) (*link, error) {
 	go l.write()
 	go s.keepAlive(l)
 	return l, nil
+}
+
+// notACP reports whether an answer to the upgrade says the URL is the wrong one: anything
+// but a server that is away or busy (5xx, 408, 429), which is tried again.
+func notACP(code int) bool {
+	switch {
+	case code >= 500, code == http.StatusRequestTimeout, code == http.StatusTooManyRequests:
+		return false
+	}
+	return code != http.StatusSwitchingProtocols
 }
 
 func (s *shim) keepAlive(l *link) {
@@ -826,9 +892,10 @@ func (s *shim) callInternal(l *link, method string, params any) (msg, error) {
 	}
 }
 
-// failAll answers every request the editor waits for with an error.
+// failAll answers every request the editor waits for with an error, and every later one.
 func (s *shim) failAll(why string) {
 	s.mu.Lock()
+	s.gone = why
 	calls := s.calls
 	s.calls = map[int64]*call{}
 	s.byEditor = map[string]int64{}

@@ -38,7 +38,10 @@ func newFakeDeck(t *testing.T) *fakeDeck {
 	d := &fakeDeck{t: t, conns: make(chan *fakeConn, 4), tokens: make(chan string, 16)}
 	ctx, cancel := context.WithCancel(context.Background())
 	d.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		d.tokens <- r.Header.Get("Authorization")
+		select { // a shim dialing in a loop must not block the server's Close
+		case d.tokens <- r.Header.Get("Authorization"):
+		default:
+		}
 		if code := d.refuse.Load(); code != 0 {
 			http.Error(w, "refused", int(code))
 			return
@@ -330,5 +333,43 @@ func TestShimStopsWhenTheDeckRefusesTheToken(t *testing.T) {
 	case err := <-e.done:
 		t.Fatalf("Run gave up on a deck that was away: %v", err)
 	default:
+	}
+}
+
+func TestEndpointURLIsTheDecksACPEndpoint(t *testing.T) {
+	for in, want := range map[string]string{
+		"http://deck:8080":           "ws://deck:8080/acp",
+		"http://deck:8080/":          "ws://deck:8080/acp",
+		"https://deck.example":       "wss://deck.example/acp",
+		"ws://deck:8080/acp":         "ws://deck:8080/acp",
+		"wss://proxy/team/acp":       "wss://proxy/team/acp",
+		" http://127.0.0.1:9/?x=1 ": "ws://127.0.0.1:9/acp?x=1",
+	} {
+		got, err := EndpointURL(in)
+		require.NoError(t, err, in)
+		require.Equal(t, want, got, in)
+	}
+	for _, bad := range []string{"deck:8080", "ftp://deck/acp", "http://", "http://[::1"} {
+		_, err := EndpointURL(bad)
+		require.Error(t, err, bad)
+	}
+}
+
+func TestShimStopsWhenTheURLIsNotTheDecksACPEndpoint(t *testing.T) {
+	for _, code := range []int{http.StatusOK, http.StatusNotFound} {
+		d := newFakeDeck(t)
+		d.refuse.Store(int32(code))
+		e := startShim(t, d.url())
+		e.send(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":1}}`)
+		select {
+		case err := <-e.done:
+			require.True(t, errors.Is(err, ErrNotACP), "HTTP %d: %v", code, err)
+			require.Contains(t, err.Error(), "/acp")
+		case <-time.After(20 * time.Second):
+			t.Fatalf("HTTP %d: Run kept dialing a URL that is not an ACP endpoint", code)
+		}
+		answer := e.recv()
+		require.Equal(t, "1", string(answer["id"]))
+		require.Contains(t, string(answer["error"]), "not a WebSocket upgrade")
 	}
 }
