@@ -274,6 +274,12 @@ var clientCapabilities = acp.ClientCapabilities{
 // Claude Code's AskUserQuestion).
 func ClientCapabilities() acp.ClientCapabilities { return clientCapabilities }
 
+// ProtocolVersion is the ACP version tacp asks its agents for: 1, the stable protocol. An
+// agent that also speaks a draft of 2 answers 1 to a client that asks for 1. It is written
+// out, not taken from the SDK's constant, so a newer SDK cannot move it unseen
+// (TestAgentIsAskedForProtocolOne).
+const ProtocolVersion = 1
+
 // initialize runs the ACP handshake.
 func (p *agentProc) initialize(ctx context.Context) error {
 	caps := clientCapabilities
@@ -284,7 +290,7 @@ func (p *agentProc) initialize(ctx context.Context) error {
 		caps.Meta = nil
 	}
 	resp, err := p.conn.Initialize(ctx, acp.InitializeRequest{
-		ProtocolVersion:    acp.ProtocolVersionNumber,
+		ProtocolVersion:    ProtocolVersion,
 		ClientCapabilities: caps,
 		ClientInfo:         &acp.Implementation{Name: "tacp", Version: "0.1.0"},
 	})

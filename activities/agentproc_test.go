@@ -74,6 +74,16 @@ func runHelper(mode string) int {
 		_, _ = io.Copy(io.Discard, in)
 		untilKilled()
 		return 0
+	case "record": // writes its first line (initialize) to TACP_TEST_RECORD, answers it, then waits
+		in := bufio.NewReader(os.Stdin)
+		line, _ := in.ReadBytes('\n')
+		_ = os.WriteFile(os.Getenv("TACP_TEST_RECORD"), line, 0o644)
+		var req struct{ ID json.RawMessage }
+		if json.Unmarshal(line, &req) == nil {
+			fmt.Printf(`{"jsonrpc":"2.0","id":%s,"result":{"protocolVersion":1}}`+"\n", req.ID)
+		}
+		_, _ = io.Copy(io.Discard, in)
+		return 0
 	case "garbage": // a line that is not JSON-RPC as soon as it starts
 		fmt.Println("this is not json")
 		_, _ = io.Copy(io.Discard, os.Stdin)
@@ -602,4 +612,30 @@ func TestStartAgentWithANiceLowersTheAgentsGroupOnly(t *testing.T) {
 	for _, n := range proctree.ThreadNices(os.Getpid()) {
 		require.Equal(t, 0, n, "a thread of the worker")
 	}
+}
+
+// tacp asks every agent for ACP protocol 1, whatever the SDK's newest is: claude-agent-acp
+// and codex-acp speak a draft 2 to a client that asks for it.
+func TestAgentIsAskedForProtocolOne(t *testing.T) {
+	rec := filepath.Join(t.TempDir(), "initialize.json")
+	t.Setenv(helperEnv, "record")
+	t.Setenv("TACP_TEST_RECORD", rec)
+	logger, _ := testLogger(t)
+	proc, err := startAgent([]string{os.Args[0]}, nil, t.TempDir(), &hostClient{log: logger}, logger)
+	require.NoError(t, err)
+	defer proc.stop(time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), patience)
+	defer cancel()
+	require.NoError(t, proc.initialize(ctx))
+	b, err := os.ReadFile(rec)
+	require.NoError(t, err)
+	var req struct {
+		Method string `json:"method"`
+		Params struct {
+			ProtocolVersion int `json:"protocolVersion"`
+		} `json:"params"`
+	}
+	require.NoError(t, json.Unmarshal(b, &req), "%s", b)
+	require.Equal(t, "initialize", req.Method)
+	require.Equal(t, 1, req.Params.ProtocolVersion)
 }

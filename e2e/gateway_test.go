@@ -438,6 +438,8 @@ func TestACPBadInputGetsJSONRPCErrorsAndChangesNothing(t *testing.T) {
 	}
 	code := func(m map[string]any) float64 { return m["error"].(map[string]any)["code"].(float64) }
 	require.Equal(t, -32700.0, code(send(`{"jsonrpc":"2.0","id":1,"method":`)))
+	require.Equal(t, -32600.0, code(send(`[]`)), "an empty batch is an invalid request")
+	require.Equal(t, -32600.0, code(send(`[{"jsonrpc":"2.0","id":9,"method":"initialize","params":{"protocolVersion":1}}]`)), "batches are refused")
 	require.Equal(t, -32600.0, code(send(`{"jsonrpc":"2.0"}`)))
 	require.Equal(t, -32601.0, code(send(`{"jsonrpc":"2.0","id":2,"method":"no/such"}`)))
 	require.Equal(t, -32602.0, code(send(`{"jsonrpc":"2.0","id":3,"method":"session/prompt","params":{"sessionId":7}}`)))
@@ -474,4 +476,65 @@ func TestACPClientThatNeverReadsStallsNothingElse(t *testing.T) {
 	res, err = a.prompt(id, "still fine")
 	require.NoError(t, err)
 	require.Equal(t, acp.StopReasonEndTurn, res.StopReason)
+}
+
+// $/cancel_request on a running session/prompt cancels that prompt's turn, as session/cancel
+// would; one that names a prompt that has ended cancels nothing, so the session's next turn
+// runs to its end. Raw JSON-RPC: the Go SDK's client sends a session/cancel of its own with
+// it, which would hide a $/cancel_request the gateway ignored.
+func TestACPCancelRequestCancelsThePromptsTurn(t *testing.T) {
+	t.Parallel()
+	ctx := ctxFor(t, 90*time.Second)
+	cmd := starterCmd(ctx, "acp", "--agent", gatewayAgent())
+	in, err := cmd.StdinPipe()
+	require.NoError(t, err)
+	out, err := cmd.StdoutPipe()
+	require.NoError(t, err)
+	cmd.Stderr = &testLog{t: t, prefix: "starter acp: "}
+	require.NoError(t, cmd.Start())
+	t.Cleanup(func() { _ = in.Close(); _ = cmd.Wait() })
+	lines := bufio.NewScanner(out)
+	lines.Buffer(nil, 1<<20)
+	send := func(s string) {
+		_, err := io.WriteString(in, s+"\n")
+		require.NoError(t, err)
+	}
+	// answer reads until the response to id (notifications in between are skipped).
+	answer := func(id float64) map[string]any {
+		for lines.Scan() {
+			var m map[string]any
+			require.NoError(t, json.Unmarshal(lines.Bytes(), &m))
+			if m["id"] == id && m["method"] == nil {
+				require.Nil(t, m["error"], "%s", lines.Bytes())
+				return m["result"].(map[string]any)
+			}
+		}
+		t.Fatalf("no answer to request %v", id)
+		return nil
+	}
+	send(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":1}}`)
+	answer(1)
+	cwd, _ := json.Marshal(editorCwd())
+	send(`{"jsonrpc":"2.0","id":2,"method":"session/new","params":{"cwd":` + string(cwd) + `,"mcpServers":[]}}`)
+	id := answer(2)["sessionId"].(string)
+
+	send(`{"jsonrpc":"2.0","id":3,"method":"session/prompt","params":{"sessionId":"` + id + `","prompt":[{"type":"text","text":"/sleep 60s"}]}}`)
+	waitFor(t, id, func(ev signals.Event) bool { return ev.Kind == signals.EventTurnStarted })
+	send(`{"jsonrpc":"2.0","method":"$/cancel_request","params":{"requestId":3}}`)
+	require.Equal(t, "cancelled", answer(3)["stopReason"], "the prompt's turn was cancelled, not left to sleep")
+
+	// A late $/cancel_request of the ended prompt while the next one runs: nothing happens.
+	send(`{"jsonrpc":"2.0","id":4,"method":"session/prompt","params":{"sessionId":"` + id + `","prompt":[{"type":"text","text":"/chunks 3"}]}}`)
+	send(`{"jsonrpc":"2.0","method":"$/cancel_request","params":{"requestId":3}}`)
+	require.Equal(t, "end_turn", answer(4)["stopReason"])
+}
+
+// A client that asks for a protocol newer than 1 (claude-agent-acp and codex-acp already
+// speak a draft 2) is answered 1, the version tacp speaks.
+func TestACPClientAskingForProtocolTwoGetsOne(t *testing.T) {
+	t.Parallel()
+	p := startACP(t)
+	res, err := p.conn.Initialize(ctxFor(t, 30*time.Second), acp.InitializeRequest{ProtocolVersion: 2})
+	require.NoError(t, err)
+	require.Equal(t, acp.ProtocolVersion(1), res.ProtocolVersion)
 }

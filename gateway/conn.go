@@ -57,6 +57,11 @@ func (c *conn) callCtx(ctx context.Context) (context.Context, context.CancelFunc
 
 // --- acp.Agent ---
 
+// ProtocolVersion is the ACP version tacp speaks to clients: 1, the stable protocol. A
+// client that asks for a newer one (a draft 2) is answered 1, as the protocol has an agent
+// answer the latest version it supports; one that cannot speak 1 closes the connection.
+const ProtocolVersion = 1
+
 func (c *conn) Initialize(ctx context.Context, req acp.InitializeRequest) (acp.InitializeResponse, error) {
 	steering := map[string]any{"steering": map[string]any{"supported": true}}
 	offer := c.learnOffer(ctx)
@@ -69,7 +74,7 @@ func (c *conn) Initialize(ctx context.Context, req acp.InitializeRequest) (acp.I
 		auth = []acp.AuthMethod{}
 	}
 	return acp.InitializeResponse{
-		ProtocolVersion: acp.ProtocolVersionNumber,
+		ProtocolVersion: ProtocolVersion,
 		AgentCapabilities: acp.AgentCapabilities{
 			LoadSession:        true,
 			PromptCapabilities: offer.prompt,
@@ -348,6 +353,8 @@ func sessionInfo(s signals.SessionInfo, filter string) (acp.SessionInfo, bool) {
 }
 
 func (c *conn) Prompt(ctx context.Context, p acp.PromptRequest) (acp.PromptResponse, error) {
+	rpcID := rpcIDOf(p.Meta)
+	defer c.w.prompts.drop(rpcID)
 	if c.observer() {
 		return acp.PromptResponse{}, forbidden("prompt")
 	}
@@ -378,6 +385,7 @@ func (c *conn) Prompt(ctx context.Context, p acp.PromptRequest) (acp.PromptRespo
 	if err != nil {
 		return acp.PromptResponse{}, rpcErr(err)
 	}
+	c.w.prompts.bind(rpcID, func() { go c.cancelTurn(id, res.TurnID) })
 	select {
 	case o := <-a.wait(res.TurnID):
 		if o.err != nil {
@@ -401,6 +409,17 @@ func (c *conn) Cancel(ctx context.Context, p acp.CancelNotification) error {
 		return nil // nothing runs: the cancel has nothing to do
 	}
 	return rpcErr(err)
+}
+
+// cancelTurn cancels turn of session id ($/cancel_request on its prompt). A turn that has
+// not started yet (queued behind another) or has ended is not running: nothing is done.
+func (c *conn) cancelTurn(id string, turn int64) {
+	cctx, cancel := c.callCtx(c.ctx)
+	defer cancel()
+	_, err := c.client().Cancel(cctx, id, signals.CancelRequest{TurnID: turn, ViewerID: c.viewer})
+	if err != nil {
+		c.g.o.Logger.Info("$/cancel_request: the prompt's turn was not cancelled", "session", id, "turn", turn, "error", err)
+	}
 }
 
 // HandleExtensionMethod serves the steering extensions.

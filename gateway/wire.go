@@ -26,6 +26,8 @@ type lineWriter struct {
 	w  io.Writer
 	// calls are the gateway's own requests (calls.go).
 	calls calls
+	// prompts are the client's session/prompt requests in flight (cancelrequest.go).
+	prompts promptCancels
 }
 
 func (l *lineWriter) Write(p []byte) (int, error) {
@@ -108,14 +110,31 @@ func filterInput(in io.Reader, sdk *io.PipeWriter, out *lineWriter) {
 // checkLine returns line when it is a JSON-RPC message the SDK can take, and otherwise
 // answers it on out.
 func checkLine(line []byte, out *lineWriter) ([]byte, bool) {
+	if t := bytes.TrimSpace(line); len(t) > 0 && t[0] == '[' {
+		// JSON-RPC batches: ACP sends none, and the SDK reads one message a line.
+		detail := "JSON-RPC batches are not supported: send one message a line"
+		if json.Valid(t) && string(bytes.Join(bytes.Fields(t), nil)) == "[]" {
+			detail = "an empty batch"
+		} else if !json.Valid(t) {
+			out.rpcError(nil, codeParseError, "Parse error", "invalid JSON")
+			return nil, false
+		}
+		out.rpcError(nil, codeInvalidRequest, "Invalid request", detail)
+		return nil, false
+	}
 	var m struct {
 		ID     json.RawMessage `json:"id"`
 		Method *string         `json:"method"`
 		Result json.RawMessage `json:"result"`
 		Error  json.RawMessage `json:"error"`
+		Params json.RawMessage `json:"params"`
 	}
 	if err := json.Unmarshal(line, &m); err != nil {
-		out.rpcError(nil, codeParseError, "Parse error", err.Error())
+		if json.Valid(line) {
+			out.rpcError(nil, codeInvalidRequest, "Invalid request", "a JSON-RPC message is a JSON object")
+		} else {
+			out.rpcError(nil, codeParseError, "Parse error", "invalid JSON")
+		}
 		return nil, false
 	}
 	switch {
@@ -130,6 +149,14 @@ func checkLine(line []byte, out *lineWriter) ([]byte, bool) {
 		return nil, false
 	case m.Method == nil && out.answer(m.ID, m.Result, m.Error):
 		return nil, false // the answer to one of the gateway's own requests (calls.go)
+	case m.Method != nil && *m.Method == "session/prompt" && len(m.ID) > 0:
+		id := compactID(m.ID)
+		out.prompts.seen(id)
+		return withRPCID(line, json.RawMessage(id)), true
+	case m.Method != nil && *m.Method == "$/cancel_request" && len(m.ID) == 0:
+		if id := cancelRequestID(m.Params); id != "" {
+			out.prompts.request(id)
+		}
 	}
 	return line, true
 }
