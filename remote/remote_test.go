@@ -338,11 +338,11 @@ func TestShimStopsWhenTheDeckRefusesTheToken(t *testing.T) {
 
 func TestEndpointURLIsTheDecksACPEndpoint(t *testing.T) {
 	for in, want := range map[string]string{
-		"http://deck:8080":           "ws://deck:8080/acp",
-		"http://deck:8080/":          "ws://deck:8080/acp",
-		"https://deck.example":       "wss://deck.example/acp",
-		"ws://deck:8080/acp":         "ws://deck:8080/acp",
-		"wss://proxy/team/acp":       "wss://proxy/team/acp",
+		"http://deck:8080":          "ws://deck:8080/acp",
+		"http://deck:8080/":         "ws://deck:8080/acp",
+		"https://deck.example":      "wss://deck.example/acp",
+		"ws://deck:8080/acp":        "ws://deck:8080/acp",
+		"wss://proxy/team/acp":      "wss://proxy/team/acp",
 		" http://127.0.0.1:9/?x=1 ": "ws://127.0.0.1:9/acp?x=1",
 	} {
 		got, err := EndpointURL(in)
