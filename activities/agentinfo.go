@@ -13,6 +13,8 @@ import (
 	"sync"
 
 	acp "github.com/coder/acp-go-sdk"
+
+	"github.com/tacp-dev/tacp/signals"
 )
 
 // learned is what a worker knows of one profile's agent.
@@ -26,6 +28,10 @@ type learned struct {
 	// opened is set once the agent opened an agent session on this worker: it needs no
 	// authentication from a client.
 	opened bool
+	// offer is the agent's offer in a new session under tacp's governance (its modes and
+	// config options, the mode the policy puts it in), from the probe's session/new or a
+	// new session's first turn; nil until one.
+	offer *signals.AgentSettings
 }
 
 type learnedAgents struct {
@@ -63,6 +69,28 @@ func (p *Profiles) Opened(name string) {
 	p.learned.mu.Lock()
 	defer p.learned.mu.Unlock()
 	p.learned.get(name).opened = true
+}
+
+// Offered records profile name's offer in a new session (ProfileInfo.Settings).
+func (p *Profiles) Offered(name string, offer *signals.AgentSettings) {
+	if offer == nil {
+		return
+	}
+	p.learned.mu.Lock()
+	defer p.learned.mu.Unlock()
+	o := *offer
+	o.AvailableCommands = nil // a session's, sent when its agent runs
+	p.learned.get(name).offer = &o
+}
+
+// offered is what Offered recorded of profile name (nil: nothing yet).
+func (p *Profiles) offered(name string) *signals.AgentSettings {
+	p.learned.mu.Lock()
+	defer p.learned.mu.Unlock()
+	if a := p.learned.by[name]; a != nil {
+		return a.offer
+	}
+	return nil
 }
 
 // workerAuth is the id of an auth method of profile name's agent that the worker completes

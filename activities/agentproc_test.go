@@ -639,3 +639,26 @@ func TestAgentIsAskedForProtocolOne(t *testing.T) {
 	require.Equal(t, "initialize", req.Method)
 	require.Equal(t, 1, req.Params.ProtocolVersion)
 }
+
+// A worker's probe learns the agent's offer in a new session (modes, config options) by
+// opening one, so an editor's session/new has a mode picker before any agent has run; a
+// profile whose mode table asks puts the offer in its asking mode first.
+func TestProbeLearnsTheAgentsOfferInANewSession(t *testing.T) {
+	plain, err := ParseProfileFlag("plain=" + testagentBin + " -settings")
+	require.NoError(t, err)
+	asking, err := ParseProfileFlag("asking=" + testagentBin + " -settings")
+	require.NoError(t, err)
+	asking.Modes = &ModeTable{Ask: "plan", Asking: []string{"plan"}}
+	profiles, err := NewProfiles([]Profile{plain, asking}, "plain")
+	require.NoError(t, err)
+	logger, _ := testLogger(t)
+	r := &Runner{Trust: &Trust{Profiles: profiles}, Logger: logger}
+	require.Empty(t, r.ProbeProfiles(context.Background(), t.TempDir()))
+	for _, info := range profiles.Infos() {
+		require.NotNil(t, info.Settings, info.Name)
+		require.Len(t, info.Settings.Modes, 3, info.Name)
+		require.Len(t, info.Settings.ConfigOptions, 2, info.Name)
+		want := map[string]string{"plain": "default", "asking": "plan"}[info.Name]
+		require.Equal(t, want, info.Settings.CurrentModeID, info.Name)
+	}
+}

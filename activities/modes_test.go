@@ -11,10 +11,11 @@ import (
 
 func TestAgentOfCommandRecognisesTheWellKnownAgentsProgram(t *testing.T) {
 	for cmd, want := range map[string]string{
-		"claude-agent-acp --some-flag":                           "claude",
-		"/opt/npm/bin/codex-acp":                                 "codex",
-		"gemini --experimental-acp":                              "gemini",
-		"opencode acp":                                           "opencode",
+		"claude-agent-acp --some-flag": "claude",
+		"/opt/npm/bin/codex-acp":       "codex",
+		"gemini --experimental-acp":    "gemini",
+		"gemini --acp":                 "gemini",
+		"opencode acp":                 "opencode",
 		"/usr/bin/env HOME=/tmp/h IS_SANDBOX=1 claude-agent-acp": "claude",
 		"env -i PATH=/bin /usr/local/bin/opencode acp":           "opencode",
 		"testagent -settings":                                    "",

@@ -13,6 +13,10 @@ import (
 	"os"
 	"path/filepath"
 	"time"
+
+	acp "github.com/coder/acp-go-sdk"
+
+	"github.com/tacp-dev/tacp/signals"
 )
 
 // probeGrace bounds an agent's exit after its probe's initialize.
@@ -93,5 +97,34 @@ func (r *Runner) probe(ctx context.Context, name, dir string) error {
 		return proc.withPrinted(err)
 	}
 	r.Trust.Profiles.Learn(name, proc.caps, env)
+	r.probeOffer(ctx, name, pr, proc, work)
 	return nil
+}
+
+// probeOffer opens one agent session in the probe's folder and records the agent's offer in
+// it (modes, config options), put in the mode a new session's first turn puts it in, so
+// that an editor's session/new is answered with a mode picker before any agent has run.
+// An agent that will not open a session here (one a client must authenticate first) is
+// left: its sessions' first turn records the offer instead.
+func (r *Runner) probeOffer(ctx context.Context, name string, pr Profile, proc *agentProc, work string) {
+	sctx, cancel := context.WithTimeout(ctx, r.InitTimeout)
+	defer cancel()
+	resp, err := proc.conn.NewSession(sctx, acp.NewSessionRequest{Cwd: work, McpServers: []acp.McpServer{}})
+	if err != nil {
+		r.Logger.Debug("probe: the agent opened no session; its offer is learned at its first turn", "profile", name, "error", err)
+		return
+	}
+	o := offerOf(resp.Modes, resp.ConfigOptions, resp.Models)
+	if table := pr.modeTable(proc.caps.AgentInfo); table != nil {
+		if err := o.apply(sctx, proc.conn, resp.SessionId, governChoices(table, pr.sessionPolicy(""), signals.SessionChoices{})); err != nil {
+			r.Logger.Debug("probe: the agent refused the asking mode; its offer is learned at its first turn", "profile", name, "error", err)
+			return
+		}
+	}
+	out := o.report(proc.caps)
+	if table := pr.modeTable(proc.caps.AgentInfo); table != nil {
+		out.AskMode, out.AskingModes = table.Ask, table.modes()
+	}
+	out.PolicyCeiling = pr.PolicyCeiling()
+	r.Trust.Profiles.Offered(name, out)
 }

@@ -207,6 +207,7 @@ func (p *Profiles) infos(mcp MCPPolicy) []signals.ProfileInfo {
 	for _, n := range p.ordered {
 		info := signals.ProfileInfo{Name: n, Description: p.byName[n].Description, Default: n == p.deflt, Sandbox: p.byName[n].SandboxInfo(), PolicyCeiling: p.byName[n].PolicyCeiling()}
 		info.PromptCapabilities, info.McpCapabilities, info.AuthMethods = p.known(n, mcp)
+		info.Settings = p.offered(n)
 		out = append(out, info)
 	}
 	return out
@@ -321,7 +322,7 @@ var wellKnown = map[string]Profile{
 	// its own file tools.
 	// In the sandbox each session's Gemini CLI has a GEMINI_CLI_HOME of its own (it keeps
 	// .gemini there in place of ~/.gemini), empty at first.
-	"gemini": {Name: "gemini", Agent: "gemini", Command: "gemini --experimental-acp", Description: "Gemini CLI", ClientFS: new(bool),
+	"gemini": {Name: "gemini", Agent: "gemini", Command: "gemini --acp", Description: "Gemini CLI", ClientFS: new(bool),
 		Settings: sandbox.Settings{State: map[string]string{"GEMINI_CLI_HOME": ""}}},
 	// opencode-ai's `opencode acp`. No autoupdate, no plugins installed at start. It has no
 	// modes: its permission configuration decides, and by default lets it edit and run

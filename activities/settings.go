@@ -243,6 +243,10 @@ func (r *Runner) applyChoices(ctx context.Context, ag *hostedAgent, sid acp.Sess
 		out.AskMode, out.AskingModes = table.Ask, table.modes()
 	}
 	out.PolicyCeiling = profile.PolicyCeiling()
+	if in.Choices == nil || in.Choices.Empty() {
+		// A session that chose nothing holds what any new session of the profile will.
+		r.Trust.Profiles.Offered(profile.Name, out)
+	}
 	return out, nil
 }
 

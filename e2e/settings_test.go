@@ -190,6 +190,14 @@ func TestACPInitializeAdvertisesTheWorkersAgentAndSetModelIsTheModelOption(t *te
 	require.Equal(t, acp.PromptCapabilities{Image: true, EmbeddedContext: true}, learned.AgentCapabilities.PromptCapabilities)
 	require.Equal(t, acp.McpCapabilities{Http: true, Sse: true}, learned.AgentCapabilities.McpCapabilities, "this worker takes http MCP servers")
 	require.Empty(t, learned.AuthMethods, "an agent that opened a session on the worker needs no client to authenticate")
+	// A new session is answered with the agent's modes and options before its agent runs:
+	// the offer the worker learned from the first session's first turn.
+	fresh, err := b.conn.NewSession(ctx, acp.NewSessionRequest{Cwd: editorCwd(), McpServers: []acp.McpServer{}})
+	require.NoError(t, err)
+	require.NotNil(t, fresh.Modes, "the editor's mode picker is not empty at the start")
+	require.Equal(t, acp.SessionModeId("default"), fresh.Modes.CurrentModeId)
+	require.Len(t, fresh.Modes.AvailableModes, 3)
+	require.Len(t, fresh.ConfigOptions, 2)
 	_, err = b.conn.Authenticate(ctx, acp.AuthenticateRequest{MethodId: "api-key"})
 	require.ErrorContains(t, err, "the worker's operator must")
 

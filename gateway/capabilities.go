@@ -27,6 +27,9 @@ type agentOffer struct {
 	prompt acp.PromptCapabilities
 	mcp    acp.McpCapabilities
 	auth   []acp.AuthMethod
+	// settings is the agent's offer in a new session (ProfileInfo.Settings): what
+	// session/new answers before the session's agent has run.
+	settings *signals.AgentSettings
 }
 
 // learnOffer asks the workers what they learned of the gateway's agent profile.
@@ -42,6 +45,7 @@ func (c *conn) learnOffer(ctx context.Context) agentOffer {
 		if info, ok := pickProfile(infos, c.g.o.Agent); ok {
 			_ = json.Unmarshal(info.PromptCapabilities, &out.prompt)
 			_ = json.Unmarshal(info.McpCapabilities, &out.mcp)
+			out.settings = info.Settings
 			for _, raw := range info.AuthMethods {
 				var m acp.AuthMethod
 				if json.Unmarshal(raw, &m) == nil {

@@ -132,6 +132,13 @@ func (c *conn) NewSession(ctx context.Context, p acp.NewSessionRequest) (acp.New
 		return acp.NewSessionResponse{}, err
 	}
 	modes, opts := c.sessionOffer(cctx, id)
+	if modes == nil && opts == nil {
+		// The session's agent has not run yet: the profile's offer in a new session, as
+		// the worker learned it, so the editor's mode picker is not empty.
+		c.mu.Lock()
+		modes, opts = offerOf(c.offer.settings)
+		c.mu.Unlock()
+	}
 	return acp.NewSessionResponse{SessionId: acp.SessionId(id), Meta: at.meta(), Modes: modes, ConfigOptions: opts}, nil
 }
 

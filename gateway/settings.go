@@ -6,7 +6,9 @@ package gateway
 // attached client is sent current_mode_update, config_option_update and
 // available_commands_update whenever the session's view changes (whoever changed it), and
 // the current commands at once when it attaches. A new session's agent has not run yet:
-// its answer carries nothing, and the updates follow when the first turn's agent reports.
+// session/new answers with the profile's offer in a new session as the workers learned it
+// (ProfileInfo.Settings: the probe's session/new, or an earlier session's first turn), and
+// the updates follow when the first turn's agent reports.
 
 import (
 	"context"

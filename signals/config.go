@@ -135,6 +135,11 @@ type ProfileInfo struct {
 	// PolicyCeiling is the most a session of the profile may allow ("ask_for_risky" when the
 	// worker's operator forbids allow_all for it; empty: any policy).
 	PolicyCeiling string `json:"policy_ceiling,omitempty"`
+	// Settings is the agent's offer in a new session (modes, config options, models), as
+	// the session's first turn will hold it: the mode the policy puts it in. Learned on the
+	// answering worker from the probe's session/new or a new session's first turn; nil
+	// until then. Clients answer session/new with it before the agent has run.
+	Settings *AgentSettings `json:"settings,omitempty"`
 }
 
 // Describe says in one line what the sandbox lets the agent do: "off" for none.

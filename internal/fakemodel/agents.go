@@ -138,7 +138,7 @@ stream_max_retries = 0
 	},
 }
 
-// GeminiCLI is Gemini CLI in its ACP mode (--experimental-acp), on the Gemini API.
+// GeminiCLI is Gemini CLI in its ACP mode (--acp), on the Gemini API.
 //
 // Quirks: GOOGLE_GEMINI_BASE_URL selects its "gateway" authentication, which needs no login
 // (GEMINI_API_KEY is sent as the key). Its default mode ("default") asks before edits and
@@ -149,7 +149,7 @@ stream_max_retries = 0
 // a missing file).
 var GeminiCLI = Agent{
 	Name: "gemini", Package: "@google/gemini-cli", Version: "0.61.0",
-	Bin: "gemini", Args: []string{"--experimental-acp"}, Provider: Gemini, AskingMode: "default",
+	Bin: "gemini", Args: []string{"--acp"}, Provider: Gemini, AskingMode: "default",
 	setup: func(home string, s *Server) ([]string, error) {
 		return s.Env(), nil
 	},
