@@ -398,7 +398,13 @@ func (c *conn) Prompt(ctx context.Context, p acp.PromptRequest) (acp.PromptRespo
 		if o.err != nil {
 			return acp.PromptResponse{}, o.err
 		}
-		return acp.PromptResponse{StopReason: o.stop, UserMessageId: &msgID}, nil
+		// userMessageId (unstable in ACP v1) echoes the client's messageId: a client that sent
+		// none gets none.
+		var echo *string
+		if p.MessageId != nil && *p.MessageId != "" {
+			echo = &msgID
+		}
+		return acp.PromptResponse{StopReason: o.stop, UserMessageId: echo}, nil
 	case <-c.ctx.Done():
 		return acp.PromptResponse{}, errors.New("connection closed")
 	}

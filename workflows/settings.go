@@ -165,7 +165,23 @@ func (s *Settings) SetMode(id string) string {
 	prev := s.Offer.CurrentModeID
 	s.Offer.CurrentModeID = id
 	s.Choices.ModeID = id
+	s.mirrorMode(id)
 	return prev
+}
+
+// mirrorMode shows mode id in the mode config option too, where the agent offers one beside
+// its modes with the same values (claude-agent-acp and codex-acp do): a client reads the
+// same mode in either, whichever way it was set.
+func (s *Settings) mirrorMode(id string) {
+	i, o, ok := s.option(signals.ConfigMode)
+	if !ok || !slices.Contains(o.values(), id) {
+		return
+	}
+	var raw map[string]json.RawMessage
+	if json.Unmarshal(s.Offer.ConfigOptions[i], &raw) == nil {
+		raw["currentValue"], _ = json.Marshal(id)
+		s.Offer.ConfigOptions[i], _ = json.Marshal(raw)
+	}
 }
 
 // configOption is the part of an ACP SessionConfigOption the session reads.
@@ -303,6 +319,9 @@ func (s *Settings) SetConfig(id, value string) string {
 			}
 			s.Offer.ConfigOptions[i], _ = json.Marshal(raw)
 		}
+	}
+	if id == signals.ConfigMode && s.CheckMode(value) == nil {
+		s.Offer.CurrentModeID = value // the modes show what the mode option chose
 	}
 	for i, c := range s.Choices.ConfigOptions {
 		if c.ConfigID == id {

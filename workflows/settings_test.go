@@ -80,6 +80,21 @@ func TestSettings_SetRecordsTheChoiceAndTheCurrentValue(t *testing.T) {
 	require.JSONEq(t, `{"mode_id":"plan","config_options":[{"config_id":"model","value":"opus"},{"config_id":"fast","value":"true"}]}`, mustJSON(t, s.Wanted()))
 }
 
+// claude-agent-acp and codex-acp offer a mode config option beside their modes: setting
+// either shows the same mode in both.
+func TestSettings_TheModeAndTheModeOptionShowOneMode(t *testing.T) {
+	s := Settings{}
+	s.Offered(claudeOffer())
+	s.SetMode("plan")
+	cur, _ := s.current("mode")
+	require.Equal(t, "plan", cur, "set_mode moves the mode option")
+	s.SetConfig("mode", "default")
+	require.Equal(t, "default", s.View().CurrentModeID, "the mode option moves the mode")
+	s.SetMode("acceptEdits") // not a value of the mode option: it keeps its own
+	cur, _ = s.current("mode")
+	require.Equal(t, "default", cur)
+}
+
 func TestSettings_ANewAgentProcessReportsTheChoicesApplied(t *testing.T) {
 	s := Settings{}
 	s.Offered(claudeOffer())
