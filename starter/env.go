@@ -38,11 +38,18 @@ type env struct {
 
 	tc client.Client
 	c  *signals.Client
+
+	// dry, when set, makes parse record its result there and stop the command (dryParse).
+	dry *parsed
 }
 
 // parse parses the command's flags; it returns false (after printing why) when the command
 // should stop with exitError.
 func (e *env) parse(fs *flag.FlagSet, args []string, needSession bool) bool {
+	if e.dry != nil {
+		e.dry.fs, e.dry.err = fs, flagenv.Parse(fs, args)
+		return false
+	}
 	if err := flagenv.Parse(fs, args); err != nil {
 		if !errors.Is(err, flag.ErrHelp) {
 			fmt.Fprintln(e.err, "starter:", err)

@@ -76,27 +76,12 @@ func usage(w io.Writer) {
 	fmt.Fprintln(w, "\nCommon flags: --session ID, --json, --address HOST:PORT, --namespace NS, --task-queue Q.\nRun 'starter COMMAND -h' for a command's flags. Every flag falls back to TACP_<NAME>.")
 }
 
-func run(args []string, stdout, stderr io.Writer) int {
-	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
-		usage(stdout)
-		return exitOK
-	}
-	var cmd *command
-	for i := range commands {
-		if commands[i].name == args[0] {
-			cmd = &commands[i]
-		}
-	}
-	if cmd == nil {
-		fmt.Fprintf(stderr, "starter: unknown command %q\n\n", args[0])
-		usage(stderr)
-		return exitError
-	}
-	e := &env{out: stdout, err: stderr}
+// flagSet is cmd's flag set with the flags every command shares; the command adds its own.
+func (e *env) flagSet(cmd *command) *flag.FlagSet {
 	fs := flag.NewFlagSet("starter "+cmd.name, flag.ContinueOnError)
-	fs.SetOutput(stderr)
+	fs.SetOutput(e.err)
 	fs.Usage = func() {
-		fmt.Fprintf(stderr, "Usage: starter %s [flags] %s\n\n%s\n\n", cmd.name, cmd.args, cmd.help)
+		fmt.Fprintf(e.err, "Usage: starter %s %s [flags]\n\n%s\n\nFlags stand before or after the arguments; text that begins with '-' goes after '--'.\n\n", cmd.name, cmd.args, cmd.help)
 		fs.PrintDefaults()
 	}
 	fs.StringVar(&e.session, "session", "", "session id")
@@ -107,7 +92,58 @@ func run(args []string, stdout, stderr io.Writer) int {
 	fs.StringVar(&e.agent, "agent", "", "agent profile of a new session, a name the worker offers ('starter profiles'; default: the worker's default)")
 	fs.StringVar(&e.workspace, "workspace", "", "workspace of a new session, inside the worker's workspace roots (default: the session's own folder; relative: in the first root)")
 	fs.DurationVar(&e.safetyPoll, "safety-poll", signals.DefaultSafetyPoll, "a followed session's events are queried when its history grows, and at least this often")
+	return fs
+}
 
+// lookup is the command named name, or nil.
+func lookup(name string) *command {
+	for i := range commands {
+		if commands[i].name == name {
+			return &commands[i]
+		}
+	}
+	return nil
+}
+
+// parsed is what a dry parse of a command line finds: its command, the command's flag set
+// after parsing (fs.Args() are the positional arguments), and the parse error.
+type parsed struct {
+	cmd *command
+	fs  *flag.FlagSet
+	err error
+}
+
+// dryParse parses args as run does, through the command's own flag definitions, and runs
+// nothing: no connection, no output. Completion and the docs test read commands through it.
+func dryParse(args []string) parsed {
+	if len(args) == 0 {
+		return parsed{err: fmt.Errorf("no command")}
+	}
+	cmd := lookup(args[0])
+	if cmd == nil {
+		return parsed{err: fmt.Errorf("unknown command %q", args[0])}
+	}
+	p := &parsed{cmd: cmd}
+	e := &env{out: io.Discard, err: io.Discard, dry: p}
+	fs := e.flagSet(cmd)
+	p.fs = fs
+	cmd.run(context.Background(), e, fs, args[1:])
+	return *p
+}
+
+func run(args []string, stdout, stderr io.Writer) int {
+	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
+		usage(stdout)
+		return exitOK
+	}
+	cmd := lookup(args[0])
+	if cmd == nil {
+		fmt.Fprintf(stderr, "starter: unknown command %q\n\n", args[0])
+		usage(stderr)
+		return exitError
+	}
+	e := &env{out: stdout, err: stderr}
+	fs := e.flagSet(cmd)
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	defer func() {
