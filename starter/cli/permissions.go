@@ -1,4 +1,4 @@
-package main
+package cli
 
 // starter approve, deny, forget and policy: answering permission requests and the session's
 // permission level and remembered rules.

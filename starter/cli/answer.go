@@ -1,4 +1,4 @@
-package main
+package cli
 
 // starter answer: answer a question the agent asked (an elicitation): accept with the form's
 // fields as JSON (--json-content '{"question_0":"right"}') or one flag per field (--field

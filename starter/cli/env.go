@@ -1,4 +1,4 @@
-package main
+package cli
 
 // What every command shares: the connection flags, the session client, and how results and
 // refusals are printed.

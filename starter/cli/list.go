@@ -1,4 +1,4 @@
-package main
+package cli
 
 // starter list: sessions, from visibility.
 

@@ -1,4 +1,4 @@
-package main
+package cli
 
 // starter title: show or set the session's title (the set_title update, sent through
 // signals.Call: no client method of its own is needed for an update).

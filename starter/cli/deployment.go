@@ -1,4 +1,4 @@
-package main
+package cli
 
 // starter deployment: the Worker Deployment the workers join (README, "Upgrading workers
 // while sessions run"): which version is current, what still runs on each, making a version

@@ -1,4 +1,4 @@
-package main
+package cli
 
 // Every command takes its flags before or after its arguments, --flag=value or --flag value,
 // "--" ends the flags, and a text argument that begins with '-' is refused before "--".

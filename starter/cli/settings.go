@@ -1,4 +1,4 @@
-package main
+package cli
 
 // starter mode and starter config: the agent's modes and config options as the session
 // keeps them (status.agent_settings), and set_mode / set_config_option to change them.
