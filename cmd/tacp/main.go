@@ -80,15 +80,16 @@ func specs() []cli.Spec {
 
 // parse parses a tacp command line through the command's own flags and runs nothing.
 func parse(args []string) error {
-	if len(args) > 0 {
-		switch args[0] {
-		case "worker":
-			_, err := workercmd.Parse(args[1:])
-			return err
-		case "dev", "demo":
-			_, err := democmd.Parse(args[1:])
-			return err
-		}
+	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
+		return nil
+	}
+	switch args[0] {
+	case "worker":
+		_, err := workercmd.Parse(args[1:])
+		return err
+	case "dev", "demo":
+		_, err := democmd.Parse(args[1:])
+		return err
 	}
 	_, err := cli.Parse(args)
 	return err

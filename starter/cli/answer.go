@@ -1,7 +1,7 @@
 package cli
 
 // starter answer: answer a question the agent asked (an elicitation): accept with the form's
-// fields as JSON (--json-content '{"question_0":"right"}') or one flag per field (--field
+// fields as JSON (--content '{"question_0":"right"}') or one flag per field (--field
 // question_0=right, repeated; a value that is a JSON number, boolean or list is taken as
 // one), or --decline / --cancel. The session checks the answer against the question's form:
 // a bad one is refused with the reason and the question stays open.

@@ -88,8 +88,12 @@ func Commands() []Command {
 
 // Parse parses a command line (args[0] is the command) through the command's own flags and
 // runs nothing. It returns the command's flag set after parsing (its Args are the
-// positional arguments), or why the line does not parse.
+// positional arguments), or why the line does not parse. A line without a command, or
+// asking for help, parses (as run prints the usage) with no flag set.
 func Parse(args []string) (*flag.FlagSet, error) {
+	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
+		return nil, nil
+	}
 	p := dryParse(args)
 	return p.fs, p.err
 }
