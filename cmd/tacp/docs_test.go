@@ -327,3 +327,55 @@ func TestEditorSetUpsLaunchTacpACP(t *testing.T) {
 	requireLaunchesTacpACP(t, "agent-shell", append(strs(field(el, `:command ("[^"]*")`)), strs(field(el, `:command-params '\(([^)]*)\)`))...))
 	require.Equal(t, strings.Count(el, "("), strings.Count(el, ")"), "agent-shell's set-up balances its parentheses")
 }
+
+// citedFile is a file name a comment or a document cites: dir/name.ext or name.go.
+var citedFile = regexp.MustCompile(`(?:^|[^A-Za-z0-9_./~$-])((?:[A-Za-z0-9_-]+/)*[A-Za-z0-9][A-Za-z0-9_-]*\.(?:go|md))\b`)
+
+// citedElsewhere are the names that cite files of other repositories or none of this one's.
+var citedElsewhere = map[string]bool{
+	"raft.go": true, "node.go": true, // etcd-io/raft, the model of the session core
+	"DESIGN.md": true, // lived outside the repository (docs/contract.md says so)
+}
+
+func TestCitedFilesExist(t *testing.T) {
+	root := "../.."
+	names := map[string]bool{}
+	var sources []string
+	require.NoError(t, filepath.WalkDir(root, func(path string, d os.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.IsDir() && (d.Name() == ".git" || d.Name() == "node_modules" || d.Name() == "testdata" || d.Name() == "npm") {
+			return filepath.SkipDir
+		}
+		if !d.IsDir() {
+			names[d.Name()] = true
+			if (strings.HasSuffix(path, ".go") && !strings.HasSuffix(path, "_test.go")) || strings.HasSuffix(path, ".md") {
+				sources = append(sources, path)
+			}
+		}
+		return nil
+	}))
+	for _, src := range sources {
+		b, err := os.ReadFile(src)
+		require.NoError(t, err)
+		for _, m := range citedFile.FindAllStringSubmatch(string(b), -1) {
+			cited := m[1]
+			base := filepath.Base(cited)
+			if citedElsewhere[base] || strings.HasPrefix(cited, "schema/") {
+				continue
+			}
+			if !strings.Contains(cited, "/") {
+				if !names[base] {
+					t.Errorf("%s cites %s, which no file of the repository is named", src, cited)
+				}
+				continue
+			}
+			_, e1 := os.Stat(filepath.Join(root, cited))
+			_, e2 := os.Stat(filepath.Join(filepath.Dir(src), cited))
+			if e1 != nil && e2 != nil {
+				t.Errorf("%s cites %s, which does not exist", src, cited)
+			}
+		}
+	}
+}
