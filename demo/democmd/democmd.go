@@ -15,6 +15,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net/url"
 	"path/filepath"
 	"time"
 
@@ -187,7 +188,7 @@ func (d *demo) run(ctx context.Context, o options) error {
 	if srv.UIURL() != "" {
 		fmt.Fprintf(d.out, "Temporal UI: %s/namespaces/default/workflows/%s\n", srv.UIURL(), signals.SessionWorkflowID(d.session))
 	}
-	fmt.Fprintf(d.out, "Try, in another terminal:\n  go run ./starter prompt --session %s \"/chunks 5 every 200ms\"\n  go run ./starter status --session %s\n", d.session, d.session)
+	d.nextSteps(srv.UIURL())
 	if o.exit {
 		return nil
 	}
@@ -202,4 +203,18 @@ func (d *demo) follow(ctx context.Context, turnID int64) error {
 	_, err := transcript.FollowTurn(ctx, d.c, d.session, 0, turnID, r.Render)
 	r.Flush()
 	return err
+}
+
+// nextSteps prints what to do next: attach an editor, open the deck, find the sessions in
+// the Temporal UI, and drive this one from a terminal. Every command is `go run ./starter`,
+// which needs no install and starts fast; `tacp` takes the same command lines.
+func (d *demo) nextSteps(uiURL string) {
+	fmt.Fprintf(d.out, "\nNext, in another terminal (`go install ./cmd/tacp`, and each `go run ./starter` below is `tacp`):\n")
+	fmt.Fprintf(d.out, "  1. attach an editor:  go run ./starter acp --session %s   (set-ups to paste: docs/acp.md)\n", d.session)
+	fmt.Fprintf(d.out, "  2. open the deck:     go run ./starter web   (then the URL and token it prints)\n")
+	if uiURL != "" {
+		q := url.QueryEscape(fmt.Sprintf("WorkflowType = '%s'", signals.SessionWorkflowType))
+		fmt.Fprintf(d.out, "  3. tacp's sessions in the Temporal UI: %s/namespaces/default/workflows?query=%s\n", uiURL, q)
+	}
+	fmt.Fprintf(d.out, "Or drive this session:\n  go run ./starter prompt --session %s \"/chunks 5 every 200ms\"\n  go run ./starter status --session %s\n", d.session, d.session)
 }
