@@ -283,7 +283,6 @@ func TestEditorSetUpsLaunchTacpACP(t *testing.T) {
 		Command string            `json:"command"`
 		Args    []string          `json:"args"`
 		Env     map[string]string `json:"env"`
-		Argv    []string          `json:"argv"`
 	}
 	for _, editor := range []string{"**Zed**", "**JetBrains IDEs**"} {
 		var cfg struct {
@@ -303,7 +302,7 @@ func TestEditorSetUpsLaunchTacpACP(t *testing.T) {
 		Agents map[string]server `json:"agents"`
 	}
 	require.NoError(t, json.Unmarshal([]byte(snippet(t, "**acpx**", "json")), &acpx))
-	requireLaunchesTacpACP(t, "acpx", acpx.Agents["tacp"].Argv)
+	requireLaunchesTacpACP(t, "acpx", shellCommands(acpx.Agents["tacp"].Command)[0])
 
 	// Lua and Emacs Lisp: the strings of the command line, read from each one's fields.
 	strs := func(s string) []string {
@@ -378,4 +377,28 @@ func TestCitedFilesExist(t *testing.T) {
 			}
 		}
 	}
+}
+
+// The README's first screen gives exactly two set-up commands, and CI runs both: the demo on
+// a fresh clone and the test command.
+func TestREADMESetUpCommandsAreTheOnesCIRuns(t *testing.T) {
+	b, err := os.ReadFile("../../README.md")
+	require.NoError(t, err)
+	s := string(b)
+	i := strings.Index(s, "```sh\n")
+	require.GreaterOrEqual(t, i, 0)
+	block := s[i+len("```sh\n"):]
+	block = block[:strings.Index(block, "```")]
+	var cmds []string
+	for _, line := range strings.Split(block, "\n") {
+		for _, c := range shellCommands(line) {
+			cmds = append(cmds, strings.Join(c, " "))
+		}
+	}
+	require.Equal(t, []string{"go run ./demo", "go test -timeout 30m ./..."}, cmds)
+	ci, err := os.ReadFile("../../.ci/run")
+	require.NoError(t, err)
+	require.Contains(t, string(ci), "git clone -q . ")
+	require.Contains(t, string(ci), "go run ./demo --exit)")
+	require.Contains(t, string(ci), "\ngo test -timeout 30m ./...\n")
 }
