@@ -5,6 +5,7 @@ package cli
 
 import (
 	"bytes"
+	"os/exec"
 	"strings"
 	"testing"
 
@@ -76,4 +77,26 @@ func TestFlagsAfterArgumentsKeepTheirEnvironmentFallbacks(t *testing.T) {
 	require.NoError(t, p.err)
 	require.Equal(t, "from-env", p.fs.Lookup("session").Value.String())
 	require.Equal(t, "true", p.fs.Lookup("decline").Value.String())
+}
+
+func TestCompletionScriptsNameEveryCommandOfTheTable(t *testing.T) {
+	for _, shell := range Shells {
+		var stdout, stderr bytes.Buffer
+		require.Equal(t, exitOK, run([]string{"completion", shell}, &stdout, &stderr), stderr.String())
+		for _, c := range commands {
+			require.Contains(t, stdout.String(), c.name, "%s completes %s", shell, c.name)
+		}
+		require.Contains(t, stdout.String(), "no-wait", "%s completes prompt's own flags", shell)
+		if shell == "bash" {
+			if _, err := exec.LookPath("bash"); err == nil {
+				cmd := exec.Command("bash", "-n")
+				cmd.Stdin = strings.NewReader(stdout.String())
+				out, err := cmd.CombinedOutput()
+				require.NoError(t, err, "%s", out)
+			}
+		}
+	}
+	var stdout, stderr bytes.Buffer
+	require.Equal(t, exitError, run([]string{"completion", "tcsh"}, &stdout, &stderr))
+	require.Contains(t, stderr.String(), "unknown shell")
 }
