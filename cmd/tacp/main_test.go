@@ -5,7 +5,9 @@ package main
 
 import (
 	"bytes"
+	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -88,4 +90,27 @@ func TestBashCompletesCommandsAndEachCommandsFlags(t *testing.T) {
 	require.ElementsMatch(t, []string{"--wait"}, complete(t, script, "tacp", "deployment", "drained", "--wa"))
 	require.Contains(t, complete(t, script, "tacp", "worker", "--dev."), "--dev.ui-port")
 	require.ElementsMatch(t, []string{"bash"}, complete(t, script, "tacp", "completion", "ba"))
+}
+
+func TestFishCompletesCommandsAndEachCommandsFlags(t *testing.T) {
+	if _, err := exec.LookPath("fish"); err != nil {
+		t.Skip("fish is not installed")
+	}
+	script := filepath.Join(t.TempDir(), "tacp.fish")
+	require.NoError(t, os.WriteFile(script, []byte(completion(t, "fish")), 0o600))
+	for line, want := range map[string]string{
+		"tacp prompt --no":      "--no-wait",
+		"tacp dep":              "deployment",
+		"tacp worker --dev.ui":  "--dev.ui-port",
+		"tacp completion ba":    "bash",
+		"tacp answer REQ --fie": "--field",
+	} {
+		out, err := exec.Command("fish", "-c", "source "+script+"; complete -C '"+line+"'").CombinedOutput()
+		require.NoError(t, err, "%s", out)
+		var got []string
+		for _, l := range strings.Split(strings.TrimSpace(string(out)), "\n") {
+			got = append(got, strings.SplitN(l, "\t", 2)[0])
+		}
+		require.Contains(t, got, want, line)
+	}
 }
