@@ -34,13 +34,13 @@ func cmdAnswer(ctx context.Context, e *env, fs *flag.FlagSet, args []string) int
 		return exitError
 	}
 	if fs.NArg() != 1 {
-		fmt.Fprintln(e.err, "starter answer: want one REQUEST_ID (status lists the open questions)")
+		fmt.Fprintln(e.err, Name+" answer: want one REQUEST_ID (status lists the open questions)")
 		return exitError
 	}
 	req := signals.ElicitationRespondRequest{RequestID: fs.Arg(0), Action: signals.ActionAccept, AnsweredBy: cliIdentity(*as)}
 	switch {
 	case *decline && *cancel:
-		fmt.Fprintln(e.err, "starter answer: --decline or --cancel, not both")
+		fmt.Fprintln(e.err, Name+" answer: --decline or --cancel, not both")
 		return exitError
 	case *decline:
 		req.Action = signals.ActionDecline
@@ -49,7 +49,7 @@ func cmdAnswer(ctx context.Context, e *env, fs *flag.FlagSet, args []string) int
 	default:
 		raw, err := answerContent(*content, fields)
 		if err != nil {
-			fmt.Fprintln(e.err, "starter answer:", err)
+			fmt.Fprintln(e.err, Name+" answer:", err)
 			return exitError
 		}
 		req.Content = raw

@@ -65,8 +65,8 @@ var commands = []command{
 	{"completion", "bash|zsh|fish", "print the shell completion script (bash: source <(tacp completion bash))", cmdCompletion},
 }
 
-// Name is the program name usage lines and flag sets show: "starter", or "tacp" in the tacp
-// binary.
+// Name is the program name that usage lines, flag sets and error messages show: "starter",
+// or "tacp" in the tacp binary.
 var Name = "starter"
 
 // Run runs the command line args (without the program name) and returns its exit code.

@@ -52,17 +52,17 @@ func (e *env) parse(fs *flag.FlagSet, args []string, needSession bool) bool {
 	}
 	if err := flagenv.Parse(fs, args); err != nil {
 		if !errors.Is(err, flag.ErrHelp) {
-			fmt.Fprintln(e.err, "starter:", err)
+			fmt.Fprintln(e.err, Name+":", err)
 		}
 		return false
 	}
 	if needSession {
 		if e.session == "" {
-			fmt.Fprintln(e.err, "starter: --session is required")
+			fmt.Fprintln(e.err, Name+": --session is required")
 			return false
 		}
 		if err := signals.ValidateSessionID(e.session); err != nil {
-			fmt.Fprintln(e.err, "starter:", err)
+			fmt.Fprintln(e.err, Name+":", err)
 			return false
 		}
 	}
@@ -102,7 +102,7 @@ func (e *env) fail(err error) int {
 		}
 		return exitRejected
 	}
-	fmt.Fprintln(e.err, "starter:", err)
+	fmt.Fprintln(e.err, Name+":", err)
 	return exitError
 }
 

@@ -99,7 +99,7 @@ func cmdConfig(ctx context.Context, e *env, fs *flag.FlagSet, args []string) int
 		}
 		return exitOK
 	}
-	fmt.Fprintln(e.err, "starter config: want no arguments (show) or ID VALUE (set)")
+	fmt.Fprintln(e.err, Name+" config: want no arguments (show) or ID VALUE (set)")
 	return exitError
 }
 
