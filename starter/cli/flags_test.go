@@ -100,3 +100,19 @@ func TestCompletionScriptsNameEveryCommandOfTheTable(t *testing.T) {
 	require.Equal(t, exitError, run([]string{"completion", "tcsh"}, &stdout, &stderr))
 	require.Contains(t, stderr.String(), "unknown shell")
 }
+
+// Every command of the table, a new row included, takes the shared flags after a positional
+// argument.
+func TestEveryCommandTakesFlagsAfterItsArguments(t *testing.T) {
+	for _, c := range commands {
+		p := dryParse([]string{c.name, "ARG", "--session", "s", "--json", "--address=h:1"})
+		if c.name == "demo" {
+			continue // it parses nothing: it says where the demo went
+		}
+		require.NoError(t, p.err, c.name)
+		require.Equal(t, []string{"ARG"}, p.fs.Args(), c.name)
+		for name, want := range map[string]string{"session": "s", "json": "true", "address": "h:1"} {
+			require.Equal(t, want, p.fs.Lookup(name).Value.String(), "%s --%s", c.name, name)
+		}
+	}
+}
