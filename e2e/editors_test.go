@@ -1,7 +1,8 @@
 package e2e
 
-// The editor set-ups of docs/acp.md, launched as each editor launches them: the command,
-// args and env of the snippet (its TEMPORAL_ADDRESS pointed at the test server), the real
+// The editor set-ups of docs/acp.md (Zed, JetBrains, CodeCompanion, avante.nvim,
+// agent-shell), launched as each editor launches them: the command, args and env of the
+// snippet (its TEMPORAL_ADDRESS pointed at the test server), the real
 // tacp binary, an ACP client that opens a session and runs a turn. acpx runs its set-up end
 // to end from a config file written as the docs give it.
 
@@ -11,6 +12,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"sync"
 	"testing"
@@ -64,25 +66,75 @@ func acpSnippet(t *testing.T, title, lang string) string {
 	return s[:strings.Index(s, "```")]
 }
 
+// launch is an editor set-up's command line and environment.
+type launch struct {
+	argv []string
+	env  map[string]string
+}
+
+// quoted are the double-quoted strings of s, in order.
+func quoted(s string) []string {
+	var out []string
+	for _, m := range regexp.MustCompile(`"([^"]*)"`).FindAllStringSubmatch(s, -1) {
+		out = append(out, m[1])
+	}
+	return out
+}
+
+// submatch is the first group of re in s; the test fails without one.
+func submatch(t *testing.T, s, re string) string {
+	t.Helper()
+	m := regexp.MustCompile(re).FindStringSubmatch(s)
+	require.NotNil(t, m, "%s in:\n%s", re, s)
+	return m[1]
+}
+
+// editorLaunches reads each editor set-up of docs/acp.md in its own format: JSON for Zed and
+// JetBrains, Lua for CodeCompanion and avante.nvim, Emacs Lisp for agent-shell.
+func editorLaunches(t *testing.T) map[string]launch {
+	out := map[string]launch{}
+	for _, editor := range []string{"**Zed**", "**JetBrains IDEs**"} {
+		var cfg struct {
+			AgentServers map[string]struct {
+				Command string            `json:"command"`
+				Args    []string          `json:"args"`
+				Env     map[string]string `json:"env"`
+			} `json:"agent_servers"`
+		}
+		require.NoError(t, json.Unmarshal([]byte(acpSnippet(t, editor, "json")), &cfg))
+		s := cfg.AgentServers["tacp"]
+		out[editor] = launch{append([]string{s.Command}, s.Args...), s.Env}
+	}
+	luaEnv := func(src string) map[string]string {
+		m := regexp.MustCompile(`env = \{ (\w+) = "([^"]*)" \}`).FindStringSubmatch(src)
+		require.NotNil(t, m, "an env table in:\n%s", src)
+		return map[string]string{m[1]: m[2]}
+	}
+	cc := acpSnippet(t, "**Neovim, CodeCompanion**", "lua")
+	out["CodeCompanion"] = launch{quoted(submatch(t, cc, `default = \{([^}]*)\}`)), luaEnv(cc)}
+	av := acpSnippet(t, "**Neovim, avante.nvim**", "lua")
+	out["avante.nvim"] = launch{append(quoted(submatch(t, av, `command = ("[^"]*")`)), quoted(submatch(t, av, `args = \{([^}]*)\}`))...), luaEnv(av)}
+	el := acpSnippet(t, "**Emacs, agent-shell**", "elisp")
+	env := map[string]string{}
+	for _, kv := range quoted(submatch(t, el, `:environment-variables '\(([^)]*)\)`)) {
+		k, v, _ := strings.Cut(kv, "=")
+		env[k] = v
+	}
+	out["agent-shell"] = launch{append(quoted(submatch(t, el, `:command ("[^"]*")`)), quoted(submatch(t, el, `:command-params '\(([^)]*)\)`))...), env}
+	return out
+}
+
 func TestEditorSetUpsRunATurnAsPasted(t *testing.T) {
 	t.Parallel()
 	bin := tacpBinary(t)
-	for _, editor := range []string{"**Zed**", "**JetBrains IDEs**"} {
+	for editor, s := range editorLaunches(t) {
 		t.Run(strings.Trim(editor, "*"), func(t *testing.T) {
-			var cfg struct {
-				AgentServers map[string]struct {
-					Command string            `json:"command"`
-					Args    []string          `json:"args"`
-					Env     map[string]string `json:"env"`
-				} `json:"agent_servers"`
-			}
-			require.NoError(t, json.Unmarshal([]byte(acpSnippet(t, editor, "json")), &cfg))
-			s := cfg.AgentServers["tacp"]
-			require.Equal(t, "tacp", s.Command)
+			require.Equal(t, "tacp", s.argv[0])
 			ctx, cancel := context.WithCancel(context.Background())
-			cmd := exec.CommandContext(ctx, bin, s.Args...)
+			cmd := exec.CommandContext(ctx, bin, s.argv[1:]...)
 			cmd.Env = os.Environ()
-			for k, v := range s.Env {
+			require.NotEmpty(t, s.env["TEMPORAL_ADDRESS"], "the set-up names the Temporal frontend")
+			for k, v := range s.env {
 				if k == "TEMPORAL_ADDRESS" {
 					v = srv.HostPort() // the snippet's localhost:7233 is this test's server
 				}
