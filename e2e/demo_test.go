@@ -33,6 +33,8 @@ func TestDemoRunsItsScriptAndExits(t *testing.T) {
 		"[turn 2 ended: cancelled]",
 		"== 4. the transcript, replayed from the journal",
 		"go run ./starter status --session demo-e2e",
+		"1. attach an editor:  go run ./starter acp --session demo-e2e",
+		"2. open the deck:",
 	} {
 		require.Contains(t, string(got), want)
 	}

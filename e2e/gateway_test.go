@@ -39,7 +39,13 @@ type acpPeer struct {
 func startACP(t *testing.T, args ...string) *acpPeer {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
-	cmd := starterCmd(ctx, append([]string{"acp"}, args...)...)
+	return connectACP(t, starterCmd(ctx, append([]string{"acp"}, args...)...), cancel)
+}
+
+// connectACP starts cmd, an ACP agent on stdio that cancel stops, and connects an ACP client
+// to it.
+func connectACP(t *testing.T, cmd *exec.Cmd, cancel context.CancelFunc) *acpPeer {
+	t.Helper()
 	stdin, err := cmd.StdinPipe()
 	require.NoError(t, err)
 	stdout, err := cmd.StdoutPipe()

@@ -13,7 +13,7 @@ package workflows
 //
 // Every one of them is an absolute time in the session's state, so continue-as-new carries
 // them as they are; the core names the earliest (nextAlarm) and the shell keeps one
-// workflow timer for it (belts.go).
+// workflow timer for it (session.go).
 
 import (
 	"fmt"

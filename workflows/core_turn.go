@@ -41,7 +41,7 @@ type LiveTurn struct {
 	// Finished holds a turn_finished that waits for its attempt's last batches.
 	Finished *signals.TurnFinishedSignal `json:"finished,omitempty"`
 	// Choices is what the turn's input carried of the clients' choices: every attempt's
-	// runner applies these, so its report predates any choice made since (settings_shell.go).
+	// runner applies these, so its report predates any choice made since (core_settings.go).
 	Choices *signals.SessionChoices `json:"choices,omitempty"`
 	// OutcomesDue is how long the turn's end waits for the outcomes of the steers it took
 	// (set at its turn_finished); once Child is childEnded no outcome can come any more.

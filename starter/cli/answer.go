@@ -1,7 +1,7 @@
-package main
+package cli
 
 // starter answer: answer a question the agent asked (an elicitation): accept with the form's
-// fields as JSON (--json-content '{"question_0":"right"}') or one flag per field (--field
+// fields as JSON (--content '{"question_0":"right"}') or one flag per field (--field
 // question_0=right, repeated; a value that is a JSON number, boolean or list is taken as
 // one), or --decline / --cancel. The session checks the answer against the question's form:
 // a bad one is refused with the reason and the question stays open.
@@ -34,13 +34,13 @@ func cmdAnswer(ctx context.Context, e *env, fs *flag.FlagSet, args []string) int
 		return exitError
 	}
 	if fs.NArg() != 1 {
-		fmt.Fprintln(e.err, "starter answer: want one REQUEST_ID (status lists the open questions)")
+		fmt.Fprintln(e.err, Name+" answer: want one REQUEST_ID (status lists the open questions)")
 		return exitError
 	}
 	req := signals.ElicitationRespondRequest{RequestID: fs.Arg(0), Action: signals.ActionAccept, AnsweredBy: cliIdentity(*as)}
 	switch {
 	case *decline && *cancel:
-		fmt.Fprintln(e.err, "starter answer: --decline or --cancel, not both")
+		fmt.Fprintln(e.err, Name+" answer: --decline or --cancel, not both")
 		return exitError
 	case *decline:
 		req.Action = signals.ActionDecline
@@ -49,7 +49,7 @@ func cmdAnswer(ctx context.Context, e *env, fs *flag.FlagSet, args []string) int
 	default:
 		raw, err := answerContent(*content, fields)
 		if err != nil {
-			fmt.Fprintln(e.err, "starter answer:", err)
+			fmt.Fprintln(e.err, Name+" answer:", err)
 			return exitError
 		}
 		req.Content = raw

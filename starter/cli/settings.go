@@ -1,4 +1,4 @@
-package main
+package cli
 
 // starter mode and starter config: the agent's modes and config options as the session
 // keeps them (status.agent_settings), and set_mode / set_config_option to change them.
@@ -99,7 +99,7 @@ func cmdConfig(ctx context.Context, e *env, fs *flag.FlagSet, args []string) int
 		}
 		return exitOK
 	}
-	fmt.Fprintln(e.err, "starter config: want no arguments (show) or ID VALUE (set)")
+	fmt.Fprintln(e.err, Name+" config: want no arguments (show) or ID VALUE (set)")
 	return exitError
 }
 

@@ -1,4 +1,4 @@
-package main
+package cli
 
 // starter fork: a new session whose agent starts from this one's conversation.
 

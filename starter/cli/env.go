@@ -1,4 +1,4 @@
-package main
+package cli
 
 // What every command shares: the connection flags, the session client, and how results and
 // refusals are printed.
@@ -38,24 +38,31 @@ type env struct {
 
 	tc client.Client
 	c  *signals.Client
+
+	// dry, when set, makes parse record its result there and stop the command (dryParse).
+	dry *parsed
 }
 
 // parse parses the command's flags; it returns false (after printing why) when the command
 // should stop with exitError.
 func (e *env) parse(fs *flag.FlagSet, args []string, needSession bool) bool {
+	if e.dry != nil {
+		e.dry.fs, e.dry.err = fs, flagenv.Parse(fs, args)
+		return false
+	}
 	if err := flagenv.Parse(fs, args); err != nil {
 		if !errors.Is(err, flag.ErrHelp) {
-			fmt.Fprintln(e.err, "starter:", err)
+			fmt.Fprintln(e.err, Name+":", err)
 		}
 		return false
 	}
 	if needSession {
 		if e.session == "" {
-			fmt.Fprintln(e.err, "starter: --session is required")
+			fmt.Fprintln(e.err, Name+": --session is required")
 			return false
 		}
 		if err := signals.ValidateSessionID(e.session); err != nil {
-			fmt.Fprintln(e.err, "starter:", err)
+			fmt.Fprintln(e.err, Name+":", err)
 			return false
 		}
 	}
@@ -95,7 +102,7 @@ func (e *env) fail(err error) int {
 		}
 		return exitRejected
 	}
-	fmt.Fprintln(e.err, "starter:", err)
+	fmt.Fprintln(e.err, Name+":", err)
 	return exitError
 }
 

@@ -1,4 +1,4 @@
-package main
+package cli
 
 // starter delete: close the session and remove what tacp keeps of it.
 

@@ -1,4 +1,4 @@
-package main
+package cli
 
 // starter retry: end the wait of a turn the model provider limited; it runs again now.
 

@@ -1,4 +1,4 @@
-package main
+package cli
 
 // Who answers from the CLI: every answer to a person's request (a permission, a question, a
 // limit's retry) records who gave it (answered_by). The CLI names its person by --as (or

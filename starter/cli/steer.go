@@ -1,4 +1,4 @@
-package main
+package cli
 
 // starter steer: steer the running turn, on a given token or on whatever runs
 // (signals.Client.SteerLive).

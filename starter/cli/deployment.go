@@ -1,4 +1,4 @@
-package main
+package cli
 
 // starter deployment: the Worker Deployment the workers join (README, "Upgrading workers
 // while sessions run"): which version is current, what still runs on each, making a version
@@ -32,7 +32,7 @@ func cmdDeployment(ctx context.Context, e *env, fs *flag.FlagSet, args []string)
 	need := map[string]int{"show": 0, "current": 1, "drained": 1}
 	n, ok := need[sub]
 	if !ok || len(rest) != n {
-		fmt.Fprintf(e.err, "starter: usage: starter deployment [show | current BUILD_ID | drained BUILD_ID [--wait D]]\n")
+		fmt.Fprintln(e.err, Name+": usage: "+Name+" deployment [show | current BUILD_ID | drained BUILD_ID [--wait D]]")
 		return exitError
 	}
 	if err := e.connect(ctx); err != nil {

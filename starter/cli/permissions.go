@@ -1,4 +1,4 @@
-package main
+package cli
 
 // starter approve, deny, forget and policy: answering permission requests and the session's
 // permission level and remembered rules.
@@ -29,7 +29,7 @@ func (e *env) answer(ctx context.Context, fs *flag.FlagSet, args []string, kinds
 		return exitError
 	}
 	if fs.NArg() < 1 || fs.NArg() > 2 {
-		fmt.Fprintln(e.err, "starter: want REQUEST_ID [OPTION_ID]")
+		fmt.Fprintln(e.err, Name+": want REQUEST_ID [OPTION_ID]")
 		return exitError
 	}
 	if err := e.connect(ctx); err != nil {
@@ -84,7 +84,7 @@ func cmdForget(ctx context.Context, e *env, fs *flag.FlagSet, args []string) int
 		return exitError
 	}
 	if fs.NArg() != 1 {
-		fmt.Fprintln(e.err, "starter: want TOOL (a key of status rules)")
+		fmt.Fprintln(e.err, Name+": want TOOL (a key of status rules)")
 		return exitError
 	}
 	if err := e.connect(ctx); err != nil {
@@ -124,7 +124,7 @@ func cmdPolicy(ctx context.Context, e *env, fs *flag.FlagSet, args []string) int
 	}
 	res, err := e.c.SetPolicy(ctx, e.session, signals.SetPolicyRequest{Level: fs.Arg(0), By: cliIdentity(*as)})
 	if rej, ok := signals.AsRejection(err); ok && rej.Type == signals.RejectUnknownSession {
-		fmt.Fprintf(e.err, "starter: session %s does not exist yet: a new session takes its policy from its first prompt, starter prompt --session %s --policy %s TEXT\n",
+		fmt.Fprintf(e.err, Name+": session %s does not exist yet: a new session takes its policy from its first prompt, "+Name+" prompt --session %s --policy %s TEXT\n",
 			e.session, e.session, fs.Arg(0))
 		return exitRejected
 	}

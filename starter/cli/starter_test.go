@@ -1,4 +1,4 @@
-package main
+package cli
 
 // What the starter binary is: a client that carries no Temporal server (editors launch it
 // as their ACP agent), whose old demo command says where the demo went.
@@ -15,7 +15,7 @@ import (
 )
 
 func TestStarterLinksNoTemporalServer(t *testing.T) {
-	out, err := exec.Command("go", "list", "-deps", ".").Output()
+	out, err := exec.Command("go", "list", "-deps", ".", "..").Output()
 	require.NoError(t, err)
 	for _, pkg := range strings.Fields(string(out)) {
 		for _, banned := range []string{"go.temporal.io/server", "github.com/tacp-dev/tacp/devserver", "github.com/tacp-dev/tacp/workflows", "github.com/tacp-dev/tacp/activities"} {

@@ -1,4 +1,4 @@
-package main
+package cli
 
 // starter setup: register tacp's search attributes on the cluster's namespace.
 

@@ -1,4 +1,4 @@
-package main
+package cli
 
 // starter profiles: the agent profiles the workers offer.
 

@@ -1,4 +1,4 @@
-package main
+package cli
 
 // starter prompt: send a prompt (creating the session if needed) and follow its turn.
 

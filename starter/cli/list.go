@@ -1,4 +1,4 @@
-package main
+package cli
 
 // starter list: sessions, from visibility.
 
@@ -18,7 +18,7 @@ func cmdList(ctx context.Context, e *env, fs *flag.FlagSet, args []string) int {
 		return exitError
 	}
 	if *awaiting && *version != "" {
-		fmt.Fprintln(e.err, "starter: --awaiting-approval and --version do not combine")
+		fmt.Fprintln(e.err, Name+": --awaiting-approval and --version do not combine")
 		return exitError
 	}
 	if err := e.connect(ctx); err != nil {

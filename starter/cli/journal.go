@@ -1,4 +1,4 @@
-package main
+package cli
 
 // starter tail and starter replay: the session's journal, as events or as a transcript.
 

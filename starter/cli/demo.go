@@ -1,4 +1,4 @@
-package main
+package cli
 
 // starter demo: moved. The demo runs the Temporal server in-process, and starter is what
 // editors launch (starter acp): it should not carry a server it never runs.

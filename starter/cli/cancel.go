@@ -1,4 +1,4 @@
-package main
+package cli
 
 // starter cancel: cancel the running turn.
 

@@ -1,4 +1,4 @@
-package main
+package cli
 
 // starter acp: tacp's ACP face (gateway/) on this process's stdio, for an editor to start
 // as its agent. Stdout carries JSON-RPC only; diagnostics go to stderr. With --remote it

@@ -1,4 +1,4 @@
-package main
+package cli
 
 // starter status: the session's state, turn, token, queue and open requests.
 

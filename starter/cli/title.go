@@ -1,4 +1,4 @@
-package main
+package cli
 
 // starter title: show or set the session's title (the set_title update, sent through
 // signals.Call: no client method of its own is needed for an update).
@@ -34,11 +34,11 @@ func cmdTitle(ctx context.Context, e *env, fs *flag.FlagSet, args []string) int 
 	}
 	title := strings.Join(fs.Args(), " ")
 	if *remove && title != "" {
-		fmt.Fprintln(e.err, "starter: title: --clear takes no TEXT")
+		fmt.Fprintln(e.err, Name+": title: --clear takes no TEXT")
 		return exitError
 	}
 	if !*remove && strings.TrimSpace(title) == "" {
-		fmt.Fprintln(e.err, "starter: title: TEXT is empty (--clear removes the title)")
+		fmt.Fprintln(e.err, Name+": title: TEXT is empty (--clear removes the title)")
 		return exitError
 	}
 	res, err := signals.Call(ctx, e.c, e.session, signals.Updates.SetTitle, signals.SetTitleRequest{Title: title})

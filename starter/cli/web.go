@@ -1,4 +1,4 @@
-package main
+package cli
 
 // `starter web`: serves the deck (package deck) — the web app, its JSON + SSE API and the
 // ACP face over WebSocket at /acp — over the sessions of the cluster the starter connects
