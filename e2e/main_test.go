@@ -23,6 +23,7 @@ import (
 	"github.com/tacp-dev/tacp/internal/freeport"
 	"github.com/tacp-dev/tacp/internal/tacpworker"
 	"github.com/tacp-dev/tacp/signals"
+	"github.com/tacp-dev/tacp/testagent/agent"
 )
 
 // Shared by every test: one server, one worker, the built binaries.
@@ -44,7 +45,7 @@ func TestMain(m *testing.M) {
 	os.Exit(runMain(m))
 }
 
-func runMain(m *testing.M) int {
+func runMain(m *testing.M) (code int) {
 	ctx := context.Background()
 	var err error
 	if binDir, err = os.MkdirTemp("", "tacp-e2e-"); err != nil {
@@ -80,6 +81,18 @@ func runMain(m *testing.M) int {
 	}
 	defer tc.Close()
 	sc = signals.NewClient(tc, signals.DefaultTaskQueue)
+	// Every test agent of the suite, in this process's workers and in the worker processes
+	// tests start, holds what it is sent to the ACP schema (agent.SchemaLogEnv).
+	schemaLog := filepath.Join(binDir, "agent-schema-violations.log")
+	if err := os.Setenv(agent.SchemaLogEnv, schemaLog); err != nil {
+		panic(err)
+	}
+	defer func() {
+		if b, err := os.ReadFile(schemaLog); err == nil && len(b) > 0 {
+			fmt.Fprintf(os.Stderr, "FAIL: what tacp sent a test agent does not hold to the ACP v1 schema:\n%s", b)
+			code = 1
+		}
+	}()
 	worker, err = tacpworker.Start(tc, tacpworker.Options{
 		Profiles:       suiteProfiles(),
 		WorkspaceRoots: suiteRoots(),

@@ -208,7 +208,8 @@ func Main(args []string) int {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	if err := Serve(ctx, opts, os.Stdin, os.Stdout); err != nil && !errors.Is(err, context.Canceled) {
+	in, out := checkedWire(os.Stdin, os.Stdout)
+	if err := Serve(ctx, opts, in, out); err != nil && !errors.Is(err, context.Canceled) {
 		fmt.Fprintf(os.Stderr, "%s: %v\n", DefaultName, err)
 		return 1
 	}
