@@ -6,6 +6,7 @@ package e2e
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -45,6 +46,9 @@ func TestMain(m *testing.M) {
 	os.Exit(runMain(m))
 }
 
+// starterSchemaLogEnv is starter/cli's SchemaLogEnv (a schemacheck build's only).
+const starterSchemaLogEnv = "STARTER_ACP_SCHEMA_LOG"
+
 func runMain(m *testing.M) (code int) {
 	ctx := context.Background()
 	var err error
@@ -55,7 +59,9 @@ func runMain(m *testing.M) (code int) {
 	dataDir = filepath.Join(binDir, "data")
 	testagent = filepath.Join(binDir, "testagent")
 	starterBin = filepath.Join(binDir, "starter")
-	if out, err := exec.Command("go", "build", "-o", binDir, "../testagent", "../testagent/mcpask", "../starter").CombinedOutput(); err != nil {
+	// The starter with the schemacheck tag: `starter acp` holds what it sends editors to the
+	// ACP schema (starter/cli/acp_schemacheck.go); the tests' editors are held below.
+	if out, err := exec.Command("go", "build", "-tags", "schemacheck", "-o", binDir, "../testagent", "../testagent/mcpask", "../starter").CombinedOutput(); err != nil {
 		fmt.Fprintf(os.Stderr, "build binaries: %v\n%s", err, out)
 		return 1
 	}
@@ -83,14 +89,18 @@ func runMain(m *testing.M) (code int) {
 	sc = signals.NewClient(tc, signals.DefaultTaskQueue)
 	// Every test agent of the suite, in this process's workers and in the worker processes
 	// tests start, holds what it is sent to the ACP schema (agent.SchemaLogEnv).
-	schemaLog := filepath.Join(binDir, "agent-schema-violations.log")
-	if err := os.Setenv(agent.SchemaLogEnv, schemaLog); err != nil {
+	// So does every `starter acp` the tests start, for what it sends its editor.
+	agentLog := filepath.Join(binDir, "agent-schema-violations.log")
+	editorLog := filepath.Join(binDir, "editor-schema-violations.log")
+	if err := errors.Join(os.Setenv(agent.SchemaLogEnv, agentLog), os.Setenv(starterSchemaLogEnv, editorLog)); err != nil {
 		panic(err)
 	}
 	defer func() {
-		if b, err := os.ReadFile(schemaLog); err == nil && len(b) > 0 {
-			fmt.Fprintf(os.Stderr, "FAIL: what tacp sent a test agent does not hold to the ACP v1 schema:\n%s", b)
-			code = 1
+		for log, to := range map[string]string{agentLog: "a test agent", editorLog: "an editor"} {
+			if b, err := os.ReadFile(log); err == nil && len(b) > 0 {
+				fmt.Fprintf(os.Stderr, "FAIL: what tacp sent %s does not hold to the ACP v1 schema:\n%s", to, b)
+				code = 1
+			}
 		}
 	}()
 	worker, err = tacpworker.Start(tc, tacpworker.Options{

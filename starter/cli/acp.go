@@ -9,6 +9,7 @@ import (
 	"context"
 	"flag"
 	"fmt"
+	"io"
 	"log/slog"
 	"os"
 	"strings"
@@ -43,7 +44,8 @@ func cmdACP(ctx context.Context, e *env, fs *flag.FlagSet, args []string) int {
 			// token decides the role.
 			logger.Warn("--observe, --prompt-capabilities, --session, --agent and --workspace are the deck's with --remote; ignored")
 		}
-		err := remote.Run(ctx, os.Stdin, os.Stdout, remote.Options{URL: *remoteURL, Token: *token, MaxBackoff: *maxBackoff, Logger: logger})
+		in, out := acpWire(os.Stdin, os.Stdout)
+		err := remote.Run(ctx, in, out, remote.Options{URL: *remoteURL, Token: *token, MaxBackoff: *maxBackoff, Logger: logger})
 		if err != nil {
 			return e.fail(err)
 		}
@@ -72,7 +74,8 @@ func cmdACP(ctx context.Context, e *env, fs *flag.FlagSet, args []string) int {
 		PromptCapabilities: pc,
 		Logger:             logger,
 	})
-	if err := g.Serve(ctx, os.Stdin, os.Stdout); err != nil {
+	in, out := acpWire(os.Stdin, os.Stdout)
+	if err := g.Serve(ctx, in, out); err != nil {
 		return e.fail(err)
 	}
 	return exitOK
@@ -99,3 +102,8 @@ func promptCapabilities(list string) (*acp.PromptCapabilities, error) {
 	}
 	return pc, nil
 }
+
+// acpWire is the editor's end of `starter acp` as the command serves it: stdin and stdout
+// as they are, except in a build with the schemacheck tag (acp_schemacheck.go), where what
+// tacp sends the editor is held to the ACP schema.
+var acpWire = func(in io.Reader, out io.Writer) (io.Reader, io.Writer) { return in, out }
