@@ -214,7 +214,13 @@ func (a *attachment) handle(ev signals.Event, write bool) {
 		a.mu.Lock()
 		live := a.live
 		a.mu.Unlock()
-		if write && live {
+		if !write || !live {
+			return
+		}
+		var v signals.AgentSettings
+		if ev.Kind == signals.EventAgentSettings && json.Unmarshal(ev.Data, &v) == nil {
+			a.showSettings(ev.Seq, &v)
+		} else {
 			a.pushSettings(ev.Seq)
 		}
 	case signals.EventPermissionRequested:

@@ -151,7 +151,8 @@ func compact(raw json.RawMessage) string {
 	return string(b)
 }
 
-// pushSettings sends the client what changed of the session's view since it last saw it.
+// pushSettings sends the client what changed of the session's view since it last saw it,
+// asking the session for its view.
 func (a *attachment) pushSettings(seq int64) {
 	ctx, cancel := context.WithTimeout(a.ctx, 10*time.Second)
 	defer cancel()
@@ -159,7 +160,14 @@ func (a *attachment) pushSettings(seq int64) {
 	if err != nil || st.AgentSettings == nil {
 		return
 	}
-	v := st.AgentSettings
+	a.showSettings(seq, st.AgentSettings)
+}
+
+// showSettings sends the client what changed of view v since it last saw it. An
+// agent.settings event carries the whole view, so it is shown from the event itself: no
+// query, and nothing held up behind one — it comes as an agent starts, just before its
+// first chunk.
+func (a *attachment) showSettings(seq int64, v *signals.AgentSettings) {
 	meta := signals.ACPMeta{Seq: seq}.Map()
 	send := func(update any) {
 		u, err := json.Marshal(update)
