@@ -1,0 +1,270 @@
+package checkpoint
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"io/fs"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+)
+
+func write(t *testing.T, dir, name, text string) {
+	t.Helper()
+	p := filepath.Join(dir, name)
+	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(p, []byte(text), 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// tree lists the files under dir with their contents, .git excluded.
+func tree(t *testing.T, dir string) map[string]string {
+	t.Helper()
+	m := map[string]string{}
+	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(dir, p)
+		if d.IsDir() && rel == ".git" {
+			return filepath.SkipDir
+		}
+		if d.Type().IsRegular() {
+			b, err := os.ReadFile(p)
+			if err != nil {
+				return err
+			}
+			m[rel] = string(b)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return m
+}
+
+// snapshot is every byte under dir (the user's .git included).
+func snapshot(t *testing.T, dir string) map[string]string {
+	t.Helper()
+	m := map[string]string{}
+	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.Type().IsRegular() {
+			b, err := os.ReadFile(p)
+			if err != nil {
+				return err
+			}
+			rel, _ := filepath.Rel(dir, p)
+			m[rel] = string(b)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return m
+}
+
+func userGit(t *testing.T, dir string, args ...string) {
+	t.Helper()
+	cmd := exec.Command("git", args...)
+	cmd.Dir = dir
+	cmd.Env = append(baseEnv(), "GIT_CONFIG_NOSYSTEM=1", "GIT_CONFIG_GLOBAL=/dev/null",
+		"GIT_AUTHOR_NAME=u", "GIT_AUTHOR_EMAIL=u@x", "GIT_COMMITTER_NAME=u", "GIT_COMMITTER_EMAIL=u@x")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("git %v: %v: %s", args, err, out)
+	}
+}
+
+func newShadows(t *testing.T) (*Shadows, string) {
+	t.Helper()
+	data := t.TempDir()
+	st, err := OpenStore(context.Background(), DefaultStoreURL(data))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &Shadows{Dir: filepath.Join(data, "checkpoints"), Store: st}, data
+}
+
+// A worker's second machine restores, from the store it shares, exactly the tree the first
+// checkpointed: a deletion stays deleted, a file a shell command wrote comes back, ignored
+// files and the marker do not travel.
+func TestCheckpointRestoresOnAnotherWorker(t *testing.T) {
+	ctx := context.Background()
+	a, _ := newShadows(t)
+	ws := t.TempDir()
+	write(t, ws, ".gitignore", "build/\n*.log\n")
+	write(t, ws, "main.go", "package main\n")
+	write(t, ws, "gone.txt", "bye\n")
+	write(t, ws, "build/out.bin", "ignored\n")
+	write(t, ws, "debug.log", "ignored\n")
+	write(t, ws, ".tacp-workspace", "s1\n")
+	r1, err := a.Checkpoint(ctx, "s1", ws, 1, "write main\nmore")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r1.FilesChanged != 3 || r1.Insertions != 4 || r1.Deletions != 0 || r1.Bytes != int64(len("build/\n*.log\npackage main\nbye\n")) {
+		t.Errorf("turn 1 checkpoint = %+v, want 3 files, 4 insertions, the three files' bytes", r1)
+	}
+	if err := os.Remove(filepath.Join(ws, "gone.txt")); err != nil {
+		t.Fatal(err)
+	}
+	sh := exec.Command("sh", "-c", "printf 'from sh\\n' > made-by-sh.txt")
+	sh.Dir = ws
+	if err := sh.Run(); err != nil {
+		t.Fatal(err)
+	}
+	r2, err := a.Checkpoint(ctx, "s1", ws, 2, "delete and shell")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r2.FilesChanged != 2 || r2.Insertions != 1 || r2.Deletions != 1 || r2.Bytes != int64(len("from sh\n")) {
+		t.Errorf("turn 2 checkpoint = %+v, want 2 files, +1 -1, 8 bytes", r2)
+	}
+
+	// Another worker: its own data dir, the same store.
+	b := &Shadows{Dir: filepath.Join(t.TempDir(), "checkpoints"), Store: a.Store}
+	ws2 := t.TempDir()
+	got, err := b.Restore(ctx, "s1", ws2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.ID != r2.ID || got.Turn != 2 {
+		t.Errorf("restored %+v, want %s at turn 2", got, r2.ID)
+	}
+	want := map[string]string{".gitignore": "build/\n*.log\n", "main.go": "package main\n", "made-by-sh.txt": "from sh\n"}
+	if g := tree(t, ws2); !mapsEqual(g, want) {
+		t.Errorf("restored tree = %v, want %v", g, want)
+	}
+	// The chain goes on from the restored checkpoint.
+	write(t, ws2, "main.go", "package main\n\nfunc main() {}\n")
+	r3, err := b.Checkpoint(ctx, "s1", ws2, 3, "third")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r3.FilesChanged != 1 || r3.Insertions != 2 {
+		t.Errorf("turn 3 checkpoint = %+v, want 1 file, +2", r3)
+	}
+	parent, err := (&repo{gitDir: filepath.Join(b.Dir, "s1.git"), work: ws2}).git(ctx, nil, "rev-parse", r3.ID+"^")
+	if err != nil || parent != r2.ID {
+		t.Errorf("turn 3's parent = %q (%v), want turn 2's %s", parent, err, r2.ID)
+	}
+}
+
+// An untracked file over the cap is left out and named; a worker's exclude list is honoured.
+func TestCheckpointSkipsLargeAndExcluded(t *testing.T) {
+	ctx := context.Background()
+	s, _ := newShadows(t)
+	s.Exclude = []string{"secrets/"}
+	ws := t.TempDir()
+	write(t, ws, "small.txt", "x\n")
+	write(t, ws, "big.bin", strings.Repeat("b", DefaultMaxFileBytes+1))
+	write(t, ws, "exact.bin", strings.Repeat("e", DefaultMaxFileBytes))
+	write(t, ws, "secrets/key", "k\n")
+	res, err := s.Checkpoint(ctx, "s2", ws, 1, "p")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(res.Skipped, []string{"big.bin"}) {
+		t.Errorf("skipped = %v, want [big.bin]", res.Skipped)
+	}
+	if res.FilesChanged != 2 {
+		t.Errorf("files changed = %d, want 2 (small.txt, exact.bin)", res.FilesChanged)
+	}
+	ws2 := t.TempDir()
+	if _, err := s.Restore(ctx, "s2", ws2); err != nil {
+		t.Fatal(err)
+	}
+	g := tree(t, ws2)
+	if _, ok := g["big.bin"]; ok {
+		t.Error("big.bin was restored")
+	}
+	if _, ok := g["secrets/key"]; ok {
+		t.Error("an excluded file was restored")
+	}
+	if g["small.txt"] != "x\n" || len(g["exact.bin"]) != DefaultMaxFileBytes {
+		t.Errorf("restored %v", keys(g))
+	}
+}
+
+// The user's own repository in the workspace, with staged and unstaged changes, is
+// byte-identical after a checkpoint and a restore.
+func TestCheckpointLeavesUsersGitAlone(t *testing.T) {
+	ctx := context.Background()
+	s, _ := newShadows(t)
+	ws := t.TempDir()
+	userGit(t, ws, "init", "-q")
+	write(t, ws, "a.txt", "one\n")
+	userGit(t, ws, "add", "a.txt")
+	userGit(t, ws, "commit", "-q", "-m", "first")
+	write(t, ws, "a.txt", "two\n")
+	userGit(t, ws, "add", "a.txt") // staged
+	write(t, ws, "a.txt", "three\n")
+	write(t, ws, "b.txt", "untracked by the user\n")
+	before := snapshot(t, filepath.Join(ws, ".git"))
+	res, err := s.Checkpoint(ctx, "s3", ws, 1, "p")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.FilesChanged != 2 {
+		t.Errorf("files changed = %d, want 2: the user's .git is never taken in", res.FilesChanged)
+	}
+	write(t, ws, "a.txt", "changed after\n")
+	if _, err := s.Restore(ctx, "s3", ws); err != nil {
+		t.Fatal(err)
+	}
+	if b, _ := os.ReadFile(filepath.Join(ws, "a.txt")); !bytes.Equal(b, []byte("three\n")) {
+		t.Errorf("a.txt = %q after restore, want the checkpoint's", b)
+	}
+	after := snapshot(t, filepath.Join(ws, ".git"))
+	if !mapsEqual(before, after) {
+		for k := range after {
+			if before[k] != after[k] {
+				t.Errorf("the user's .git/%s changed", k)
+			}
+		}
+		for k := range before {
+			if _, ok := after[k]; !ok {
+				t.Errorf("the user's .git/%s is gone", k)
+			}
+		}
+	}
+}
+
+func TestRestoreWithoutCheckpoint(t *testing.T) {
+	s, _ := newShadows(t)
+	if _, err := s.Restore(context.Background(), "none", t.TempDir()); !errors.Is(err, ErrNone) {
+		t.Errorf("restore of a session without checkpoints: %v, want ErrNone", err)
+	}
+}
+
+func mapsEqual(a, b map[string]string) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for k, v := range a {
+		if w, ok := b[k]; !ok || w != v {
+			return false
+		}
+	}
+	return true
+}
+
+func keys(m map[string]string) []string {
+	var k []string
+	for key := range m {
+		k = append(k, key)
+	}
+	slices.Sort(k)
+	return k
+}

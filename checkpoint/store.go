@@ -1,0 +1,68 @@
+package checkpoint
+
+// The store: a git repository every worker of a deployment reaches, where each checkpoint's
+// refs are pushed and from which a worker without the workspace fetches them. By default a
+// bare repository in the worker's data dir (one machine, no set-up); for many machines any
+// git remote (a path on shared storage, ssh://, https://), reached with the worker's own
+// git configuration and credentials. The agent runs none of this and sees none of it.
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+)
+
+// StoreOff is the -checkpoint.store value that turns checkpoints off.
+const StoreOff = "off"
+
+// Store is a git remote holding the checkpoints of sessions.
+type Store struct {
+	// URL is the remote: a path or any URL git fetches from and pushes to.
+	URL string
+}
+
+// DefaultStoreURL is the embedded store of a worker: a bare repository in its data dir.
+func DefaultStoreURL(dataDir string) string {
+	return filepath.Join(dataDir, "checkpoints", "store.git")
+}
+
+// OpenStore prepares the store at url: a local path that does not exist yet is created as
+// a bare repository; a remote URL is taken as it is.
+func OpenStore(ctx context.Context, url string) (*Store, error) {
+	if isLocalPath(url) {
+		if _, err := os.Stat(filepath.Join(url, "HEAD")); err != nil {
+			if err := os.MkdirAll(filepath.Dir(url), 0o700); err != nil {
+				return nil, err
+			}
+			if _, err := run(ctx, isolatedEnv(), nil, "init", "-q", "--bare", url); err != nil {
+				return nil, err
+			}
+		}
+	}
+	return &Store{URL: url}, nil
+}
+
+// isLocalPath reports whether url names a directory on this machine.
+func isLocalPath(url string) bool {
+	return filepath.IsAbs(url) || strings.HasPrefix(url, "./") || strings.HasPrefix(url, "../")
+}
+
+// remoteEnv is the environment of git when it talks to the store: the worker's own git
+// configuration (credential helpers, ssh settings), never a prompt.
+func remoteEnv() []string { return baseEnv() }
+
+// push sends the session's head and turn refs to the store, replacing what a lost attempt
+// of the same turn may have pushed.
+func (s *Store) push(ctx context.Context, r *repo, session string, turn int64) error {
+	_, err := run(ctx, remoteEnv(), nil, "--git-dir="+r.gitDir, "push", "-q", "--no-verify", s.URL,
+		"+"+HeadRef(session)+":"+HeadRef(session), "+"+TurnRef(session, turn)+":"+TurnRef(session, turn))
+	return err
+}
+
+// fetch brings the session's refs from the store into r.
+func (s *Store) fetch(ctx context.Context, r *repo, session string) error {
+	prefix := "refs/tacp/" + session + "/"
+	_, err := run(ctx, remoteEnv(), nil, "--git-dir="+r.gitDir, "fetch", "-q", "--no-tags", s.URL, "+"+prefix+"*:"+prefix+"*")
+	return err
+}
