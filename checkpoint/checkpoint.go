@@ -128,6 +128,13 @@ func (s *Shadows) Checkpoint(ctx context.Context, session, work string, turn int
 		return res, err
 	}
 	specs := []string{"."}
+	// The worker's data dir may lie in a workspace (a root at the home directory): the
+	// shadows and the store are never part of a checkpoint.
+	for _, own := range []string{s.Dir, s.storePath()} {
+		if rel, err := filepath.Rel(work, own); err == nil && own != "" && rel != "." && !strings.HasPrefix(rel, "..") {
+			specs = append(specs, ":(exclude,literal)"+filepath.ToSlash(rel))
+		}
+	}
 	for _, p := range res.Skipped {
 		specs = append(specs, ":(exclude,literal)"+p)
 	}
@@ -187,6 +194,14 @@ func (s *Shadows) Restore(ctx context.Context, session, work string) (Restored, 
 		return Restored{}, err
 	}
 	return Restored{ID: id, Turn: turnOf(subject)}, nil
+}
+
+// storePath is the store's directory when it is on this machine.
+func (s *Shadows) storePath() string {
+	if s.Store == nil || !isLocalPath(s.Store.URL) {
+		return ""
+	}
+	return s.Store.URL
 }
 
 func (s *Shadows) maxFileBytes() int64 {

@@ -18,6 +18,7 @@ import (
 	"go.temporal.io/sdk/client"
 
 	"github.com/tacp-dev/tacp/activities"
+	"github.com/tacp-dev/tacp/checkpoint"
 	"github.com/tacp-dev/tacp/codec"
 	"github.com/tacp-dev/tacp/devserver"
 	"github.com/tacp-dev/tacp/internal/dial"
@@ -75,6 +76,9 @@ func run() error {
 		carry     = fs.Bool("agent.carry-context", true, "seed a new agent session with the session's transcript when the agent's own session could not be loaded on this worker (agent.context_lost)")
 		carryMax  = fs.Int("agent.carry-context-bytes", signals.DefaultTranscriptBytes, "bound of that transcript, newest kept")
 		missingWS = fs.String("workspace.missing", activities.MissingWorkspaceFail, "when a session's workspace is not on this worker (its earlier turns ran on another machine): fail (the turn fails, workspace.missing is journaled) or empty (go on in an empty workspace)")
+		cpStore   = fs.String("checkpoint.store", "", "where each turn's workspace checkpoint is pushed and a worker without the workspace restores it from: a git remote every worker reaches (a path to a bare repository on shared storage, ssh://, https://; the worker's git credentials), off, or empty for a bare repository in -data-dir (one machine)")
+		cpExclude = fs.String("checkpoint.exclude", "", "gitignore patterns no workspace checkpoint takes in, comma-separated (besides each workspace's .gitignore)")
+		cpMaxFile = fs.Int64("checkpoint.max-file-bytes", 2<<20, "the largest untracked file a checkpoint takes in; larger ones are skipped and named in workspace.checkpoint")
 		depName   = fs.String("deployment.name", signals.DefaultDeploymentName, "the Worker Deployment this worker joins: sessions and turns are pinned to its version and move to a new current version at their next idle moment (empty: unversioned, see README)")
 		depBuild  = fs.String("deployment.build-id", tacpworker.DefaultBuildID(), "this build's id in the deployment (default: the binary's VCS revision, or a hash of the binary when it carries none)")
 		depCur    = fs.Bool("deployment.current", false, "make this worker's version the deployment's current one once it polls (always with -dev, and when the deployment has none yet)")
@@ -100,6 +104,10 @@ func run() error {
 	}
 	if *missingWS != activities.MissingWorkspaceFail && *missingWS != activities.MissingWorkspaceEmpty {
 		return fmt.Errorf("-workspace.missing: %q is neither %q nor %q", *missingWS, activities.MissingWorkspaceFail, activities.MissingWorkspaceEmpty)
+	}
+	store := *cpStore
+	if store == "" {
+		store = checkpoint.DefaultStoreURL(*data)
 	}
 	rootDirs := splitList(*roots)
 	if len(rootDirs) == 0 {
@@ -179,6 +187,7 @@ func run() error {
 		AgentIdleTTL: *idleTTL, MaxAgents: *maxAgents, AgentNice: *agentNice, CancelGrace: *grace, InitTimeout: *startMax, ProbeAgents: *probe,
 		FlushInterval: *flush, FlushLongest: *flushLong, FlushMaxRate: *flushRate, WorkflowPollers: *pollers,
 		NoCarryContext: !*carry, CarryContextBytes: *carryMax, MissingWorkspace: *missingWS,
+		CheckpointStore: store, CheckpointExclude: splitList(*cpExclude), CheckpointMaxFileBytes: *cpMaxFile,
 		Deployment:   tacpworker.Deployment{Name: *depName, BuildID: *depBuild},
 		LimitMaxWait: *limitWait, LimitBackoff: *limitBack,
 	})
