@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"os/exec"
 	"os/signal"
 	"path/filepath"
 	"strings"
@@ -105,10 +106,6 @@ func run() error {
 	if *missingWS != activities.MissingWorkspaceFail && *missingWS != activities.MissingWorkspaceEmpty {
 		return fmt.Errorf("-workspace.missing: %q is neither %q nor %q", *missingWS, activities.MissingWorkspaceFail, activities.MissingWorkspaceEmpty)
 	}
-	store := *cpStore
-	if store == "" {
-		store = checkpoint.DefaultStoreURL(*data)
-	}
 	rootDirs := splitList(*roots)
 	if len(rootDirs) == 0 {
 		rootDirs = []string{filepath.Join(*data, "workspaces")}
@@ -124,6 +121,15 @@ func run() error {
 	}
 	// Libraries that log through slog's default (the ACP SDK) log as the worker does.
 	slog.SetDefault(logger)
+	store := *cpStore
+	if store == "" {
+		store = checkpoint.DefaultStoreURL(*data)
+		if _, err := exec.LookPath("git"); err != nil {
+			// The default must work on any laptop: no git, no checkpoints, and the log says so.
+			logger.Warn("no git on PATH: workspace checkpoints are off (-checkpoint.store)")
+			store = checkpoint.StoreOff
+		}
+	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 
