@@ -306,7 +306,11 @@ func (r *repo) revParse(ctx context.Context, ref string) (string, error) {
 // git runs git on the shadow repository with stdin, isolated from the system's and the
 // user's configuration, and returns its output, trimmed.
 func (r *repo) git(ctx context.Context, stdin []byte, args ...string) (string, error) {
-	return run(ctx, isolatedEnv(), stdin, append([]string{"--git-dir=" + r.gitDir, "--work-tree=" + r.work}, args...)...)
+	pre := []string{"--git-dir=" + r.gitDir}
+	if r.work != "" {
+		pre = append(pre, "--work-tree="+r.work)
+	}
+	return run(ctx, isolatedEnv(), stdin, append(pre, args...)...)
 }
 
 // Error is a git command that failed, with what git said.

@@ -268,3 +268,96 @@ func keys(m map[string]string) []string {
 	slices.Sort(k)
 	return k
 }
+
+// diff and export read the store as the workers left it: a turn's diff is git's diff of the
+// two trees, and the exported branch holds one commit a turn, while the user's repository
+// keeps its dirty index, work tree and HEAD byte for byte.
+func TestDiffAndExport(t *testing.T) {
+	ctx := context.Background()
+	s, _ := newShadows(t)
+	ws := t.TempDir()
+	write(t, ws, "a.txt", "one\n")
+	write(t, ws, "b.txt", "bee\n")
+	if _, err := s.Checkpoint(ctx, "s4", ws, 1, "first\nline two"); err != nil {
+		t.Fatal(err)
+	}
+	write(t, ws, "a.txt", "one\ntwo\n")
+	if err := os.Remove(filepath.Join(ws, "b.txt")); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Checkpoint(ctx, "s4", ws, 2, "second"); err != nil {
+		t.Fatal(err)
+	}
+	rd := Reader{URL: s.Store.URL}
+	diff, err := rd.Diff(ctx, "s4", 2, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, err := run(ctx, isolatedEnv(), nil, "--git-dir="+s.Store.URL, "diff", "--no-color", TurnRef("s4", 1), TurnRef("s4", 2))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff != want || !strings.Contains(diff, "+two") || !strings.Contains(diff, "deleted file mode") {
+		t.Errorf("diff of turn 2 =\n%s\nwant git's\n%s", diff, want)
+	}
+	if last, err := rd.Diff(ctx, "s4", 0, false); err != nil || last != diff {
+		t.Errorf("diff of the last turn = %q, %v; want turn 2's", last, err)
+	}
+	stat, err := rd.Diff(ctx, "s4", 1, true)
+	if err != nil || !strings.Contains(stat, "2 files changed, 2 insertions(+)") {
+		t.Errorf("stat of turn 1 = %q, %v", stat, err)
+	}
+	if _, err := rd.Diff(ctx, "s4", 9, false); err == nil {
+		t.Error("diff of a turn with no checkpoint: no error")
+	}
+
+	user := t.TempDir()
+	userGit(t, user, "init", "-q")
+	write(t, user, "mine.txt", "v1\n")
+	userGit(t, user, "add", "mine.txt")
+	userGit(t, user, "commit", "-q", "-m", "mine")
+	write(t, user, "mine.txt", "v2\n")
+	userGit(t, user, "add", "mine.txt")
+	write(t, user, "mine.txt", "v3\n")
+	readIndex := func() []byte {
+		b, err := os.ReadFile(filepath.Join(user, ".git", "index"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return b
+	}
+	indexBefore, headBefore := readIndex(), snapshot(t, user)["mine.txt"]
+	headRef, _ := os.ReadFile(filepath.Join(user, ".git", "HEAD"))
+	id, err := rd.Export(ctx, "s4", 0, "tacp/s4", user)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(readIndex(), indexBefore) || snapshot(t, user)["mine.txt"] != headBefore {
+		t.Error("export changed the user's index or work tree")
+	}
+	if h, _ := os.ReadFile(filepath.Join(user, ".git", "HEAD")); !bytes.Equal(h, headRef) {
+		t.Errorf("export moved HEAD: %s", h)
+	}
+	log := gitOut(t, user, "log", "--format=%an %s", "tacp/s4")
+	if log != "tacp turn 2: second\ntacp turn 1: first" {
+		t.Errorf("exported branch log = %q", log)
+	}
+	if got := gitOut(t, user, "rev-parse", "tacp/s4"); got != id {
+		t.Errorf("branch at %s, want %s", got, id)
+	}
+	if _, err := rd.Export(ctx, "s4", 1, "tacp/s4", user); err == nil {
+		t.Error("export over an existing branch: no error")
+	}
+}
+
+func gitOut(t *testing.T, dir string, args ...string) string {
+	t.Helper()
+	cmd := exec.Command("git", args...)
+	cmd.Dir = dir
+	cmd.Env = append(baseEnv(), "GIT_CONFIG_NOSYSTEM=1", "GIT_CONFIG_GLOBAL=/dev/null")
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("git %v: %v", args, err)
+	}
+	return strings.TrimSpace(string(out))
+}
