@@ -73,9 +73,11 @@ func TurnRef(session string, turn int64) string {
 // excludeAlways are paths of no checkpoint: tacp's own workspace marker.
 var excludeAlways = []string{"/.tacp-workspace"}
 
-// repo is one session's shadow repository over its work tree.
+// repo is one session's shadow repository over its work tree. objects, when set, is the
+// object directory it writes to and reads from: a store on this machine's, so that storing a
+// checkpoint costs no pack, only a ref update.
 type repo struct {
-	gitDir, work string
+	gitDir, work, objects string
 }
 
 func (s *Shadows) open(ctx context.Context, session, work string) (*repo, error) {
@@ -83,6 +85,9 @@ func (s *Shadows) open(ctx context.Context, session, work string) (*repo, error)
 		return nil, err
 	}
 	r := &repo{gitDir: filepath.Join(s.Dir, session+".git"), work: work}
+	if p := s.storePath(); p != "" {
+		r.objects = filepath.Join(p, "objects")
+	}
 	if _, err := os.Stat(filepath.Join(r.gitDir, "HEAD")); err != nil {
 		if err := os.MkdirAll(s.Dir, 0o700); err != nil {
 			return nil, err
@@ -155,14 +160,12 @@ func (s *Shadows) Checkpoint(ctx context.Context, session, work string, turn int
 	if err := r.stat(ctx, parent, &res); err != nil {
 		return res, err
 	}
-	if _, err := r.git(ctx, nil, "update-ref", TurnRef(session, turn), res.ID); err != nil {
-		return res, err
-	}
-	if _, err := r.git(ctx, nil, "update-ref", HeadRef(session), res.ID); err != nil {
+	refs := []byte("update " + TurnRef(session, turn) + " " + res.ID + "\nupdate " + HeadRef(session) + " " + res.ID + "\n")
+	if _, err := r.git(ctx, refs, "update-ref", "--stdin"); err != nil {
 		return res, err
 	}
 	if s.Store != nil {
-		if err := s.Store.push(ctx, r, session, turn); err != nil {
+		if err := s.Store.push(ctx, r, session, turn, refs); err != nil {
 			return res, err
 		}
 	}
@@ -310,7 +313,11 @@ func (r *repo) git(ctx context.Context, stdin []byte, args ...string) (string, e
 	if r.work != "" {
 		pre = append(pre, "--work-tree="+r.work)
 	}
-	return run(ctx, isolatedEnv(), stdin, append(pre, args...)...)
+	env := isolatedEnv()
+	if r.objects != "" {
+		env = append(env, "GIT_OBJECT_DIRECTORY="+r.objects)
+	}
+	return run(ctx, env, stdin, append(pre, args...)...)
 }
 
 // Error is a git command that failed, with what git said.

@@ -100,8 +100,26 @@ func newShadows(t *testing.T) (*Shadows, string) {
 // checkpointed: a deletion stays deleted, a file a shell command wrote comes back, ignored
 // files and the marker do not travel.
 func TestCheckpointRestoresOnAnotherWorker(t *testing.T) {
+	t.Run("a store on this machine", func(t *testing.T) {
+		a, _ := newShadows(t)
+		testRestoresOnAnotherWorker(t, a)
+	})
+	// A URL is reached by push and fetch, as an ssh:// or https:// remote is.
+	t.Run("a remote store", func(t *testing.T) {
+		dir := filepath.Join(t.TempDir(), "remote.git")
+		if _, err := run(context.Background(), isolatedEnv(), nil, "init", "-q", "--bare", dir); err != nil {
+			t.Fatal(err)
+		}
+		st, err := OpenStore(context.Background(), "file://"+dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		testRestoresOnAnotherWorker(t, &Shadows{Dir: filepath.Join(t.TempDir(), "checkpoints"), Store: st})
+	})
+}
+
+func testRestoresOnAnotherWorker(t *testing.T, a *Shadows) {
 	ctx := context.Background()
-	a, _ := newShadows(t)
 	ws := t.TempDir()
 	write(t, ws, ".gitignore", "build/\n*.log\n")
 	write(t, ws, "main.go", "package main\n")
@@ -155,7 +173,11 @@ func TestCheckpointRestoresOnAnotherWorker(t *testing.T) {
 	if r3.FilesChanged != 1 || r3.Insertions != 2 {
 		t.Errorf("turn 3 checkpoint = %+v, want 1 file, +2", r3)
 	}
-	parent, err := (&repo{gitDir: filepath.Join(b.Dir, "s1.git"), work: ws2}).git(ctx, nil, "rev-parse", r3.ID+"^")
+	rb, err := b.open(ctx, "s1", ws2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	parent, err := rb.git(ctx, nil, "rev-parse", r3.ID+"^")
 	if err != nil || parent != r2.ID {
 		t.Errorf("turn 3's parent = %q (%v), want turn 2's %s", parent, err, r2.ID)
 	}

@@ -53,8 +53,13 @@ func isLocalPath(url string) bool {
 func remoteEnv() []string { return baseEnv() }
 
 // push sends the session's head and turn refs to the store, replacing what a lost attempt
-// of the same turn may have pushed.
-func (s *Store) push(ctx context.Context, r *repo, session string, turn int64) error {
+// of the same turn may have pushed. refs are their update-ref --stdin lines: a store on this
+// machine holds the objects already (repo.objects) and takes them as they are.
+func (s *Store) push(ctx context.Context, r *repo, session string, turn int64, refs []byte) error {
+	if isLocalPath(s.URL) {
+		_, err := run(ctx, isolatedEnv(), refs, "--git-dir="+s.URL, "update-ref", "--stdin")
+		return err
+	}
 	_, err := run(ctx, remoteEnv(), nil, "--git-dir="+r.gitDir, "push", "-q", "--no-verify", s.URL,
 		"+"+HeadRef(session)+":"+HeadRef(session), "+"+TurnRef(session, turn)+":"+TurnRef(session, turn))
 	return err
@@ -63,6 +68,14 @@ func (s *Store) push(ctx context.Context, r *repo, session string, turn int64) e
 // fetch brings the session's refs from the store into r.
 func (s *Store) fetch(ctx context.Context, r *repo, session string) error {
 	prefix := "refs/tacp/" + session + "/"
+	if isLocalPath(s.URL) {
+		out, err := run(ctx, isolatedEnv(), nil, "--git-dir="+s.URL, "for-each-ref", "--format=update %(refname) %(objectname)", prefix)
+		if err != nil || out == "" {
+			return err
+		}
+		_, err = r.git(ctx, []byte(out+"\n"), "update-ref", "--stdin")
+		return err
+	}
 	_, err := run(ctx, remoteEnv(), nil, "--git-dir="+r.gitDir, "fetch", "-q", "--no-tags", s.URL, "+"+prefix+"*:"+prefix+"*")
 	return err
 }
