@@ -276,28 +276,11 @@ func (r *repo) stat(ctx context.Context, parent string, res *Result) error {
 		del, _ := strconv.Atoi(f[1])
 		res.Insertions += ins
 		res.Deletions += del
-	}
-	raw, err := r.git(ctx, nil, "diff-tree", "-r", "--no-renames", "--diff-filter=AMT", "--format=", base, res.ID)
-	if err != nil {
-		return err
-	}
-	var blobs []string
-	for _, line := range strings.Split(raw, "\n") {
-		// :100644 100644 <old> <new> M\tpath
-		if f := strings.Fields(line); len(f) >= 4 && f[1] != "160000" {
-			blobs = append(blobs, f[3])
+		// The work tree holds what the checkpoint took in: the size of an added or changed
+		// file is its size there (a deleted one is gone, a nested repository a directory).
+		if fi, err := os.Lstat(filepath.Join(r.work, f[2])); err == nil && !fi.IsDir() {
+			res.Bytes += fi.Size()
 		}
-	}
-	if len(blobs) == 0 {
-		return nil
-	}
-	sizes, err := r.git(ctx, []byte(strings.Join(blobs, "\n")+"\n"), "cat-file", "--batch-check=%(objectsize)")
-	if err != nil {
-		return err
-	}
-	for _, s := range strings.Fields(sizes) {
-		n, _ := strconv.ParseInt(s, 10, 64)
-		res.Bytes += n
 	}
 	return nil
 }
