@@ -383,3 +383,20 @@ func gitOut(t *testing.T, dir string, args ...string) string {
 	}
 	return strings.TrimSpace(string(out))
 }
+
+func TestNormalizeStoreURL(t *testing.T) {
+	wd, _ := os.Getwd()
+	for _, c := range []struct{ in, want string }{
+		{"/srv/store.git", "/srv/store.git"},
+		{"store.git", filepath.Join(wd, "store.git")},
+		{"./a/b.git", filepath.Join(wd, "a/b.git")},
+		{"ssh://git@host/tacp.git", "ssh://git@host/tacp.git"},
+		{"https://host/tacp.git", "https://host/tacp.git"},
+		{"git@host:tacp.git", "git@host:tacp.git"},
+		{"file:///srv/store.git", "file:///srv/store.git"},
+	} {
+		if got := NormalizeStoreURL(c.in); got != c.want {
+			t.Errorf("NormalizeStoreURL(%q) = %q, want %q", c.in, got, c.want)
+		}
+	}
+}

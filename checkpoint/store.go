@@ -43,6 +43,32 @@ func OpenStore(ctx context.Context, url string) (*Store, error) {
 	return &Store{URL: url}, nil
 }
 
+// NormalizeStoreURL makes a store given as a path absolute; a URL (scheme://…, or git's
+// host:path) is returned as it is.
+func NormalizeStoreURL(url string) string {
+	if isURL(url) {
+		return url
+	}
+	if abs, err := filepath.Abs(url); err == nil {
+		return abs
+	}
+	return url
+}
+
+// isURL reports whether store names a remote (ssh://, https://, file://, user@host:path)
+// rather than a path: as git reads it, a colon before the first slash.
+func isURL(store string) bool {
+	for i, c := range store {
+		switch {
+		case c == '/':
+			return false
+		case c == ':' && i > 0:
+			return true
+		}
+	}
+	return false
+}
+
 // isLocalPath reports whether url names a directory on this machine.
 func isLocalPath(url string) bool {
 	return filepath.IsAbs(url) || strings.HasPrefix(url, "./") || strings.HasPrefix(url, "../")

@@ -8,7 +8,6 @@ import (
 	"context"
 	"flag"
 	"fmt"
-	"path/filepath"
 
 	"github.com/tacp-dev/tacp/checkpoint"
 	"github.com/tacp-dev/tacp/internal/datadir"
@@ -24,24 +23,7 @@ func checkpointReader(store string) checkpoint.Reader {
 	if store == "" || store == checkpoint.StoreOff {
 		store = checkpoint.DefaultStoreURL(datadir.Default())
 	}
-	if abs, err := filepath.Abs(store); err == nil && !hasScheme(store) {
-		store = abs
-	}
-	return checkpoint.Reader{URL: store}
-}
-
-// hasScheme reports whether store is a URL (ssh://, https://, user@host:path) rather than a
-// path.
-func hasScheme(store string) bool {
-	for i, c := range store {
-		switch {
-		case c == '/':
-			return false
-		case c == ':' && i > 0:
-			return true
-		}
-	}
-	return false
+	return checkpoint.Reader{URL: checkpoint.NormalizeStoreURL(store)}
 }
 
 func cmdDiff(ctx context.Context, e *env, fs *flag.FlagSet, args []string) int {

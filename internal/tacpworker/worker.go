@@ -318,7 +318,7 @@ func checkpoints(opts Options) (*checkpoint.Shadows, error) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	st, err := checkpoint.OpenStore(ctx, opts.CheckpointStore)
+	st, err := checkpoint.OpenStore(ctx, checkpoint.NormalizeStoreURL(opts.CheckpointStore))
 	if err != nil {
 		return nil, fmt.Errorf("checkpoint store: %w", err)
 	}
