@@ -101,3 +101,31 @@ func commitOf(t *testing.T, dir, ref string) string {
 	}
 	return strings.TrimSpace(string(b))
 }
+
+// A checkpoint that cannot be stored never fails the turn: the turn ends as the agent ended
+// it, and workspace.checkpoint carries the commit and the error, so every client sees it.
+func TestWorkspaceCheckpointFailureDoesNotFailTheTurn(t *testing.T) {
+	t.Parallel()
+	queue := "tacp-checkpoint-fail-" + signals.NewID()[:8]
+	qc := signals.NewClient(tc, queue)
+	unreachable := "file://" + filepath.Join(t.TempDir(), "no-such-store.git")
+	startWorkerProcess(t, queue, "TACP_E2E_DATA="+t.TempDir(), "TACP_E2E_CHECKPOINT_STORE="+unreachable)
+
+	id := session(t)
+	_, err := qc.Prompt(ctxFor(t, time.Minute), signals.SessionConfig{SessionID: id}, signals.PromptRequest{Text: "/sh echo x > x.txt", ClientMessageID: "turn-1"})
+	require.NoError(t, err)
+	evs := turnEnd(t, id, 1)
+	kind, data := terminalData(t, evs)
+	require.Equal(t, signals.EventTurnEnded, kind, data)
+	var cp *signals.WorkspaceCheckpointData
+	for _, ev := range evs {
+		if ev.Kind == signals.EventWorkspaceCheckpoint {
+			cp = &signals.WorkspaceCheckpointData{}
+			require.NoError(t, json.Unmarshal(ev.Data, cp))
+		}
+	}
+	require.NotNil(t, cp, "workspace.checkpoint journaled")
+	require.NotEmpty(t, cp.ID, "the checkpoint was taken on the worker")
+	require.Contains(t, cp.Error, "no-such-store.git", "the push's failure is told")
+	require.Equal(t, 1, cp.FilesChanged)
+}
