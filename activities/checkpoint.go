@@ -52,22 +52,22 @@ func (t *turnRun) checkpoint() {
 
 // restore puts the session's last checkpoint into its workspace dir, missing on this
 // worker, and tells the session (workspace.restored). false: checkpoints are off, the store
-// holds none for the session, or the restore failed (logged): the worker's
-// -workspace.missing applies.
-func (t *turnRun) restore(ctx context.Context, dir string) bool {
+// holds none for the session, or the restore failed (err): the worker's -workspace.missing
+// applies.
+func (t *turnRun) restore(ctx context.Context, dir string) (bool, error) {
 	r := t.r
 	if r.Checkpoints == nil {
-		return false
+		return false, nil
 	}
 	rctx, cancel := context.WithTimeout(ctx, checkpointTimeout)
 	defer cancel()
 	got, err := r.Checkpoints.Restore(rctx, t.in.SessionID, dir)
 	if errors.Is(err, checkpoint.ErrNone) {
-		return false
+		return false, nil
 	}
 	if err != nil {
 		t.log.Warn("workspace restore failed", "path", dir, "error", err)
-		return false
+		return false, err
 	}
 	t.log.Info("restored the session's workspace from its last checkpoint", "path", dir, "id", got.ID, "turn", got.Turn)
 	if serr := r.signal(context.WithoutCancel(ctx), t.in.SessionWorkflowID, signals.SignalTurnStarted, signals.TurnStartedSignal{
@@ -76,5 +76,5 @@ func (t *turnRun) restore(ctx context.Context, dir string) bool {
 	}); serr != nil {
 		t.log.Warn("turn_started failed", "error", serr)
 	}
-	return true
+	return true, nil
 }

@@ -352,9 +352,11 @@ func (t *turnRun) prepare(ctx context.Context) (turnSetup, error) {
 		return turnSetup{}, temporal.NewNonRetryableApplicationError(err.Error(), signals.RejectInvalidRequest, nil, t.res)
 	}
 	t.dir = dir
-	if missing && !t.restore(ctx, dir) {
-		if err := t.workspaceMissing(ctx, dir); err != nil {
-			return turnSetup{}, err
+	if missing {
+		if restored, rerr := t.restore(ctx, dir); !restored {
+			if err := t.workspaceMissing(ctx, dir, rerr); err != nil {
+				return turnSetup{}, err
+			}
 		}
 	}
 	s := turnSetup{profile: profile, dir: dir, argv: profile.Argv()}
@@ -414,11 +416,15 @@ func (t *turnRun) confine(ctx context.Context, s *turnSetup) error {
 	return nil
 }
 
-// workspaceMissing tells the session that its workspace did not follow it to this worker,
-// and fails the turn unless the worker starts such sessions in an empty workspace.
-func (t *turnRun) workspaceMissing(ctx context.Context, dir string) error {
+// workspaceMissing tells the session that its workspace did not follow it to this worker
+// (and, with restoreErr, why its last checkpoint could not be restored), and fails the turn
+// unless the worker starts such sessions in an empty workspace.
+func (t *turnRun) workspaceMissing(ctx context.Context, dir string, restoreErr error) error {
 	r := t.r
 	miss := &signals.WorkspaceMissingData{Path: dir, Host: r.Host.Queue, Action: signals.WorkspaceMissingFailed}
+	if restoreErr != nil {
+		miss.RestoreError = restoreErr.Error()
+	}
 	if r.MissingWorkspace == MissingWorkspaceEmpty {
 		miss.Action = signals.WorkspaceMissingEmpty
 	}
@@ -436,7 +442,8 @@ func (t *turnRun) workspaceMissing(ctx context.Context, dir string) error {
 	_ = os.Remove(dir)
 	return temporal.NewNonRetryableApplicationError(fmt.Sprintf(
 		"the session's workspace is not on this worker (%s has no %s): its earlier turns ran on another machine. "+
-			"Put the workspace roots on storage every worker shares, or start workers with -workspace.missing=empty", dir, WorkspaceMarker),
+			"Give every worker one -checkpoint.store they all reach, put the workspace roots on storage every worker shares, "+
+			"or start workers with -workspace.missing=empty", dir, WorkspaceMarker),
 		signals.TypeWorkspaceMissing, nil, t.res)
 }
 

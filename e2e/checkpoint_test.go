@@ -109,10 +109,11 @@ func TestWorkspaceCheckpointFailureDoesNotFailTheTurn(t *testing.T) {
 	queue := "tacp-checkpoint-fail-" + signals.NewID()[:8]
 	qc := signals.NewClient(tc, queue)
 	unreachable := "file://" + filepath.Join(t.TempDir(), "no-such-store.git")
-	startWorkerProcess(t, queue, "TACP_E2E_DATA="+t.TempDir(), "TACP_E2E_CHECKPOINT_STORE="+unreachable)
+	first := startWorkerProcess(t, queue, "TACP_E2E_DATA="+t.TempDir(), "TACP_E2E_CHECKPOINT_STORE="+unreachable)
 
 	id := session(t)
-	_, err := qc.Prompt(ctxFor(t, time.Minute), signals.SessionConfig{SessionID: id}, signals.PromptRequest{Text: "/sh echo x > x.txt", ClientMessageID: "turn-1"})
+	cfg := signals.SessionConfig{SessionID: id}
+	_, err := qc.Prompt(ctxFor(t, time.Minute), cfg, signals.PromptRequest{Text: "/sh echo x > x.txt", ClientMessageID: "turn-1"})
 	require.NoError(t, err)
 	evs := turnEnd(t, id, 1)
 	kind, data := terminalData(t, evs)
@@ -128,4 +129,24 @@ func TestWorkspaceCheckpointFailureDoesNotFailTheTurn(t *testing.T) {
 	require.NotEmpty(t, cp.ID, "the checkpoint was taken on the worker")
 	require.Contains(t, cp.Error, "no-such-store.git", "the push's failure is told")
 	require.Equal(t, 1, cp.FilesChanged)
+
+	// The next turn lands where the workspace is missing and the store is out of reach: the
+	// worker's -workspace.missing applies (fail), and workspace.missing says why.
+	startWorkerProcess(t, queue, "TACP_E2E_DATA="+t.TempDir(), "TACP_E2E_CHECKPOINT_STORE="+unreachable)
+	require.NoError(t, first.Process.Signal(syscall.SIGKILL))
+	_ = first.Wait()
+	_, err = qc.Prompt(ctxFor(t, time.Minute), cfg, signals.PromptRequest{Text: "/sh cat x.txt", ClientMessageID: "turn-2"})
+	require.NoError(t, err)
+	evs = turnEnd(t, id, 2)
+	kind, data = terminalData(t, evs)
+	require.Equal(t, signals.EventTurnFailed, kind, data)
+	var missing *signals.WorkspaceMissingData
+	for _, ev := range evs {
+		if ev.Kind == signals.EventWorkspaceMissing {
+			missing = &signals.WorkspaceMissingData{}
+			require.NoError(t, json.Unmarshal(ev.Data, missing))
+		}
+	}
+	require.NotNil(t, missing, "workspace.missing journaled")
+	require.Contains(t, missing.RestoreError, "no-such-store.git")
 }

@@ -136,6 +136,9 @@ type WorkspaceMissingData struct {
 	Path   string `json:"path"`
 	Host   string `json:"host,omitempty"`
 	Action string `json:"action"`
+	// RestoreError says why the session's last checkpoint could not be restored, when the
+	// worker keeps checkpoints and the restore failed.
+	RestoreError string `json:"restore_error,omitempty"`
 }
 
 // Actions of workspace.missing.
