@@ -173,6 +173,19 @@ func testRestoresOnAnotherWorker(t *testing.T, a *Shadows) {
 	if r3.FilesChanged != 1 || r3.Insertions != 2 {
 		t.Errorf("turn 3 checkpoint = %+v, want 1 file, +2", r3)
 	}
+	defer func() {
+		// Deleting the session's checkpoints leaves nothing to restore, on any worker.
+		if err := b.Delete(ctx, "s1"); err != nil {
+			t.Fatal(err)
+		}
+		c := &Shadows{Dir: filepath.Join(t.TempDir(), "checkpoints"), Store: a.Store}
+		if _, err := c.Restore(ctx, "s1", t.TempDir()); !errors.Is(err, ErrNone) {
+			t.Errorf("restore after delete: %v, want ErrNone", err)
+		}
+		if _, err := os.Stat(filepath.Join(b.Dir, "s1.git")); !os.IsNotExist(err) {
+			t.Errorf("the shadow repository is still there: %v", err)
+		}
+	}()
 	rb, err := b.open(ctx, "s1", ws2)
 	if err != nil {
 		t.Fatal(err)

@@ -105,3 +105,45 @@ func (s *Store) fetch(ctx context.Context, r *repo, session string) error {
 	_, err := run(ctx, remoteEnv(), nil, "--git-dir="+r.gitDir, "fetch", "-q", "--no-tags", s.URL, "+"+prefix+"*:"+prefix+"*")
 	return err
 }
+
+// Delete removes the session's checkpoints: its refs in the store and its shadow repository
+// on this worker. The objects no other ref reaches go at the store's next git gc.
+func (s *Shadows) Delete(ctx context.Context, session string) error {
+	if err := validSession(session); err != nil {
+		return err
+	}
+	if st := s.Store; st != nil {
+		if err := st.deleteRefs(ctx, session); err != nil {
+			return err
+		}
+	}
+	return os.RemoveAll(filepath.Join(s.Dir, session+".git"))
+}
+
+// deleteRefs removes the session's refs from the store.
+func (s *Store) deleteRefs(ctx context.Context, session string) error {
+	prefix := "refs/tacp/" + session + "/"
+	if isLocalPath(s.URL) {
+		out, err := run(ctx, isolatedEnv(), nil, "--git-dir="+s.URL, "for-each-ref", "--format=delete %(refname)", prefix)
+		if err != nil || out == "" {
+			return err
+		}
+		_, err = run(ctx, isolatedEnv(), []byte(out+"\n"), "--git-dir="+s.URL, "update-ref", "--stdin")
+		return err
+	}
+	out, err := run(ctx, remoteEnv(), nil, "ls-remote", "--refs", s.URL, prefix+"*")
+	if err != nil {
+		return err
+	}
+	args := []string{"push", "-q", "--no-verify", s.URL}
+	for _, line := range strings.Split(out, "\n") {
+		if f := strings.Fields(line); len(f) == 2 {
+			args = append(args, ":"+f[1])
+		}
+	}
+	if len(args) == 4 {
+		return nil
+	}
+	_, err = run(ctx, remoteEnv(), nil, args...)
+	return err
+}

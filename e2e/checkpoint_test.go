@@ -3,6 +3,7 @@ package e2e
 import (
 	"encoding/json"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"syscall"
@@ -149,4 +150,32 @@ func TestWorkspaceCheckpointFailureDoesNotFailTheTurn(t *testing.T) {
 	}
 	require.NotNil(t, missing, "workspace.missing journaled")
 	require.Contains(t, missing.RestoreError, "no-such-store.git")
+}
+
+// starter delete --with-workspace removes the session's checkpoints with its workspace: the
+// store keeps no ref of the session.
+func TestDeleteWithWorkspaceRemovesItsCheckpoints(t *testing.T) {
+	t.Parallel()
+	queue := "tacp-checkpoint-delete-" + signals.NewID()[:8]
+	qc := signals.NewClient(tc, queue)
+	store := filepath.Join(t.TempDir(), "store.git")
+	startWorkerProcess(t, queue, "TACP_E2E_DATA="+t.TempDir(), "TACP_E2E_CHECKPOINT_STORE="+store)
+	id := session(t)
+	_, err := qc.Prompt(ctxFor(t, time.Minute), signals.SessionConfig{SessionID: id}, signals.PromptRequest{Text: "/sh echo x > x.txt", ClientMessageID: "turn-1"})
+	require.NoError(t, err)
+	turnEnd(t, id, 1)
+	require.NotEmpty(t, sessionRefs(t, store, id), "turn 1's checkpoint is in the store")
+
+	out, errOut, code := starter(t, "delete", "--task-queue", queue, "--session", id, "--with-workspace")
+	require.Equal(t, 0, code, errOut)
+	require.Contains(t, out, "removed  the workspace checkpoints")
+	require.Empty(t, sessionRefs(t, store, id))
+}
+
+// sessionRefs lists the refs of session id in the git repository dir.
+func sessionRefs(t *testing.T, dir, id string) string {
+	t.Helper()
+	out, err := exec.Command("git", "--git-dir="+dir, "for-each-ref", "refs/tacp/"+id+"/").Output()
+	require.NoError(t, err)
+	return strings.TrimSpace(string(out))
 }
