@@ -78,3 +78,28 @@ func (t *turnRun) restore(ctx context.Context, dir string) (bool, error) {
 	}
 	return true, nil
 }
+
+// catchUp restores the session's last checkpoint into its workspace dir when the store holds
+// a later one than this worker took: the session's last turn ran on another worker, and the
+// files here are those of an earlier turn. A turn whose last turn ran here skips the check
+// (prepare): its files are the latest. A failed check or restore is logged and the
+// turn goes on with the files here.
+func (t *turnRun) catchUp(ctx context.Context, dir string) {
+	cp := t.r.Checkpoints
+	if cp == nil {
+		return
+	}
+	cctx, cancel := context.WithTimeout(ctx, checkpointTimeout)
+	defer cancel()
+	behind, err := cp.Behind(cctx, t.in.SessionID, dir)
+	if err != nil {
+		t.log.Warn("workspace checkpoint check failed: the turn goes on with the files here", "path", dir, "error", err)
+		return
+	}
+	if !behind {
+		return
+	}
+	if _, err := t.restore(ctx, dir); err != nil {
+		t.log.Warn("the workspace here is older than the session's last checkpoint and was not restored", "path", dir, "error", err)
+	}
+}

@@ -358,6 +358,8 @@ func (t *turnRun) prepare(ctx context.Context) (turnSetup, error) {
 				return turnSetup{}, err
 			}
 		}
+	} else if in.HostQueue != r.Host.Queue {
+		t.catchUp(ctx, dir)
 	}
 	s := turnSetup{profile: profile, dir: dir, argv: profile.Argv()}
 	if s.env, err = profile.AgentEnv(os.Environ()); err != nil {

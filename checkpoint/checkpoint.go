@@ -207,6 +207,29 @@ func (s *Shadows) storePath() string {
 	return s.Store.URL
 }
 
+// Behind reports whether the store holds a later checkpoint of the session than this
+// worker's shadow took or restored: its workspace here is stale (later turns ran on another
+// worker), and Restore brings it up to date. false when there is no store, no shadow here,
+// or no checkpoint in the store.
+func (s *Shadows) Behind(ctx context.Context, session, work string) (bool, error) {
+	if s.Store == nil || validSession(session) != nil {
+		return false, nil
+	}
+	if _, err := os.Stat(filepath.Join(s.Dir, session+".git", "HEAD")); err != nil {
+		return false, nil
+	}
+	r, err := s.open(ctx, session, work)
+	if err != nil {
+		return false, err
+	}
+	mine, _ := r.revParse(ctx, HeadRef(session))
+	theirs, err := s.Store.head(ctx, session)
+	if err != nil || theirs == "" || mine == "" {
+		return false, err
+	}
+	return mine != theirs, nil
+}
+
 func (s *Shadows) maxFileBytes() int64 {
 	if s.MaxFileBytes > 0 {
 		return s.MaxFileBytes

@@ -413,3 +413,52 @@ func TestNormalizeStoreURL(t *testing.T) {
 		}
 	}
 }
+
+// A worker whose workspace of a session is older than the store's last checkpoint (later
+// turns ran elsewhere) is behind; a restore brings every file, deletions included, to the
+// store's checkpoint, and then it is not behind.
+func TestBehindAndRestoreOverAStaleWorkspace(t *testing.T) {
+	ctx := context.Background()
+	a, _ := newShadows(t)
+	wsA := t.TempDir()
+	write(t, wsA, "keep.txt", "1\n")
+	write(t, wsA, "gone.txt", "1\n")
+	if _, err := a.Checkpoint(ctx, "s5", wsA, 1, "one"); err != nil {
+		t.Fatal(err)
+	}
+	if behind, err := a.Behind(ctx, "s5", wsA); err != nil || behind {
+		t.Fatalf("behind right after its own checkpoint: %v, %v", behind, err)
+	}
+	b := &Shadows{Dir: filepath.Join(t.TempDir(), "checkpoints"), Store: a.Store}
+	wsB := t.TempDir()
+	if _, err := b.Restore(ctx, "s5", wsB); err != nil {
+		t.Fatal(err)
+	}
+	write(t, wsB, "keep.txt", "2\n")
+	write(t, wsB, "new.txt", "2\n")
+	if err := os.Remove(filepath.Join(wsB, "gone.txt")); err != nil {
+		t.Fatal(err)
+	}
+	r2, err := b.Checkpoint(ctx, "s5", wsB, 2, "two")
+	if err != nil {
+		t.Fatal(err)
+	}
+	behind, err := a.Behind(ctx, "s5", wsA)
+	if err != nil || !behind {
+		t.Fatalf("a after b's turn 2: behind %v, %v; want behind", behind, err)
+	}
+	got, err := a.Restore(ctx, "s5", wsA)
+	if err != nil || got.ID != r2.ID {
+		t.Fatalf("restore = %+v, %v; want turn 2's %s", got, err, r2.ID)
+	}
+	want := map[string]string{"keep.txt": "2\n", "new.txt": "2\n"}
+	if g := tree(t, wsA); !mapsEqual(g, want) {
+		t.Errorf("a's workspace after the restore = %v, want %v", g, want)
+	}
+	if behind, err := a.Behind(ctx, "s5", wsA); err != nil || behind {
+		t.Errorf("behind after the restore: %v, %v", behind, err)
+	}
+	if behind, _ := (&Shadows{Dir: t.TempDir(), Store: a.Store}).Behind(ctx, "s5", t.TempDir()); behind {
+		t.Error("a worker with no shadow of the session is behind (a missing workspace is Restore's case)")
+	}
+}

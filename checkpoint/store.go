@@ -106,6 +106,20 @@ func (s *Store) fetch(ctx context.Context, r *repo, session string) error {
 	return err
 }
 
+// head is the commit of the session's last checkpoint in the store ("": none).
+func (s *Store) head(ctx context.Context, session string) (string, error) {
+	if isLocalPath(s.URL) {
+		out, err := run(ctx, isolatedEnv(), nil, "--git-dir="+s.URL, "for-each-ref", "--format=%(objectname)", HeadRef(session))
+		return out, err
+	}
+	out, err := run(ctx, remoteEnv(), nil, "ls-remote", "--refs", s.URL, HeadRef(session))
+	if err != nil {
+		return "", err
+	}
+	id, _, _ := strings.Cut(out, "\t")
+	return id, nil
+}
+
 // Delete removes the session's checkpoints: its refs in the store and its shadow repository
 // on this worker. The objects no other ref reaches go at the store's next git gc.
 func (s *Shadows) Delete(ctx context.Context, session string) error {

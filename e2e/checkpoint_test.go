@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"encoding/json"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -178,4 +179,54 @@ func sessionRefs(t *testing.T, dir, id string) string {
 	out, err := exec.Command("git", "--git-dir="+dir, "for-each-ref", "refs/tacp/"+id+"/").Output()
 	require.NoError(t, err)
 	return strings.TrimSpace(string(out))
+}
+
+// A worker that comes back with its disk finds the workspace of a session whose later turns
+// ran elsewhere: the files there are stale. The turn restores the store's last checkpoint
+// over them (a deletion included) before the agent runs.
+func TestAStaleWorkspaceCatchesUpWithTheStore(t *testing.T) {
+	t.Parallel()
+	queue := "tacp-checkpoint-stale-" + signals.NewID()[:8]
+	qc := signals.NewClient(tc, queue)
+	store := filepath.Join(t.TempDir(), "store.git")
+	dataA, dataB := t.TempDir(), t.TempDir()
+	env := func(data string) []string {
+		return []string{"TACP_E2E_DATA=" + data, "TACP_E2E_CHECKPOINT_STORE=" + store}
+	}
+	kill := func(p *os.Process) {
+		require.NoError(t, p.Signal(syscall.SIGKILL))
+		_, _ = p.Wait()
+	}
+	a := startWorkerProcess(t, queue, env(dataA)...)
+	id := session(t)
+	cfg := signals.SessionConfig{SessionID: id}
+	ctx := ctxFor(t, 3*time.Minute)
+	say := func(turn int64, text string) []signals.Event {
+		_, err := qc.Prompt(ctx, cfg, signals.PromptRequest{Text: text, ClientMessageID: fmt.Sprintf("turn-%d", turn)})
+		require.NoError(t, err)
+		evs := turnEnd(t, id, turn)
+		kind, data := terminalData(t, evs)
+		require.Equal(t, signals.EventTurnEnded, kind, data)
+		return evs
+	}
+	say(1, "/sh echo one > a.txt; echo old > old.txt")
+
+	b := startWorkerProcess(t, queue, env(dataB)...)
+	kill(a.Process)
+	say(2, "/sh echo two > a.txt; rm old.txt")
+
+	startWorkerProcess(t, queue, env(dataA)...) // worker A again, its disk as it left it
+	kill(b.Process)
+	evs := say(3, "/sh cat a.txt; ls")
+	require.Equal(t, "sh: exit 0: two a.txt", strings.Join(agentTexts(t, evs, 3), ""))
+	var restored []signals.WorkspaceRestoredData
+	for _, ev := range evs {
+		if ev.Kind == signals.EventWorkspaceRestored {
+			var d signals.WorkspaceRestoredData
+			require.NoError(t, json.Unmarshal(ev.Data, &d))
+			restored = append(restored, d)
+		}
+	}
+	require.Len(t, restored, 2, "turn 2 on B and turn 3 on A each restored")
+	require.Equal(t, int64(2), restored[1].Turn)
 }
