@@ -6,6 +6,7 @@ package activities
 // asked, its workspace. A workspace goes only when it is the session's own: strictly inside a
 // root, and marked by tacp's WorkspaceMarker as created for this session; another workspace
 // (a shared one a client named, one tacp did not create) is kept, and the result says why.
+// The workspace's checkpoints (package checkpoint) go with the workspace, whichever it is.
 
 import (
 	"context"
@@ -18,7 +19,7 @@ import (
 )
 
 // DeleteSessionData removes what req names of session req.SessionID on this worker.
-func (r *Runner) DeleteSessionData(_ context.Context, req signals.DeleteSessionDataRequest) (signals.DeleteSessionDataResult, error) {
+func (r *Runner) DeleteSessionData(ctx context.Context, req signals.DeleteSessionDataRequest) (signals.DeleteSessionDataResult, error) {
 	var res signals.DeleteSessionDataResult
 	if err := signals.ValidateSessionID(req.SessionID); err != nil {
 		return res, err
@@ -55,6 +56,13 @@ func (r *Runner) DeleteSessionData(_ context.Context, req signals.DeleteSessionD
 			return res, fmt.Errorf("the workspace: %w", err)
 		}
 		res.Removed = append(res.Removed, "the workspace "+dir)
+	}
+	if r.Checkpoints != nil {
+		// The checkpoints are copies of the workspace: they go with it.
+		if err := r.Checkpoints.Delete(ctx, req.SessionID); err != nil {
+			return res, fmt.Errorf("the workspace checkpoints: %w", err)
+		}
+		res.Removed = append(res.Removed, "the workspace checkpoints (their refs in the checkpoint store; the objects go at its next git gc)")
 	}
 	return res, nil
 }

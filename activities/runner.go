@@ -28,6 +28,7 @@ import (
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/temporal"
 
+	"github.com/tacp-dev/tacp/checkpoint"
 	"github.com/tacp-dev/tacp/internal/sandbox"
 	"github.com/tacp-dev/tacp/signals"
 )
@@ -77,6 +78,9 @@ type Runner struct {
 	// MissingWorkspace is what a turn does when the session's workspace did not follow it
 	// to this worker: MissingWorkspaceFail (the default) or MissingWorkspaceEmpty.
 	MissingWorkspace string
+	// Checkpoints checkpoints each turn's workspace at its end and restores a workspace
+	// missing on this worker from the last checkpoint (nil: off).
+	Checkpoints *checkpoint.Shadows
 	// Sandbox confines the agents of sandboxed profiles (Profile.Sandboxed) to their
 	// session (internal/sandbox); nil: this worker runs no sandboxed profile.
 	Sandbox *sandbox.Box
@@ -207,12 +211,12 @@ func (r *Runner) runAttempt(ctx context.Context, in signals.RunTurnInput, attemp
 		if serr := r.signal(context.WithoutCancel(ctx), in.SessionWorkflowID, signals.SignalTurnFinished, signals.TurnFinishedSignal{
 			TurnID: in.TurnID, Attempt: res.Attempt, StopReason: res.StopReason,
 			AgentSessionID: res.AgentSessionID, Usage: res.Usage, Batches: res.Batches, HostQueue: res.Host,
-			Events: res.Events, Started: res.Started,
+			Events: res.Events, Started: res.Started, Checkpoint: res.Checkpoint,
 		}); serr != nil {
 			r.Logger.Warn("early turn_finished failed: the TurnWorkflow will report", "session", in.SessionID, "turn", in.TurnID, "error", serr)
 		} else {
 			res.Reported = true
-			res.Events, res.Started = nil, nil // the session has them
+			res.Events, res.Started, res.Checkpoint = nil, nil, nil // the session has them
 		}
 	}
 	return res, err
@@ -301,6 +305,8 @@ type turnRun struct {
 	watch  *turnObserver
 	// sendCtx is the context the attempt's signals go out on (it outlives a cancel).
 	sendCtx context.Context
+	// dir is the turn's workspace, once admitted.
+	dir string
 	// started is the attempt's turn_started while a batch may carry it (started.go).
 	mu      sync.Mutex
 	started *startedReport
@@ -345,10 +351,15 @@ func (t *turnRun) prepare(ctx context.Context) (turnSetup, error) {
 		// roots): nothing runs, and no other attempt would run it either.
 		return turnSetup{}, temporal.NewNonRetryableApplicationError(err.Error(), signals.RejectInvalidRequest, nil, t.res)
 	}
+	t.dir = dir
 	if missing {
-		if err := t.workspaceMissing(ctx, dir); err != nil {
-			return turnSetup{}, err
+		if restored, rerr := t.restore(ctx, dir); !restored {
+			if err := t.workspaceMissing(ctx, dir, rerr); err != nil {
+				return turnSetup{}, err
+			}
 		}
+	} else if in.HostQueue != r.Host.Queue {
+		t.catchUp(ctx, dir)
 	}
 	s := turnSetup{profile: profile, dir: dir, argv: profile.Argv()}
 	if s.env, err = profile.AgentEnv(os.Environ()); err != nil {
@@ -407,11 +418,15 @@ func (t *turnRun) confine(ctx context.Context, s *turnSetup) error {
 	return nil
 }
 
-// workspaceMissing tells the session that its workspace did not follow it to this worker,
-// and fails the turn unless the worker starts such sessions in an empty workspace.
-func (t *turnRun) workspaceMissing(ctx context.Context, dir string) error {
+// workspaceMissing tells the session that its workspace did not follow it to this worker
+// (and, with restoreErr, why its last checkpoint could not be restored), and fails the turn
+// unless the worker starts such sessions in an empty workspace.
+func (t *turnRun) workspaceMissing(ctx context.Context, dir string, restoreErr error) error {
 	r := t.r
 	miss := &signals.WorkspaceMissingData{Path: dir, Host: r.Host.Queue, Action: signals.WorkspaceMissingFailed}
+	if restoreErr != nil {
+		miss.RestoreError = restoreErr.Error()
+	}
 	if r.MissingWorkspace == MissingWorkspaceEmpty {
 		miss.Action = signals.WorkspaceMissingEmpty
 	}
@@ -429,7 +444,8 @@ func (t *turnRun) workspaceMissing(ctx context.Context, dir string) error {
 	_ = os.Remove(dir)
 	return temporal.NewNonRetryableApplicationError(fmt.Sprintf(
 		"the session's workspace is not on this worker (%s has no %s): its earlier turns ran on another machine. "+
-			"Put the workspace roots on storage every worker shares, or start workers with -workspace.missing=empty", dir, WorkspaceMarker),
+			"Give every worker one -checkpoint.store they all reach, put the workspace roots on storage every worker shares, "+
+			"or start workers with -workspace.missing=empty", dir, WorkspaceMarker),
 		signals.TypeWorkspaceMissing, nil, t.res)
 }
 
@@ -489,13 +505,16 @@ func (t *turnRun) ended(end turnEnd, proc *agentProc, beat signals.TurnProgress)
 		res, _ := t.finish(nil)
 		return res, temporal.NewApplicationErrorWithCause("turn attempt lost", signals.TypeAttemptLost, end.Err, beat)
 	case end.Err != nil:
+		t.checkpoint()
 		return t.finish(t.r.agentErr(proc, end.Err, t.res))
 	case end.Exited:
+		t.checkpoint()
 		return t.finish(t.fail(proc.withPrinted(fmt.Errorf("%w during the turn", proc.exitErr()))))
 	}
 	if res, err, done := t.limited(end); done {
 		return res, err
 	}
+	t.checkpoint()
 	t.res.StopReason = end.StopReason
 	return t.finishAnswered()
 }

@@ -68,6 +68,7 @@ func runWorkerProcess() int {
 		opts.Agent, opts.Profiles = "", []activities.Profile{p}
 	}
 	opts.Sandbox = os.Getenv("TACP_E2E_SANDBOX")
+	opts.CheckpointStore = os.Getenv("TACP_E2E_CHECKPOINT_STORE")
 	opts.SandboxDenyPorts = []uint16{sandbox.PortOf(os.Getenv("TEMPORAL_ADDRESS"))}
 	w, err := tacpworker.Start(c, opts)
 	if err != nil {

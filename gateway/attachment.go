@@ -254,7 +254,8 @@ func (a *attachment) handle(ev signals.Event, write bool) {
 		delete(a.toolCalls, r.RequestID)
 	case signals.EventElicitationRequested, signals.EventElicitationResolved, signals.EventElicitationCompleted:
 		a.elicitationEvent(ev)
-	case signals.EventAgentContextLost, signals.EventTurnRestarted, signals.EventWorkspaceMissing:
+	case signals.EventAgentContextLost, signals.EventTurnRestarted, signals.EventWorkspaceMissing,
+		signals.EventWorkspaceRestored, signals.EventWorkspaceCheckpoint:
 		if text, ok := noticeText(ev); ok && write {
 			a.write(notice(a.id, ev.Seq, ev.Kind, text, ev.Data))
 		}

@@ -195,7 +195,8 @@ func truncate(s string, n int) string {
 }
 
 // notice returns the session/update params that tell an editor of a journal event the agent
-// did not say itself (agent.context_lost, turn.restarted, workspace.missing): an agent_message_chunk of text,
+// did not say itself (agent.context_lost, turn.restarted, workspace.missing, workspace.restored, a
+// failed workspace.checkpoint): an agent_message_chunk of text,
 // so every editor shows it, with the event in the update's _meta.tacp.notice for those that
 // read it.
 func notice(sessionID string, seq int64, kind, text string, data json.RawMessage) sessionUpdate {
@@ -234,6 +235,17 @@ func noticeText(ev signals.Event) (string, bool) {
 		var d signals.WorkspaceMissingData
 		_ = json.Unmarshal(ev.Data, &d)
 		return fmt.Sprintf("\n[tacp: the session's workspace %s is not on the worker that took this turn (%s)]\n", d.Path, d.Action), true
+	case signals.EventWorkspaceRestored:
+		var d signals.WorkspaceRestoredData
+		_ = json.Unmarshal(ev.Data, &d)
+		return fmt.Sprintf("\n[tacp: the session's workspace was not on the worker that took this turn; it was restored from the checkpoint of turn %d]\n", d.Turn), true
+	case signals.EventWorkspaceCheckpoint:
+		var d signals.WorkspaceCheckpointData
+		_ = json.Unmarshal(ev.Data, &d)
+		if d.Error == "" {
+			return "", false // every turn has one: only a failure is worth an editor's line
+		}
+		return fmt.Sprintf("\n[tacp: the workspace checkpoint of this turn failed: %s]\n", d.Error), true
 	}
 	return "", false
 }

@@ -28,6 +28,12 @@ const (
 	// EventWorkspaceMissing: the session's workspace did not follow it to the host that took
 	// the turn (its marker is missing there).
 	EventWorkspaceMissing = "workspace.missing"
+	// EventWorkspaceCheckpoint: the host that ran a turn checkpointed its workspace at the
+	// turn's end (or failed to: Error).
+	EventWorkspaceCheckpoint = "workspace.checkpoint"
+	// EventWorkspaceRestored: the host that took a turn did not have the session's workspace
+	// and restored it from the last checkpoint in the checkpoint store.
+	EventWorkspaceRestored = "workspace.restored"
 )
 
 // IsTerminal reports whether kind ends a turn (every turn.started has exactly one).
@@ -130,6 +136,9 @@ type WorkspaceMissingData struct {
 	Path   string `json:"path"`
 	Host   string `json:"host,omitempty"`
 	Action string `json:"action"`
+	// RestoreError says why the session's last checkpoint could not be restored, when the
+	// worker keeps checkpoints and the restore failed.
+	RestoreError string `json:"restore_error,omitempty"`
 }
 
 // Actions of workspace.missing.
@@ -137,6 +146,32 @@ const (
 	WorkspaceMissingFailed = "failed"
 	WorkspaceMissingEmpty  = "empty"
 )
+
+// WorkspaceCheckpointData is the data of workspace.checkpoint: the commit ID of the
+// workspace as turn Turn left it, in the worker's checkpoint store, and what it changed
+// against the previous checkpoint. Skipped names the untracked files over the size cap that
+// it left out. Error is set, with no ID, when no checkpoint was taken, or, with an ID, when
+// it was taken but not stored; the turn's outcome is its own either way.
+type WorkspaceCheckpointData struct {
+	Turn         int64    `json:"turn"`
+	ID           string   `json:"id,omitempty"`
+	FilesChanged int      `json:"files_changed"`
+	Insertions   int      `json:"insertions"`
+	Deletions    int      `json:"deletions"`
+	Bytes        int64    `json:"bytes"`
+	Skipped      []string `json:"skipped,omitempty"`
+	Host         string   `json:"host,omitempty"`
+	Error        string   `json:"error,omitempty"`
+}
+
+// WorkspaceRestoredData is the data of workspace.restored: the workspace Path (on Host),
+// missing there, was restored from checkpoint From, taken at the end of turn Turn.
+type WorkspaceRestoredData struct {
+	From string `json:"from"`
+	Turn int64  `json:"turn"`
+	Path string `json:"path,omitempty"`
+	Host string `json:"host,omitempty"`
+}
 
 // MaxJournalTextBytes caps prompt and steer text copied into journal events.
 const MaxJournalTextBytes = 64 << 10

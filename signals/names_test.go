@@ -138,6 +138,8 @@ func TestNames_WireStringsMatchDesign(t *testing.T) {
 		{DeliverSettings, "settings"},
 		{EventAgentContextLost, "agent.context_lost"},
 		{EventWorkspaceMissing, "workspace.missing"},
+		{EventWorkspaceCheckpoint, "workspace.checkpoint"},
+		{EventWorkspaceRestored, "workspace.restored"},
 		{QueryTranscript, "transcript"},
 		// §7
 		{SignalTurnStarted, "turn_started"},

@@ -356,6 +356,9 @@ type RunTurnResult struct {
 	// report did not go out, so the TurnWorkflow's turn_finished carries them instead.
 	Events  []json.RawMessage  `json:"events,omitempty"`
 	Started *TurnStartedSignal `json:"started,omitempty"`
+	// Checkpoint is the workspace checkpoint taken at the turn's end (nil: checkpoints are
+	// off on the worker, or the attempt ended before its agent ran).
+	Checkpoint *WorkspaceCheckpointData `json:"checkpoint,omitempty"`
 }
 
 // TypeAgentError is the ApplicationError type of a turn the agent itself failed (it answered the
@@ -406,6 +409,9 @@ type TurnStartedSignal struct {
 	Resumed bool `json:"resumed,omitempty"`
 	// WorkspaceMissing is set when the session's workspace was not found on this host.
 	WorkspaceMissing *WorkspaceMissingData `json:"workspace_missing,omitempty"`
+	// WorkspaceRestored is set when the session's workspace was not on this host and was
+	// restored from its last checkpoint.
+	WorkspaceRestored *WorkspaceRestoredData `json:"workspace_restored,omitempty"`
 	// Sandbox is the kernel sandbox this attempt's agent runs in (SandboxInfo.Describe:
 	// "off", or what it allows); "" from a runner that did not say.
 	Sandbox string `json:"sandbox,omitempty"`
@@ -464,6 +470,9 @@ type TurnFinishedSignal struct {
 	// runner's own report of an answered turn carries them.
 	Events  []json.RawMessage  `json:"events,omitempty"`
 	Started *TurnStartedSignal `json:"started,omitempty"`
+	// Checkpoint is the workspace checkpoint the attempt took at the turn's end: the session
+	// journals workspace.checkpoint before the turn's end.
+	Checkpoint *WorkspaceCheckpointData `json:"checkpoint,omitempty"`
 }
 
 // ReleaseAgentRequest is the argument of ReleaseAgent: the session whose idle agent the host

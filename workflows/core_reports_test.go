@@ -136,3 +136,26 @@ func TestTurnWorkflowsReportCarriesWhatTheRunnersDidNot(t *testing.T) {
 	require.Equal(t, res.Events, fin.Events)
 	require.Equal(t, started, fin.Started)
 }
+
+// Reference: issue 37, workspace checkpoints: the checkpoint a runner's turn_finished carries
+// is journaled once, after the turn's last batch and before its terminal event; a restore
+// its turn_started carries is journaled as workspace.restored.
+func TestCore_WorkspaceCheckpointComesBeforeTheTurnsEnd(t *testing.T) {
+	r := newCoreRig(t, signals.SessionConfig{SessionID: "s1"})
+	r.prompt("go", "m1")
+	r.newEvents()
+	r.signal(signals.SignalTurnStarted, signals.TurnStartedSignal{TurnID: 1, Attempt: 1, HostQueue: "host1",
+		WorkspaceRestored: &signals.WorkspaceRestoredData{From: "abc", Turn: 3}})
+	fin := signals.TurnFinishedSignal{TurnID: 1, Attempt: 1, StopReason: "end_turn", Batches: 2, HostQueue: "host1",
+		Checkpoint: &signals.WorkspaceCheckpointData{Turn: 1, ID: "def", FilesChanged: 2}}
+	r.signal(signals.SignalTurnFinished, fin)
+	r.signal(signals.SignalTurnFinished, fin)
+	require.Equal(t, []string{"workspace.restored"}, eventKinds(r.newEvents()), "the end waits for batch 2")
+	r.signal(signals.SignalTurnEvents, signals.TurnEventsSignal{TurnID: 1, Attempt: 1, Batch: 1, Events: []json.RawMessage{chunk("a")}})
+	r.signal(signals.SignalTurnEvents, signals.TurnEventsSignal{TurnID: 1, Attempt: 1, Batch: 2, Events: []json.RawMessage{chunk("b")}})
+	evs := r.newEvents()
+	require.Equal(t, []string{"agent.update", "agent.update", "workspace.checkpoint", "turn.ended"}, eventKinds(evs))
+	var d signals.WorkspaceCheckpointData
+	require.NoError(t, json.Unmarshal(evs[2].Data, &d))
+	require.Equal(t, "def", d.ID)
+}

@@ -323,6 +323,9 @@ func (s *sessionCore) turnStarted(now time.Time, sig signals.TurnStartedSignal) 
 	if w := sig.WorkspaceMissing; w != nil {
 		s.journal(now, signals.EventWorkspaceMissing, t.TurnID, *w)
 	}
+	if w := sig.WorkspaceRestored; w != nil {
+		s.journal(now, signals.EventWorkspaceRestored, t.TurnID, *w)
+	}
 	if cl := sig.ContextLost; cl != nil {
 		ev := s.Journal.Append(signals.EventAgentContextLost, t.TurnID, now, *cl)
 		s.ContextLost = &signals.ContextLostView{TurnID: t.TurnID, Seq: ev.Seq, At: ev.At, Reason: cl.Reason, Carried: cl.Carried}
@@ -415,6 +418,10 @@ func (s *sessionCore) maybeFinish(now time.Time) {
 		fin.Error = s.deadlineMessage()
 	}
 	s.GraceUntil = nil
+	// The workspace as the turn left it, after everything the agent said in the turn.
+	if c := fin.Checkpoint; c != nil {
+		s.journal(now, signals.EventWorkspaceCheckpoint, t.TurnID, *c)
+	}
 	if fin.Error != "" {
 		s.journal(now, signals.EventTurnFailed, t.TurnID, signals.TurnFailedData{Error: fin.Error, Orphaned: fin.Orphaned})
 		s.LastOutcome = OutcomeFailed

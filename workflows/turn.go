@@ -191,6 +191,7 @@ func turnFinished(turnID int64, res signals.RunTurnResult, err error) signals.Tu
 		fin.StopReason, fin.Attempt, fin.Batches = res.StopReason, res.Attempt, res.Batches
 		fin.AgentSessionID, fin.Usage, fin.HostQueue = res.AgentSessionID, res.Usage, res.Host
 		fin.Events, fin.Started = res.Events, res.Started // the runner's report did not go out
+		fin.Checkpoint = res.Checkpoint
 	case temporal.IsCanceledError(err):
 		fin.StopReason = "cancelled"
 	case errors.As(err, &appErr):
@@ -198,6 +199,7 @@ func turnFinished(turnID int64, res signals.RunTurnResult, err error) signals.Tu
 		var partial signals.RunTurnResult
 		if appErr.HasDetails() && appErr.Details(&partial) == nil {
 			fin.Attempt, fin.Batches, fin.AgentSessionID = partial.Attempt, partial.Batches, partial.AgentSessionID
+			fin.Checkpoint = partial.Checkpoint
 		}
 	case errors.As(err, &timeoutErr):
 		fin.Error = fmt.Sprintf("turn activity timed out (%s) after %d attempts: its worker was lost", timeoutErr.TimeoutType(), turnAttempts)

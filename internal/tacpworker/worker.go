@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"time"
 
@@ -18,6 +19,7 @@ import (
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/tacp-dev/tacp/activities"
+	"github.com/tacp-dev/tacp/checkpoint"
 	"github.com/tacp-dev/tacp/internal/sandbox"
 	"github.com/tacp-dev/tacp/signals"
 	"github.com/tacp-dev/tacp/workflows"
@@ -58,6 +60,12 @@ type Options struct {
 	// MissingWorkspace is what a turn does when the session's workspace is not on this
 	// worker: "fail" (default) or "empty".
 	MissingWorkspace string
+	// CheckpointStore is the git store of workspace checkpoints: a path or URL git pushes
+	// to ("" or "off": no checkpoints); CheckpointExclude gitignore patterns no checkpoint
+	// takes in; CheckpointMaxFileBytes the largest untracked file it takes in (0: 2 MiB).
+	CheckpointStore        string
+	CheckpointExclude      []string
+	CheckpointMaxFileBytes int64
 	// LimitMaxWait is the longest a limited turn waits for its limit to reset (0: off);
 	// LimitBackoff its first wait when the agent gives no reset time (activities.Runner).
 	LimitMaxWait time.Duration
@@ -194,6 +202,10 @@ func Start(c client.Client, opts Options) (*Worker, error) {
 	if err != nil {
 		return nil, err
 	}
+	shadows, err := checkpoints(opts)
+	if err != nil {
+		return nil, err
+	}
 	wopts := worker.Options{
 		Tuner: tuner,
 		// Cancellation reaches an activity with its heartbeats: keep them frequent so that
@@ -246,6 +258,7 @@ func Start(c client.Client, opts Options) (*Worker, error) {
 		NoCarryContext:    opts.NoCarryContext,
 		CarryContextBytes: opts.CarryContextBytes,
 		MissingWorkspace:  opts.MissingWorkspace,
+		Checkpoints:       shadows,
 		Sandbox:           box,
 		LimitMaxWait:      opts.LimitMaxWait,
 		LimitBackoff:      opts.LimitBackoff,
@@ -293,4 +306,24 @@ func Start(c client.Client, opts Options) (*Worker, error) {
 		}
 	}()
 	return out, nil
+}
+
+// checkpoints is the worker's checkpoint shadows over the store opts names (nil: off).
+func checkpoints(opts Options) (*checkpoint.Shadows, error) {
+	if opts.CheckpointStore == "" || opts.CheckpointStore == checkpoint.StoreOff {
+		return nil, nil
+	}
+	if _, err := exec.LookPath("git"); err != nil {
+		return nil, fmt.Errorf("-checkpoint.store %s: workspace checkpoints need git on this worker's PATH (or -checkpoint.store=off): %w", opts.CheckpointStore, err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	st, err := checkpoint.OpenStore(ctx, checkpoint.NormalizeStoreURL(opts.CheckpointStore))
+	if err != nil {
+		return nil, fmt.Errorf("checkpoint store: %w", err)
+	}
+	return &checkpoint.Shadows{
+		Dir: filepath.Join(opts.DataDir, "checkpoints", "sessions"), Store: st,
+		Exclude: opts.CheckpointExclude, MaxFileBytes: opts.CheckpointMaxFileBytes,
+	}, nil
 }

@@ -63,6 +63,22 @@ func (r *Renderer) Render(ev signals.Event) {
 		var d signals.WorkspaceMissingData
 		_ = json.Unmarshal(ev.Data, &d)
 		r.line("[workspace missing in turn %d: %s is not on %s (%s)]", ev.TurnID, d.Path, d.Host, d.Action)
+	case signals.EventWorkspaceRestored:
+		var d signals.WorkspaceRestoredData
+		_ = json.Unmarshal(ev.Data, &d)
+		r.line("[workspace restored in turn %d on %s: the checkpoint of turn %d, %s]", ev.TurnID, d.Host, d.Turn, shortID(d.From))
+	case signals.EventWorkspaceCheckpoint:
+		var d signals.WorkspaceCheckpointData
+		_ = json.Unmarshal(ev.Data, &d)
+		if d.Error != "" {
+			r.line("[workspace checkpoint of turn %d failed: %s]", d.Turn, d.Error)
+			break
+		}
+		skipped := ""
+		if len(d.Skipped) > 0 {
+			skipped = fmt.Sprintf(", %d large files skipped", len(d.Skipped))
+		}
+		r.line("[workspace checkpoint %s of turn %d: %d files changed, +%d -%d%s]", shortID(d.ID), d.Turn, d.FilesChanged, d.Insertions, d.Deletions, skipped)
 	case signals.EventTurnEnded:
 		var d signals.TurnEndedData
 		_ = json.Unmarshal(ev.Data, &d)
@@ -214,4 +230,12 @@ func DescribeSettings(s signals.AgentSettings) string {
 		parts = append(parts, fmt.Sprintf("%d commands", n))
 	}
 	return strings.Join(parts, "; ")
+}
+
+// shortID is a checkpoint's commit id as git abbreviates it.
+func shortID(id string) string {
+	if len(id) > 12 {
+		return id[:12]
+	}
+	return id
 }

@@ -11,6 +11,7 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"os/exec"
 	"os/signal"
 	"path/filepath"
 	"strings"
@@ -20,6 +21,7 @@ import (
 	"go.temporal.io/sdk/client"
 
 	"github.com/tacp-dev/tacp/activities"
+	"github.com/tacp-dev/tacp/checkpoint"
 	"github.com/tacp-dev/tacp/codec"
 	"github.com/tacp-dev/tacp/devserver"
 	"github.com/tacp-dev/tacp/internal/dial"
@@ -81,6 +83,9 @@ func run(name string, args []string, dry **flag.FlagSet) error {
 		carry     = fs.Bool("agent.carry-context", true, "seed a new agent session with the session's transcript when the agent's own session could not be loaded on this worker (agent.context_lost)")
 		carryMax  = fs.Int("agent.carry-context-bytes", signals.DefaultTranscriptBytes, "bound of that transcript, newest kept")
 		missingWS = fs.String("workspace.missing", activities.MissingWorkspaceFail, "when a session's workspace is not on this worker (its earlier turns ran on another machine): fail (the turn fails, workspace.missing is journaled) or empty (go on in an empty workspace)")
+		cpStore   = fs.String("checkpoint.store", "", "where each turn's workspace checkpoint is pushed and a worker without the workspace restores it from: a git remote every worker reaches (a path to a bare repository on shared storage, ssh://, https://; the worker's git credentials), off, or empty for a bare repository in -data-dir (one machine)")
+		cpExclude = fs.String("checkpoint.exclude", "", "gitignore patterns no workspace checkpoint takes in, comma-separated (besides each workspace's .gitignore)")
+		cpMaxFile = fs.Int64("checkpoint.max-file-bytes", 2<<20, "the largest untracked file a checkpoint takes in; larger ones are skipped and named in workspace.checkpoint")
 		depName   = fs.String("deployment.name", signals.DefaultDeploymentName, "the Worker Deployment this worker joins: sessions and turns are pinned to its version and move to a new current version at their next idle moment (empty: unversioned, see README)")
 		depBuild  = fs.String("deployment.build-id", tacpworker.DefaultBuildID(), "this build's id in the deployment (default: the binary's VCS revision, or a hash of the binary when it carries none)")
 		depCur    = fs.Bool("deployment.current", false, "make this worker's version the deployment's current one once it polls (always with -dev, and when the deployment has none yet)")
@@ -128,6 +133,15 @@ func run(name string, args []string, dry **flag.FlagSet) error {
 	}
 	// Libraries that log through slog's default (the ACP SDK) log as the worker does.
 	slog.SetDefault(logger)
+	store := *cpStore
+	if store == "" {
+		store = checkpoint.DefaultStoreURL(*data)
+		if _, err := exec.LookPath("git"); err != nil {
+			// The default must work on any laptop: no git, no checkpoints, and the log says so.
+			logger.Warn("no git on PATH: workspace checkpoints are off (-checkpoint.store)")
+			store = checkpoint.StoreOff
+		}
+	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 
@@ -191,6 +205,7 @@ func run(name string, args []string, dry **flag.FlagSet) error {
 		AgentIdleTTL: *idleTTL, MaxAgents: *maxAgents, AgentNice: *agentNice, CancelGrace: *grace, InitTimeout: *startMax, ProbeAgents: *probe,
 		FlushInterval: *flush, FlushLongest: *flushLong, FlushMaxRate: *flushRate, WorkflowPollers: *pollers,
 		NoCarryContext: !*carry, CarryContextBytes: *carryMax, MissingWorkspace: *missingWS,
+		CheckpointStore: store, CheckpointExclude: splitList(*cpExclude), CheckpointMaxFileBytes: *cpMaxFile,
 		Deployment:   tacpworker.Deployment{Name: *depName, BuildID: *depBuild},
 		LimitMaxWait: *limitWait, LimitBackoff: *limitBack,
 	})

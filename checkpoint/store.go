@@ -1,0 +1,163 @@
+package checkpoint
+
+// The store: a git repository every worker of a deployment reaches, where each checkpoint's
+// refs are pushed and from which a worker without the workspace fetches them. By default a
+// bare repository in the worker's data dir (one machine, no set-up); for many machines any
+// git remote (a path on shared storage, ssh://, https://), reached with the worker's own
+// git configuration and credentials. The agent runs none of this and sees none of it.
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+)
+
+// StoreOff is the -checkpoint.store value that turns checkpoints off.
+const StoreOff = "off"
+
+// Store is a git remote holding the checkpoints of sessions.
+type Store struct {
+	// URL is the remote: a path or any URL git fetches from and pushes to.
+	URL string
+}
+
+// DefaultStoreURL is the embedded store of a worker: a bare repository in its data dir.
+func DefaultStoreURL(dataDir string) string {
+	return filepath.Join(dataDir, "checkpoints", "store.git")
+}
+
+// OpenStore prepares the store at url: a local path that does not exist yet is created as
+// a bare repository; a remote URL is taken as it is.
+func OpenStore(ctx context.Context, url string) (*Store, error) {
+	if isLocalPath(url) {
+		if _, err := os.Stat(filepath.Join(url, "HEAD")); err != nil {
+			if err := os.MkdirAll(filepath.Dir(url), 0o700); err != nil {
+				return nil, err
+			}
+			if _, err := run(ctx, isolatedEnv(), nil, "init", "-q", "--bare", url); err != nil {
+				return nil, err
+			}
+		}
+	}
+	return &Store{URL: url}, nil
+}
+
+// NormalizeStoreURL makes a store given as a path absolute; a URL (scheme://…, or git's
+// host:path) is returned as it is.
+func NormalizeStoreURL(url string) string {
+	if isURL(url) {
+		return url
+	}
+	if abs, err := filepath.Abs(url); err == nil {
+		return abs
+	}
+	return url
+}
+
+// isURL reports whether store names a remote (ssh://, https://, file://, user@host:path)
+// rather than a path: as git reads it, a colon before the first slash.
+func isURL(store string) bool {
+	for i, c := range store {
+		switch {
+		case c == '/':
+			return false
+		case c == ':' && i > 0:
+			return true
+		}
+	}
+	return false
+}
+
+// isLocalPath reports whether url names a directory on this machine.
+func isLocalPath(url string) bool {
+	return filepath.IsAbs(url) || strings.HasPrefix(url, "./") || strings.HasPrefix(url, "../")
+}
+
+// remoteEnv is the environment of git when it talks to the store: the worker's own git
+// configuration (credential helpers, ssh settings), never a prompt.
+func remoteEnv() []string { return baseEnv() }
+
+// push sends the session's head and turn refs to the store, replacing what a lost attempt
+// of the same turn may have pushed. refs are their update-ref --stdin lines: a store on this
+// machine holds the objects already (repo.objects) and takes them as they are.
+func (s *Store) push(ctx context.Context, r *repo, session string, turn int64, refs []byte) error {
+	if isLocalPath(s.URL) {
+		_, err := run(ctx, isolatedEnv(), refs, "--git-dir="+s.URL, "update-ref", "--stdin")
+		return err
+	}
+	_, err := run(ctx, remoteEnv(), nil, "--git-dir="+r.gitDir, "push", "-q", "--no-verify", s.URL,
+		"+"+HeadRef(session)+":"+HeadRef(session), "+"+TurnRef(session, turn)+":"+TurnRef(session, turn))
+	return err
+}
+
+// fetch brings the session's refs from the store into r.
+func (s *Store) fetch(ctx context.Context, r *repo, session string) error {
+	prefix := "refs/tacp/" + session + "/"
+	if isLocalPath(s.URL) {
+		out, err := run(ctx, isolatedEnv(), nil, "--git-dir="+s.URL, "for-each-ref", "--format=update %(refname) %(objectname)", prefix)
+		if err != nil || out == "" {
+			return err
+		}
+		_, err = r.git(ctx, []byte(out+"\n"), "update-ref", "--stdin")
+		return err
+	}
+	_, err := run(ctx, remoteEnv(), nil, "--git-dir="+r.gitDir, "fetch", "-q", "--no-tags", s.URL, "+"+prefix+"*:"+prefix+"*")
+	return err
+}
+
+// head is the commit of the session's last checkpoint in the store ("": none).
+func (s *Store) head(ctx context.Context, session string) (string, error) {
+	if isLocalPath(s.URL) {
+		out, err := run(ctx, isolatedEnv(), nil, "--git-dir="+s.URL, "for-each-ref", "--format=%(objectname)", HeadRef(session))
+		return out, err
+	}
+	out, err := run(ctx, remoteEnv(), nil, "ls-remote", "--refs", s.URL, HeadRef(session))
+	if err != nil {
+		return "", err
+	}
+	id, _, _ := strings.Cut(out, "\t")
+	return id, nil
+}
+
+// Delete removes the session's checkpoints: its refs in the store and its shadow repository
+// on this worker. The objects no other ref reaches go at the store's next git gc.
+func (s *Shadows) Delete(ctx context.Context, session string) error {
+	if err := validSession(session); err != nil {
+		return err
+	}
+	if st := s.Store; st != nil {
+		if err := st.deleteRefs(ctx, session); err != nil {
+			return err
+		}
+	}
+	return os.RemoveAll(filepath.Join(s.Dir, session+".git"))
+}
+
+// deleteRefs removes the session's refs from the store.
+func (s *Store) deleteRefs(ctx context.Context, session string) error {
+	prefix := "refs/tacp/" + session + "/"
+	if isLocalPath(s.URL) {
+		out, err := run(ctx, isolatedEnv(), nil, "--git-dir="+s.URL, "for-each-ref", "--format=delete %(refname)", prefix)
+		if err != nil || out == "" {
+			return err
+		}
+		_, err = run(ctx, isolatedEnv(), []byte(out+"\n"), "--git-dir="+s.URL, "update-ref", "--stdin")
+		return err
+	}
+	out, err := run(ctx, remoteEnv(), nil, "ls-remote", "--refs", s.URL, prefix+"*")
+	if err != nil {
+		return err
+	}
+	args := []string{"push", "-q", "--no-verify", s.URL}
+	for _, line := range strings.Split(out, "\n") {
+		if f := strings.Fields(line); len(f) == 2 {
+			args = append(args, ":"+f[1])
+		}
+	}
+	if len(args) == 4 {
+		return nil
+	}
+	_, err = run(ctx, remoteEnv(), nil, args...)
+	return err
+}

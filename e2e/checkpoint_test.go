@@ -1,0 +1,232 @@
+package e2e
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/tacp-dev/tacp/checkpoint"
+	"github.com/tacp-dev/tacp/signals"
+)
+
+// Issue 37: two workers with data dirs of their own (no workspace storage shared) and one
+// checkpoint store, a bare git repository both reach. Turn 1 writes a file with the agent's
+// edit tool (fs/write_text_file) and another with a shell command; its worker is killed -9;
+// turn 2 lands on the other worker, which restores the workspace from the checkpoint, and
+// reads both files. The journal says checkpoint and restored, never missing.
+func TestWorkspaceFollowsTheSessionToAnotherWorker(t *testing.T) {
+	t.Parallel()
+	queue := "tacp-checkpoint-" + signals.NewID()[:8]
+	qc := signals.NewClient(tc, queue)
+	store := filepath.Join(t.TempDir(), "store.git")
+	worker := func() (*os.Process, string) {
+		data := t.TempDir()
+		cmd := startWorkerProcess(t, queue, "TACP_E2E_DATA="+data, "TACP_E2E_CHECKPOINT_STORE="+store)
+		return cmd.Process, data
+	}
+	first, firstData := worker()
+
+	id := session(t)
+	cfg := signals.SessionConfig{SessionID: id, Policy: signals.PolicyAllowAll}
+	ctx := ctxFor(t, 180*time.Second)
+	_, err := qc.Prompt(ctx, cfg, signals.PromptRequest{Text: "/write notes/edited.txt\nwritten by the edit tool", ClientMessageID: "turn-1"})
+	require.NoError(t, err)
+	_, err = qc.Prompt(ctx, cfg, signals.PromptRequest{Text: "/sh printf 'written by sh' > shelled.txt", ClientMessageID: "turn-2"})
+	require.NoError(t, err)
+	evs := turnEnd(t, id, 2)
+	require.Equal(t, []string{"wrote notes/edited.txt"}, agentTexts(t, evs, 1))
+	edited, err := os.ReadFile(filepath.Join(firstData, "workspaces", id, "notes", "edited.txt"))
+	require.NoError(t, err, "the first worker's workspace holds the file")
+	require.Equal(t, "written by the edit tool", string(edited))
+
+	startWorkerProcess(t, queue, "TACP_E2E_DATA="+t.TempDir(), "TACP_E2E_CHECKPOINT_STORE="+store)
+	require.NoError(t, first.Signal(syscall.SIGKILL))
+	_, _ = first.Wait()
+
+	_, err = qc.Prompt(ctx, cfg, signals.PromptRequest{Text: "/sh cat notes/edited.txt; echo; cat shelled.txt", ClientMessageID: "turn-3"})
+	require.NoError(t, err)
+	evs = turnEnd(t, id, 3)
+	kind, data := terminalData(t, evs)
+	require.Equal(t, signals.EventTurnEnded, kind, data)
+	require.Equal(t, "sh: exit 0: written by the edit tool written by sh", strings.Join(agentTexts(t, evs, 3), ""))
+
+	var checkpoints []signals.WorkspaceCheckpointData
+	var restored []signals.WorkspaceRestoredData
+	for _, ev := range evs {
+		switch ev.Kind {
+		case signals.EventWorkspaceMissing:
+			t.Fatalf("workspace.missing journaled: %s", ev.Data)
+		case signals.EventWorkspaceCheckpoint:
+			var d signals.WorkspaceCheckpointData
+			require.NoError(t, json.Unmarshal(ev.Data, &d))
+			require.Empty(t, d.Error)
+			require.Equal(t, ev.TurnID, d.Turn)
+			checkpoints = append(checkpoints, d)
+		case signals.EventWorkspaceRestored:
+			var d signals.WorkspaceRestoredData
+			require.NoError(t, json.Unmarshal(ev.Data, &d))
+			require.Equal(t, int64(3), ev.TurnID)
+			restored = append(restored, d)
+		}
+	}
+	require.Len(t, checkpoints, 3, "one checkpoint a turn")
+	require.Equal(t, 1, checkpoints[0].FilesChanged, "turn 1 wrote one file")
+	require.Equal(t, 1, checkpoints[1].FilesChanged, "turn 2 wrote one file")
+	require.Equal(t, 0, checkpoints[2].FilesChanged, "turn 3 only read")
+	require.Equal(t, []signals.WorkspaceRestoredData{{From: checkpoints[1].ID, Turn: 2, Path: restored[0].Path, Host: restored[0].Host}}, restored)
+	require.Equal(t, checkpoints[1].ID, commitOf(t, store, checkpoint.TurnRef(id, 2)), "the store holds turn 2's checkpoint")
+	checkInvariants(t, allEvents(t, id))
+}
+
+// commitOf is the commit ref names in the git repository dir.
+func commitOf(t *testing.T, dir, ref string) string {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(dir, ref))
+	if err != nil {
+		// Packed refs.
+		packed, perr := os.ReadFile(filepath.Join(dir, "packed-refs"))
+		require.NoError(t, perr, "ref %s in %s", ref, dir)
+		for _, line := range strings.Split(string(packed), "\n") {
+			if f := strings.Fields(line); len(f) == 2 && f[1] == ref {
+				return f[0]
+			}
+		}
+		t.Fatalf("no ref %s in %s", ref, dir)
+	}
+	return strings.TrimSpace(string(b))
+}
+
+// A checkpoint that cannot be stored never fails the turn: the turn ends as the agent ended
+// it, and workspace.checkpoint carries the commit and the error, so every client sees it.
+func TestWorkspaceCheckpointFailureDoesNotFailTheTurn(t *testing.T) {
+	t.Parallel()
+	queue := "tacp-checkpoint-fail-" + signals.NewID()[:8]
+	qc := signals.NewClient(tc, queue)
+	unreachable := "file://" + filepath.Join(t.TempDir(), "no-such-store.git")
+	first := startWorkerProcess(t, queue, "TACP_E2E_DATA="+t.TempDir(), "TACP_E2E_CHECKPOINT_STORE="+unreachable)
+
+	id := session(t)
+	cfg := signals.SessionConfig{SessionID: id}
+	_, err := qc.Prompt(ctxFor(t, time.Minute), cfg, signals.PromptRequest{Text: "/sh echo x > x.txt", ClientMessageID: "turn-1"})
+	require.NoError(t, err)
+	evs := turnEnd(t, id, 1)
+	kind, data := terminalData(t, evs)
+	require.Equal(t, signals.EventTurnEnded, kind, data)
+	var cp *signals.WorkspaceCheckpointData
+	for _, ev := range evs {
+		if ev.Kind == signals.EventWorkspaceCheckpoint {
+			cp = &signals.WorkspaceCheckpointData{}
+			require.NoError(t, json.Unmarshal(ev.Data, cp))
+		}
+	}
+	require.NotNil(t, cp, "workspace.checkpoint journaled")
+	require.NotEmpty(t, cp.ID, "the checkpoint was taken on the worker")
+	require.Contains(t, cp.Error, "no-such-store.git", "the push's failure is told")
+	require.Equal(t, 1, cp.FilesChanged)
+
+	// The next turn lands where the workspace is missing and the store is out of reach: the
+	// worker's -workspace.missing applies (fail), and workspace.missing says why.
+	startWorkerProcess(t, queue, "TACP_E2E_DATA="+t.TempDir(), "TACP_E2E_CHECKPOINT_STORE="+unreachable)
+	require.NoError(t, first.Process.Signal(syscall.SIGKILL))
+	_ = first.Wait()
+	_, err = qc.Prompt(ctxFor(t, time.Minute), cfg, signals.PromptRequest{Text: "/sh cat x.txt", ClientMessageID: "turn-2"})
+	require.NoError(t, err)
+	evs = turnEnd(t, id, 2)
+	kind, data = terminalData(t, evs)
+	require.Equal(t, signals.EventTurnFailed, kind, data)
+	var missing *signals.WorkspaceMissingData
+	for _, ev := range evs {
+		if ev.Kind == signals.EventWorkspaceMissing {
+			missing = &signals.WorkspaceMissingData{}
+			require.NoError(t, json.Unmarshal(ev.Data, missing))
+		}
+	}
+	require.NotNil(t, missing, "workspace.missing journaled")
+	require.Contains(t, missing.RestoreError, "no-such-store.git")
+}
+
+// starter delete --with-workspace removes the session's checkpoints with its workspace: the
+// store keeps no ref of the session.
+func TestDeleteWithWorkspaceRemovesItsCheckpoints(t *testing.T) {
+	t.Parallel()
+	queue := "tacp-checkpoint-delete-" + signals.NewID()[:8]
+	qc := signals.NewClient(tc, queue)
+	store := filepath.Join(t.TempDir(), "store.git")
+	startWorkerProcess(t, queue, "TACP_E2E_DATA="+t.TempDir(), "TACP_E2E_CHECKPOINT_STORE="+store)
+	id := session(t)
+	_, err := qc.Prompt(ctxFor(t, time.Minute), signals.SessionConfig{SessionID: id}, signals.PromptRequest{Text: "/sh echo x > x.txt", ClientMessageID: "turn-1"})
+	require.NoError(t, err)
+	turnEnd(t, id, 1)
+	require.NotEmpty(t, sessionRefs(t, store, id), "turn 1's checkpoint is in the store")
+
+	out, errOut, code := starter(t, "delete", "--task-queue", queue, "--session", id, "--with-workspace")
+	require.Equal(t, 0, code, errOut)
+	require.Contains(t, out, "removed  the workspace checkpoints")
+	require.Empty(t, sessionRefs(t, store, id))
+}
+
+// sessionRefs lists the refs of session id in the git repository dir.
+func sessionRefs(t *testing.T, dir, id string) string {
+	t.Helper()
+	out, err := exec.Command("git", "--git-dir="+dir, "for-each-ref", "refs/tacp/"+id+"/").Output()
+	require.NoError(t, err)
+	return strings.TrimSpace(string(out))
+}
+
+// A worker that comes back with its disk finds the workspace of a session whose later turns
+// ran elsewhere: the files there are stale. The turn restores the store's last checkpoint
+// over them (a deletion included) before the agent runs.
+func TestAStaleWorkspaceCatchesUpWithTheStore(t *testing.T) {
+	t.Parallel()
+	queue := "tacp-checkpoint-stale-" + signals.NewID()[:8]
+	qc := signals.NewClient(tc, queue)
+	store := filepath.Join(t.TempDir(), "store.git")
+	dataA, dataB := t.TempDir(), t.TempDir()
+	env := func(data string) []string {
+		return []string{"TACP_E2E_DATA=" + data, "TACP_E2E_CHECKPOINT_STORE=" + store}
+	}
+	kill := func(p *os.Process) {
+		require.NoError(t, p.Signal(syscall.SIGKILL))
+		_, _ = p.Wait()
+	}
+	a := startWorkerProcess(t, queue, env(dataA)...)
+	id := session(t)
+	cfg := signals.SessionConfig{SessionID: id}
+	ctx := ctxFor(t, 3*time.Minute)
+	say := func(turn int64, text string) []signals.Event {
+		_, err := qc.Prompt(ctx, cfg, signals.PromptRequest{Text: text, ClientMessageID: fmt.Sprintf("turn-%d", turn)})
+		require.NoError(t, err)
+		evs := turnEnd(t, id, turn)
+		kind, data := terminalData(t, evs)
+		require.Equal(t, signals.EventTurnEnded, kind, data)
+		return evs
+	}
+	say(1, "/sh echo one > a.txt; echo old > old.txt")
+
+	b := startWorkerProcess(t, queue, env(dataB)...)
+	kill(a.Process)
+	say(2, "/sh echo two > a.txt; rm old.txt")
+
+	startWorkerProcess(t, queue, env(dataA)...) // worker A again, its disk as it left it
+	kill(b.Process)
+	evs := say(3, "/sh cat a.txt; ls")
+	require.Equal(t, "sh: exit 0: two a.txt", strings.Join(agentTexts(t, evs, 3), ""))
+	var restored []signals.WorkspaceRestoredData
+	for _, ev := range evs {
+		if ev.Kind == signals.EventWorkspaceRestored {
+			var d signals.WorkspaceRestoredData
+			require.NoError(t, json.Unmarshal(ev.Data, &d))
+			restored = append(restored, d)
+		}
+	}
+	require.Len(t, restored, 2, "turn 2 on B and turn 3 on A each restored")
+	require.Equal(t, int64(2), restored[1].Turn)
+}

@@ -1,0 +1,70 @@
+package cli
+
+// starter diff and starter export: a session's workspace checkpoints, read straight from the
+// checkpoint store the workers push to (checkpoint.Reader), with this user's git
+// credentials. Neither talks to Temporal.
+
+import (
+	"context"
+	"flag"
+	"fmt"
+
+	"github.com/tacp-dev/tacp/checkpoint"
+	"github.com/tacp-dev/tacp/internal/datadir"
+)
+
+// checkpointStoreFlag adds --checkpoint-store; its environment fallback,
+// TACP_CHECKPOINT_STORE, is the workers' -checkpoint.store's too.
+func checkpointStoreFlag(fs *flag.FlagSet) *string {
+	return fs.String("checkpoint-store", "", "the checkpoint store, as the workers' -checkpoint.store names it (default: the bare repository in this machine's tacp data dir)")
+}
+
+func checkpointReader(store string) checkpoint.Reader {
+	if store == "" || store == checkpoint.StoreOff {
+		store = checkpoint.DefaultStoreURL(datadir.Default())
+	}
+	return checkpoint.Reader{URL: checkpoint.NormalizeStoreURL(store)}
+}
+
+func cmdDiff(ctx context.Context, e *env, fs *flag.FlagSet, args []string) int {
+	store := checkpointStoreFlag(fs)
+	turn := fs.Int64("turn", 0, "the turn whose changes to show (default: the last checkpointed turn)")
+	stat := fs.Bool("stat", false, "show a diffstat instead of the diff")
+	if !e.parse(fs, args, true) {
+		return exitError
+	}
+	out, err := checkpointReader(*store).Diff(ctx, e.session, *turn, *stat)
+	if err != nil {
+		return e.fail(err)
+	}
+	if e.json {
+		e.printJSON(map[string]any{"session": e.session, "turn": *turn, "diff": out})
+	} else if out != "" {
+		fmt.Fprintln(e.out, out)
+	}
+	return exitOK
+}
+
+func cmdExport(ctx context.Context, e *env, fs *flag.FlagSet, args []string) int {
+	store := checkpointStoreFlag(fs)
+	turn := fs.Int64("turn", 0, "export up to this turn's checkpoint (default: the last)")
+	branch := fs.String("branch", "", "the branch to create (it must not exist)")
+	repo := fs.String("repo", ".", "the git repository to create it in")
+	if !e.parse(fs, args, true) {
+		return exitError
+	}
+	if *branch == "" {
+		fmt.Fprintf(e.err, "%s export: --branch is required\n", Name)
+		return exitError
+	}
+	id, err := checkpointReader(*store).Export(ctx, e.session, *turn, *branch, *repo)
+	if err != nil {
+		return e.fail(err)
+	}
+	if e.json {
+		e.printJSON(map[string]any{"branch": *branch, "commit": id})
+	} else {
+		fmt.Fprintf(e.out, "branch %s at %s: one commit a turn of session %s\n", *branch, id, e.session)
+	}
+	return exitOK
+}
