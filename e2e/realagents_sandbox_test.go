@@ -32,8 +32,9 @@ import (
 // sandboxedAgents are the real agents these tests run sandboxed: all four.
 var sandboxedAgents = []fakemodel.Agent{fakemodel.Claude, fakemodel.Codex, fakemodel.GeminiCLI, fakemodel.OpenCode}
 
-// refusal is how a shell reports a refused open or create.
-var refusal = regexp.MustCompile(`Permission denied|Operation not permitted|Read-only file system`)
+// refusal is how a shell reports a refused open or create: bash capitalises the errno's
+// words, zsh does not, and an agent runs whichever its host's $SHELL names.
+var refusal = regexp.MustCompile(`(?i)permission denied|operation not permitted|read-only file system`)
 
 // sandboxedRealAgent is a's well-known profile, sandboxed, its executable the one .ci/peers
 // installed and the fake model's environment on top; network as given.
@@ -114,9 +115,10 @@ func TestRealAgentSandboxed(t *testing.T) {
 				require.False(t, journalHas(t, a1, secret), "the secret is in no journal")
 			})
 			t.Run("WritesToTheHostTmpAndTheDataDirAreRefused", func(t *testing.T) {
-				// Only the errno's words are printed: an agent may cut a long tool output short
-				// for its model (Codex does, by tokens), and the test's paths are long.
-				out := w.bash(t, a1, fmt.Sprintf("{ echo x > /tmp/outside-%s; } 2>&1 | sed 's/.*: //'; { echo x > %s/planted; } 2>&1 | sed 's/.*: //'; echo done", a1, w.data))
+				// The paths are cut from the shell's complaint: an agent may cut a long tool output
+				// short for its model (Codex does, by tokens), and the test's paths are long. Bash
+				// names the path before the errno's words, zsh after them.
+				out := w.bash(t, a1, fmt.Sprintf("{ echo x > /tmp/outside-%s; } 2>&1 | sed 's,/[^ :]*,,g'; { echo x > %s/planted; } 2>&1 | sed 's,/[^ :]*,,g'; echo done", a1, w.data))
 				// Both refused, each in the words of the errno the kernel gave the shell.
 				require.Equal(t, 2, len(refusal.FindAllString(out, -1)), out)
 				require.NoFileExists(t, "/tmp/outside-"+a1)
@@ -131,9 +133,11 @@ func TestRealAgentSandboxed(t *testing.T) {
 			})
 			t.Run("ALoopbackPortNotAllowedIsRefused", func(t *testing.T) {
 				host, port, _ := net.SplitHostPort(srv.HostPort())
-				// Bash's /dev/tcp, in a subshell, unquoted (Gemini CLI's shell tool mangles quotes).
-				out := w.bash(t, a1, fmt.Sprintf("(exec 3<>/dev/tcp/%s/%s) && echo connected", host, port))
-				require.Contains(t, out, "Permission denied", "the Temporal frontend")
+				// Bash's /dev/tcp, in a bash of its own whatever the agent's shell (zsh has no
+				// /dev/tcp); not first on the line, where Gemini CLI strips a "bash -c" and runs
+				// its quoted script as a command name.
+				out := w.bash(t, a1, fmt.Sprintf("true && bash -c 'exec 3<>/dev/tcp/%s/%s' && echo connected", host, port))
+				require.Regexp(t, refusal, out, "the Temporal frontend")
 				require.NotContains(t, out, "connected")
 			})
 			t.Run("AnotherSessionsAgentStateIsRefused", func(t *testing.T) {
@@ -159,8 +163,8 @@ func TestRealAgentSandboxedAllowlist(t *testing.T) {
 			require.NoError(t, err)
 			t.Cleanup(func() { l.Close() })
 			_, port, _ := net.SplitHostPort(l.Addr().String())
-			out := w.bash(t, id, fmt.Sprintf("(exec 3<>/dev/tcp/127.0.0.1/%s) && echo connected; curl -sS -o /dev/null https://example.invalid/ ; echo curl=$?", port))
-			require.Contains(t, out, "Permission denied", "a loopback port the allowlist does not name")
+			out := w.bash(t, id, fmt.Sprintf("true && bash -c 'exec 3<>/dev/tcp/127.0.0.1/%s' && echo connected; curl -sS -o /dev/null https://example.invalid/ ; echo curl=$?", port))
+			require.Regexp(t, refusal, out, "a loopback port the allowlist does not name")
 			require.NotContains(t, out, "connected")
 			require.Contains(t, out, "curl=56", "a host the allowlist does not name: the proxy refuses the tunnel")
 		})
