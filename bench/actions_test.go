@@ -4,26 +4,13 @@ package bench
 // (issue 28): what a short prompt, a minute of a streaming reply and an idle day of a
 // session cost, and the price that implies at a rate per million actions.
 //
-// What counts as an action is Temporal Cloud's published list ("Temporal Cloud Actions" in
-// its documentation), read off each history event:
+// What counts as an action is Temporal Cloud's published list, read off each history event
+// by signals.ActionCounter (the rule `starter status --actions` counts by). Besides:
 //
-//   - a workflow started: the session's run (a client start, continue-as-new); a turn starts
-//     no workflow since the session schedules its RunTurn activity itself (a Here turn,
-//     issue 28), so a turn's cost is all in the session's history;
-//   - a signal: every WorkflowExecutionSignaled (turn_events, turn_started,
-//     turn_finished…), counted once, at the receiver;
-//   - an update: every accepted update (WorkflowExecutionUpdateAccepted: prompt, attach…);
-//     rejected updates are billed too but write no history, so they are not in these counts;
-//   - a timer started, an activity scheduled (the turn's RunTurn, and each retry: its attempt
-//     past the first),
-//     a search-attribute upsert, a side effect; local activities once per workflow task;
 //   - activity heartbeats that reach the server: not in any history, counted as the worker's
 //     RecordActivityHeartbeat calls (a gRPC interceptor on its client);
 //   - queries: the published list bills every query a worker receives; the events queries a
 //     viewer sends are counted by the bench's worker interceptor and shown apart.
-//
-// Workflow tasks, activity completions and markers of versions are history events but not
-// actions.
 
 import (
 	"context"
@@ -111,7 +98,8 @@ func countEvents(ctx context.Context, a *actionCount, workflowID, runID string, 
 	// runID "" reads the current run of a workflow that does not continue as new.
 	for {
 		next := ""
-		localTasks := map[int64]bool{}
+		var n signals.ActionCounter
+		n.NextRun()
 		it := env.c.GetWorkflowHistory(ctx, workflowID, runID, false, enumspb.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)
 		for it.HasNext() {
 			ev, err := it.Next()
@@ -121,38 +109,21 @@ func countEvents(ctx context.Context, a *actionCount, workflowID, runID string, 
 			if ev.GetEventId() <= afterID {
 				continue
 			}
-			a.events++
+			n.Add(ev)
 			a.eventsByType[strings.TrimPrefix(ev.GetEventType().String(), "EVENT_TYPE_")]++
-			switch ev.GetEventType() {
-			case enumspb.EVENT_TYPE_WORKFLOW_EXECUTION_STARTED:
-				a.starts++
-			case enumspb.EVENT_TYPE_WORKFLOW_EXECUTION_SIGNALED:
-				a.signals++
-				a.signalsByName[ev.GetWorkflowExecutionSignaledEventAttributes().GetSignalName()]++
-			case enumspb.EVENT_TYPE_WORKFLOW_EXECUTION_UPDATE_ACCEPTED:
-				a.updates++
-			case enumspb.EVENT_TYPE_TIMER_STARTED:
-				a.timers++
-			case enumspb.EVENT_TYPE_ACTIVITY_TASK_SCHEDULED:
-				a.activities++
-			case enumspb.EVENT_TYPE_ACTIVITY_TASK_STARTED:
-				a.activities += float64(max(ev.GetActivityTaskStartedEventAttributes().GetAttempt()-1, 0))
-			case enumspb.EVENT_TYPE_UPSERT_WORKFLOW_SEARCH_ATTRIBUTES:
-				a.other++
-			case enumspb.EVENT_TYPE_MARKER_RECORDED:
-				m := ev.GetMarkerRecordedEventAttributes()
-				switch m.GetMarkerName() {
-				case "LocalActivity":
-					if !localTasks[m.GetWorkflowTaskCompletedEventId()] {
-						localTasks[m.GetWorkflowTaskCompletedEventId()] = true
-						a.other++
-					}
-				case "SideEffect", "MutableSideEffect":
-					a.other++
-				}
-			case enumspb.EVENT_TYPE_WORKFLOW_EXECUTION_CONTINUED_AS_NEW:
-				next = ev.GetWorkflowExecutionContinuedAsNewEventAttributes().GetNewExecutionRunId()
+			if c := ev.GetWorkflowExecutionContinuedAsNewEventAttributes(); c != nil {
+				next = c.GetNewExecutionRunId()
 			}
+		}
+		a.events += float64(n.HistoryEvents)
+		a.starts += float64(n.Starts)
+		a.signals += float64(n.Signals)
+		a.updates += float64(n.Updates)
+		a.timers += float64(n.Timers)
+		a.activities += float64(n.Activities)
+		a.other += float64(n.Other)
+		for name, k := range n.SignalsByName {
+			a.signalsByName[name] += float64(k)
 		}
 		if runID == "" || next == "" {
 			return nil

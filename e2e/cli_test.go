@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"os/exec"
 	"strings"
 	"testing"
@@ -147,4 +148,45 @@ func TestCLIBadConnectionSettingsFailClearly(t *testing.T) {
 			require.NotContains(t, errb.String(), "short", "no key material in errors")
 		})
 	}
+}
+
+// TestCLIStatusCountsTheSessionsActionsFromItsHistory: `starter status --actions` counts
+// the billable actions of every run a session continued through, from their histories.
+func TestCLIStatusCountsTheSessionsActionsFromItsHistory(t *testing.T) {
+	t.Parallel()
+	id := session(t)
+	// A tiny run budget makes the session continue as new while its turn streams.
+	prompt(t, signals.SessionConfig{SessionID: id, MaxRunEvents: 80}, "/chunks 150 every 10ms")
+	turnEnd(t, id, 1)
+	st, err := sc.Status(ctxFor(t, 10*time.Second), id)
+	require.NoError(t, err)
+	require.Greater(t, st.Run, 1, "the session continued as new")
+
+	out, errOut, code := starter(t, "status", "--session", id, "--actions", "--json")
+	require.Equal(t, 0, code, errOut)
+	var a signals.Actions
+	require.NoError(t, json.Unmarshal([]byte(out), &a))
+	require.Equal(t, id, a.SessionID)
+	require.Equal(t, st.Run, a.Runs, "every run is read")
+	require.EqualValues(t, st.Run, a.Starts, "each run is a workflow start")
+	require.False(t, a.EarlierRunsGone)
+	require.Positive(t, a.SignalsByName[signals.SignalTurnEvents], "the turn's events came as signals")
+	var byName int64
+	for _, n := range a.SignalNames() {
+		byName += a.SignalsByName[n]
+	}
+	require.Equal(t, a.Signals, byName)
+	require.Positive(t, a.Updates, "the prompt is an update")
+	require.Positive(t, a.Activities, "the turn is an activity")
+	require.Equal(t, a.Starts+a.Signals+a.Updates+a.Timers+a.Activities+a.Other, a.Total)
+	require.Greater(t, a.HistoryEvents, int64(st.HistoryLength), "the earlier runs' events are counted too")
+
+	out, errOut, code = starter(t, "status", "--actions", "--session", id)
+	require.Equal(t, 0, code, errOut)
+	require.Contains(t, out, fmt.Sprintf("actions       %d\n", a.Total))
+	require.Contains(t, out, "not counted: queries and activity heartbeats")
+
+	_, errOut, code = starter(t, "status", "--actions", "--session", "no-such-"+id)
+	require.Equal(t, 2, code)
+	require.Contains(t, errOut, "unknown_session")
 }

@@ -1,6 +1,8 @@
 package cli
 
-// starter status: the session's state, turn, token, queue and open requests.
+// starter status: the session's state, turn, token, queue and open requests; with
+// --actions, what the session has cost in Temporal Cloud's billable actions, from its
+// history.
 
 import (
 	"context"
@@ -13,11 +15,15 @@ import (
 )
 
 func cmdStatus(ctx context.Context, e *env, fs *flag.FlagSet, args []string) int {
+	actions := fs.Bool("actions", false, "count the session's billable actions on Temporal Cloud from its history, over every run it still keeps")
 	if !e.parse(fs, args, true) {
 		return exitError
 	}
 	if err := e.connect(ctx); err != nil {
 		return e.fail(err)
+	}
+	if *actions {
+		return printActions(ctx, e)
 	}
 	st, err := e.c.Status(ctx, e.session)
 	if err != nil {
@@ -115,4 +121,29 @@ func policyLine(st signals.Status) string {
 		}
 	}
 	return line
+}
+
+// printActions prints what session e.session has cost in billable actions.
+func printActions(ctx context.Context, e *env) int {
+	a, err := e.c.Actions(ctx, e.session)
+	if err != nil {
+		return e.fail(err)
+	}
+	if e.json {
+		e.printJSON(a)
+		return exitOK
+	}
+	runs := fmt.Sprintf("%d", a.Runs)
+	if a.EarlierRunsGone {
+		runs += " (earlier runs are past the namespace's retention: not counted)"
+	}
+	fmt.Fprintf(e.out, "session       %s\nruns          %s\nhistory       %d events\nactions       %d\n  starts      %d\n  signals     %d\n",
+		a.SessionID, runs, a.HistoryEvents, a.Total, a.Starts, a.Signals)
+	for _, n := range a.SignalNames() {
+		fmt.Fprintf(e.out, "    %-18s%d\n", n, a.SignalsByName[n])
+	}
+	fmt.Fprintf(e.out, "  updates     %d\n  timers      %d\n  activities  %d\n  other       %d (search attributes, side effects, local activities)\n",
+		a.Updates, a.Timers, a.Activities, a.Other)
+	fmt.Fprintln(e.out, "not counted: queries and activity heartbeats (billed, but written in no history)")
+	return exitOK
 }
