@@ -450,10 +450,7 @@ func killMidTurn(r *harness, st *State, s *session, what, stream, short string, 
 		if err := st.kill9(r.ctx, what); err != nil {
 			return k, err
 		}
-		if _, err := st.startService(what); err != nil {
-			return k, err
-		}
-		if err := st.waitPort(r.ctx, what, 2*time.Minute); err != nil {
+		if err := st.restart(r.ctx, what); err != nil {
 			return k, err
 		}
 		k.Restart = time.Since(kill)

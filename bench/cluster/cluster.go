@@ -20,6 +20,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"text/template"
 	"time"
@@ -492,9 +493,27 @@ func (st *State) startService(svc string) (int, error) {
 	if err := cmd.Start(); err != nil {
 		return 0, fmt.Errorf("start %s: %w", svc, err)
 	}
-	go func() { _ = cmd.Wait() }() // reap it if it dies while this command runs
-	st.PIDs[svc] = cmd.Process.Pid
-	return cmd.Process.Pid, st.save()
+	pid := cmd.Process.Pid
+	// Reap it if it dies while this command runs, and keep how it ended for waitPort.
+	go func() { _ = cmd.Wait(); exits.Store(pid, cmd.ProcessState.String()) }()
+	st.PIDs[svc] = pid
+	return pid, st.save()
+}
+
+// exits maps the pid of a service this command started to how it ended ("signal: killed",
+// "exit status 1"), once it has.
+var exits sync.Map
+
+// exitOf says how the service process pid ended, waiting a moment for its reaper; "" when
+// this command did not start it.
+func exitOf(pid int) string {
+	for range 50 {
+		if s, ok := exits.Load(pid); ok {
+			return s.(string)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	return ""
 }
 
 // waitPort waits until svc accepts TCP connections on its gRPC port.
@@ -503,8 +522,12 @@ func (st *State) waitPort(ctx context.Context, svc string, limit time.Duration) 
 	defer cancel()
 	addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(st.Ports[svc].GRPC))
 	for {
-		if !st.ours(st.PIDs[svc]) {
-			return fmt.Errorf("%s (pid %d) exited before it opened %s%s", svc, st.PIDs[svc], addr, st.logTail(svc))
+		if pid := st.PIDs[svc]; !st.ours(pid) {
+			how := ""
+			if e := exitOf(pid); e != "" {
+				how = " (" + e + ")"
+			}
+			return fmt.Errorf("%s (pid %d) exited%s before it opened %s%s", svc, pid, how, addr, st.logTail(svc))
 		}
 		var d net.Dialer
 		c, err := d.DialContext(ctx, "tcp", addr)
@@ -569,11 +592,7 @@ func (st *State) restartDead(ctx context.Context) {
 		if st.ours(st.PIDs[svc]) {
 			continue
 		}
-		if _, err := st.startService(svc); err != nil {
-			logf("restart %s: %v", svc, err)
-			continue
-		}
-		if err := st.waitPort(ctx, svc, 2*time.Minute); err != nil {
+		if err := st.restart(ctx, svc); err != nil {
 			logf("restart %s: %v", svc, err)
 			continue
 		}
@@ -592,7 +611,11 @@ func (st *State) alive() []string {
 	return out
 }
 
-// kill9 kills a service with SIGKILL and waits until it is gone.
+// kill9 kills a service with SIGKILL and waits until it is gone: every thread of it ended
+// and its ports refusing connections. The process shows as a zombie as soon as its main
+// thread has exited, while its other threads may still be ending and holding its listening
+// sockets: a service started again then would find its ports taken, and a dial to the old
+// socket would pass for the new process being up.
 func (st *State) kill9(ctx context.Context, svc string) error {
 	pid := st.PIDs[svc]
 	if !st.ours(pid) {
@@ -603,14 +626,61 @@ func (st *State) kill9(ctx context.Context, svc string) error {
 	}
 	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
-	for st.ours(pid) {
+	for !gone(pid) || st.listening(svc) {
 		select {
 		case <-ctx.Done():
-			return fmt.Errorf("%s (pid %d) still runs after kill -9: %w", svc, pid, ctx.Err())
+			return fmt.Errorf("%s (pid %d) still runs or holds its ports after kill -9: %w", svc, pid, ctx.Err())
 		case <-time.After(10 * time.Millisecond):
 		}
 	}
 	return nil
+}
+
+// gone reports whether pid has exited with every thread: reaped, or a zombie whose other
+// threads have ended too (its only task is itself).
+func gone(pid int) bool {
+	tasks, err := os.ReadDir(fmt.Sprintf("/proc/%d/task", pid))
+	if err != nil {
+		return true
+	}
+	if len(tasks) > 1 {
+		return false
+	}
+	f := statFields(pid)
+	return f == nil || f[0] == "Z"
+}
+
+// listening reports whether any of svc's ports accepts a connection.
+func (st *State) listening(svc string) bool {
+	p := st.Ports[svc]
+	for _, port := range []int{p.GRPC, p.Membership, p.HTTP} {
+		if port == 0 {
+			continue
+		}
+		c, err := net.DialTimeout("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(port)), time.Second)
+		if err == nil {
+			_ = c.Close()
+			return true
+		}
+	}
+	return false
+}
+
+// restart starts svc again after kill9 and waits until it serves, as a supervisor (systemd,
+// Kubernetes) does: a start that exits before it opens its port is logged with how it ended
+// and tried again, up to three starts.
+func (st *State) restart(ctx context.Context, svc string) error {
+	var err error
+	for try := 1; try <= 3; try++ {
+		if _, err = st.startService(svc); err != nil {
+			return err
+		}
+		if err = st.waitPort(ctx, svc, 2*time.Minute); err == nil || st.ours(st.PIDs[svc]) || ctx.Err() != nil {
+			return err
+		}
+		logf("start %d of %s: %v", try, svc, err)
+	}
+	return err
 }
 
 // register registers the namespace and tacp's search attributes, then waits until a

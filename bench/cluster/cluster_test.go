@@ -42,6 +42,9 @@ import (
 const mainArgsEnv = "TACP_CLUSTER_TEST_MAIN"
 
 func TestMain(m *testing.M) {
+	if addr, ok := os.LookupEnv(listenerEnv); ok {
+		runListener(addr)
+	}
 	if js, ok := os.LookupEnv(mainArgsEnv); ok {
 		var args []string
 		if err := json.Unmarshal([]byte(js), &args); err != nil {
