@@ -493,27 +493,64 @@ func (st *State) startService(svc string) (int, error) {
 	if err := cmd.Start(); err != nil {
 		return 0, fmt.Errorf("start %s: %w", svc, err)
 	}
-	pid := cmd.Process.Pid
-	// Reap it if it dies while this command runs, and keep how it ended for waitPort.
-	go func() { _ = cmd.Wait(); exits.Store(pid, cmd.ProcessState.String()) }()
+	pid := track(cmd)
 	st.PIDs[svc] = pid
 	return pid, st.save()
 }
 
-// exits maps the pid of a service this command started to how it ended ("signal: killed",
-// "exit status 1"), once it has.
-var exits sync.Map
+// child is a process this process started and reaps: done closes when it has exited, how
+// is then how it ended ("signal: killed", "exit status 1").
+type child struct {
+	done chan struct{}
+	how  string
+}
 
-// exitOf says how the service process pid ended, waiting a moment for its reaper; "" when
-// this command did not start it.
-func exitOf(pid int) string {
-	for range 50 {
-		if s, ok := exits.Load(pid); ok {
-			return s.(string)
+// children are the processes this process started (track), by pid.
+var children sync.Map
+
+// track reaps cmd, started, when it exits, and remembers how it ended; it returns its pid.
+// While this process has not reaped it, its pid names it and nothing else.
+func track(cmd *exec.Cmd) int {
+	c := &child{done: make(chan struct{})}
+	pid := cmd.Process.Pid
+	children.Store(pid, c)
+	go func() {
+		_ = cmd.Wait()
+		c.how = cmd.ProcessState.String()
+		close(c.done)
+	}()
+	return pid
+}
+
+// running reports whether pid is a live process of this cluster. A process this process
+// started is asked through its reaper: /proc/PID/cmdline, which ours reads, is empty for a
+// moment after exec has returned to the parent and before the new program's arguments are
+// in place, and a service just started would pass for dead then.
+func (st *State) running(pid int) bool {
+	if v, ok := children.Load(pid); ok {
+		select {
+		case <-v.(*child).done:
+			return false
+		default:
+			return true
 		}
-		time.Sleep(20 * time.Millisecond)
 	}
-	return ""
+	return st.ours(pid)
+}
+
+// exitOf says how the process pid, which this process started, ended, waiting a moment for
+// its reaper; "" when it was not started here.
+func exitOf(pid int) string {
+	v, ok := children.Load(pid)
+	if !ok {
+		return ""
+	}
+	select {
+	case <-v.(*child).done:
+		return v.(*child).how
+	case <-time.After(time.Second):
+		return ""
+	}
 }
 
 // waitPort waits until svc accepts TCP connections on its gRPC port.
@@ -522,7 +559,7 @@ func (st *State) waitPort(ctx context.Context, svc string, limit time.Duration) 
 	defer cancel()
 	addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(st.Ports[svc].GRPC))
 	for {
-		if pid := st.PIDs[svc]; !st.ours(pid) {
+		if pid := st.PIDs[svc]; !st.running(pid) {
 			how := ""
 			if e := exitOf(pid); e != "" {
 				how = " (" + e + ")"
@@ -589,7 +626,7 @@ func (st *State) configPath() string { return filepath.Join(st.Dir, "temporal.ya
 // between a kill and the restart leaves one dead) and waits until it listens.
 func (st *State) restartDead(ctx context.Context) {
 	for _, svc := range Services {
-		if st.ours(st.PIDs[svc]) {
+		if st.running(st.PIDs[svc]) {
 			continue
 		}
 		if err := st.restart(ctx, svc); err != nil {
@@ -604,7 +641,7 @@ func (st *State) restartDead(ctx context.Context) {
 func (st *State) alive() []string {
 	var out []string
 	for _, svc := range Services {
-		if st.ours(st.PIDs[svc]) {
+		if st.running(st.PIDs[svc]) {
 			out = append(out, svc)
 		}
 	}
@@ -618,7 +655,7 @@ func (st *State) alive() []string {
 // socket would pass for the new process being up.
 func (st *State) kill9(ctx context.Context, svc string) error {
 	pid := st.PIDs[svc]
-	if !st.ours(pid) {
+	if !st.running(pid) {
 		return fmt.Errorf("%s (pid %d) is not running", svc, pid)
 	}
 	if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
@@ -675,7 +712,7 @@ func (st *State) restart(ctx context.Context, svc string) error {
 		if _, err = st.startService(svc); err != nil {
 			return err
 		}
-		if err = st.waitPort(ctx, svc, 2*time.Minute); err == nil || st.ours(st.PIDs[svc]) || ctx.Err() != nil {
+		if err = st.waitPort(ctx, svc, 2*time.Minute); err == nil || st.running(st.PIDs[svc]) || ctx.Err() != nil {
 			return err
 		}
 		logf("start %d of %s: %v", try, svc, err)

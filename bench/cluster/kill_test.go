@@ -2,6 +2,8 @@ package main
 
 import (
 	"context"
+	"fmt"
+	"io"
 	"net"
 	"os"
 	"os/exec"
@@ -22,8 +24,13 @@ const listenerEnv = "TACP_CLUSTER_TEST_LISTENER"
 func runListener(addr string) {
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
+		fmt.Fprintln(os.Stderr, "listen:", err)
 		os.Exit(3)
 	}
+	go func() {
+		_, _ = io.Copy(io.Discard, os.Stdin)
+		os.Exit(0) // the test is gone
+	}()
 	for range 4 * runtime.NumCPU() {
 		go func() {
 			runtime.LockOSThread()
@@ -57,15 +64,30 @@ func TestKill9ReturnsOnceThePortIsFree(t *testing.T) {
 		cmd := exec.Command(os.Args[0], "--config-file", st.configPath())
 		cmd.Env = append(os.Environ(), listenerEnv+"="+addr)
 		cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+		// Its stdin is a pipe only this test holds: it exits at EOF, so that its busy threads
+		// never outlive the test, however the test ends.
+		stdin, err := cmd.StdinPipe()
+		require.NoError(t, err)
+		t.Cleanup(func() { _ = stdin.Close() })
 		require.NoError(t, cmd.Start())
-		go func() { _ = cmd.Wait() }()
-		st.PIDs["matching"] = cmd.Process.Pid
+		pid := track(cmd)
+		t.Cleanup(func() {
+			_ = cmd.Process.Kill()
+			<-exitDone(pid)
+		})
+		st.PIDs["matching"] = pid
 		require.NoError(t, st.waitPort(ctx, "matching", time.Minute), "round %d", round)
 
 		require.NoError(t, st.kill9(ctx, "matching"), "round %d", round)
-		require.True(t, gone(cmd.Process.Pid), "round %d: a thread of the killed process still runs", round)
+		require.True(t, gone(pid), "round %d: a thread of the killed process still runs", round)
 		again, err := net.Listen("tcp", addr)
 		require.NoError(t, err, "round %d: the port is still taken when kill9 returns", round)
 		require.NoError(t, again.Close())
 	}
+}
+
+// exitDone is closed once the process pid, started here (track), has exited.
+func exitDone(pid int) <-chan struct{} {
+	v, _ := children.Load(pid)
+	return v.(*child).done
 }
