@@ -18,6 +18,10 @@ package activities
 // flush that found nothing (or the batcher's start), so a turn sends at most one signal more
 // than it has ticks: a long stream's history budget is what the interval alone gives it.
 //
+// A turn nobody watches (signals.PromptRequest.Unwatched) flushes only on its ticks, at the
+// longest interval from its start: what costs a watched turn a signal every FlushInterval
+// costs it one every FlushLongest.
+//
 // The interval stretches as a turn streams on (see stretch): every flush costs the session
 // about four history events (the signal and a workflow task) whatever it carries, so a
 // person watching an answer appear gets FlushInterval, and a turn that streams for an hour
@@ -60,6 +64,9 @@ type batcher struct {
 	bytes   int
 	err     error // the first send that failed for good
 	quiet   bool  // the last timed flush found nothing (or nothing was sent yet): the next event flushes at once
+	// unwatched: nobody follows the turn as it streams (signals.PromptRequest.Unwatched):
+	// no event is flushed at once, every flush waits for its tick.
+	unwatched bool
 
 	kick      chan struct{}
 	flushReq  chan chan struct{}
@@ -103,7 +110,7 @@ func (b *batcher) add(raw json.RawMessage) {
 	b.mu.Lock()
 	b.pending = append(b.pending, ev)
 	b.bytes += len(ev)
-	now := b.bytes >= b.maxBytes || (b.quiet && !status) // full, or the first event of a burst
+	now := b.bytes >= b.maxBytes || (b.quiet && !status && !b.unwatched) // full, or the first event of a burst
 	if !status {
 		b.quiet = false
 	}
@@ -194,7 +201,7 @@ func (b *batcher) tick(ctx context.Context) {
 		b.mu.Lock()
 		// An event that came after flush looked is the first of the next burst.
 		b.quiet = len(b.pending) == 0
-		late := !b.quiet
+		late := !b.quiet && !b.unwatched
 		b.mu.Unlock()
 		if late {
 			b.flushSoon()

@@ -663,3 +663,26 @@ func TestBatcherStatusUpdatesDoNotTakeTheFirstTokensFlush(t *testing.T) {
 	b.flush(ctx)
 	requireNumbered(t, rec.sent())
 }
+
+// An unwatched turn's batcher (signals.PromptRequest.Unwatched) flushes on its ticks alone:
+// no event after a quiet spell goes out at once, so a turn sends at most one signal a tick.
+func TestBatcherOfAnUnwatchedTurnFlushesOnlyOnItsTicks(t *testing.T) {
+	var rec recorder
+	b := newBatcher(never, never, 1<<20, rec.send) // driven by hand: no run goroutine
+	b.unwatched = true
+	ctx := context.Background()
+
+	b.add(ev(`1`))
+	require.False(t, kicked(b), "nobody watches: the first event waits for the tick")
+	b.tick(ctx) // sends 1
+	b.tick(ctx) // finds nothing: a watched turn's next event would flush at once
+	b.add(ev(`2`))
+	b.add(ev(`3`))
+	require.False(t, kicked(b), "nor does the first event after a quiet tick")
+	require.Len(t, rec.sent(), 1)
+	b.tick(ctx)
+	require.Equal(t, []sentBatch{{1, []json.RawMessage{ev(`1`)}}, {2, []json.RawMessage{ev(`2`), ev(`3`)}}}, rec.sent())
+	b.maxBytes = 64
+	b.add(event(100))
+	require.True(t, kicked(b), "a full batch still goes at once")
+}

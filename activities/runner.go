@@ -453,7 +453,11 @@ func (t *turnRun) workspaceMissing(ctx context.Context, dir string, restoreErr e
 // observer of its tool calls and usage.
 func (t *turnRun) startBatcher(sendCtx context.Context, metrics client.MetricsHandler) {
 	r, in := t.r, t.in
-	t.b = newBatcher(r.FlushInterval, r.FlushLongest, r.FlushBytes, func(ctx context.Context, batch int64, events []json.RawMessage) error {
+	first := r.FlushInterval
+	if in.Unwatched {
+		first = r.FlushLongest // nobody waits for the first token: see batcher.unwatched
+	}
+	t.b = newBatcher(first, r.FlushLongest, r.FlushBytes, func(ctx context.Context, batch int64, events []json.RawMessage) error {
 		err := r.signal(ctx, in.SessionWorkflowID, signals.SignalTurnEvents, signals.TurnEventsSignal{
 			TurnID: in.TurnID, Attempt: t.attempt, Batch: batch, Events: events, Started: t.takeStarted(),
 		})
@@ -463,6 +467,7 @@ func (t *turnRun) startBatcher(sendCtx context.Context, metrics client.MetricsHa
 		return err
 	})
 	t.b.budget = r.budget
+	t.b.unwatched = in.Unwatched
 	go t.b.run(sendCtx)
 	t.watch = newTurnObserver()
 }

@@ -102,7 +102,15 @@ func TestCLISteerCancelAndRejectionExitCodes(t *testing.T) {
 	require.Equal(t, 0, code)
 	require.Equal(t, "cancelling\n", out)
 	require.Equal(t, 0, <-done)
-	turnEnd(t, id, 2)
+	evs := turnEnd(t, id, 2)
+	// Nobody follows a prompt sent with --no-wait: its turn runs unwatched.
+	for _, turn := range []int64{1, 2} {
+		started := eventsOf(evs, signals.EventTurnStarted, turn)
+		require.Len(t, started, 1)
+		var d signals.TurnStartedData
+		require.NoError(t, json.Unmarshal(started[0].Data, &d))
+		require.True(t, d.Unwatched, "turn %d, prompted with --no-wait, is unwatched", turn)
+	}
 
 	_, errOut, code = starter(t, "status", "--session", "no-such-"+id)
 	require.Equal(t, 2, code)

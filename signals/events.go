@@ -78,6 +78,9 @@ type TurnStartedData struct {
 	// found the prompt already in it: the prompt was not sent again; the agent was asked to
 	// continue. Viewers drop the partial text of the earlier attempt all the same.
 	Resumed bool `json:"resumed,omitempty"`
+	// Unwatched is set on the turn.started of a turn prompted as unwatched
+	// (PromptRequest.Unwatched): its events arrive in batches seconds apart.
+	Unwatched bool `json:"unwatched,omitempty"`
 }
 
 // SteerAcceptedData is the data of steer.accepted.

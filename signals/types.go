@@ -42,6 +42,13 @@ type PromptRequest struct {
 	Content         json.RawMessage `json:"content,omitempty"`
 	ClientMessageID string          `json:"client_message_id"`
 	ViewerID        string          `json:"viewer_id,omitempty"`
+	// Unwatched says nobody follows this turn as it streams (a background prompt, `prompt
+	// --no-wait`): its runner journals the agent's events in batches at its longest flush
+	// interval from the start, where a watched turn's first events go out at once and then
+	// every FlushInterval. A streamed minute then costs a few dozen turn_events signals
+	// instead of hundreds; the turn's end, its permission requests and questions are not
+	// delayed.
+	Unwatched bool `json:"unwatched,omitempty"`
 }
 
 // PromptResult answers a prompt: the turn it will run as, how many prompts are ahead of it
@@ -149,6 +156,7 @@ type QueuedPrompt struct {
 	ClientMessageID string          `json:"client_message_id"`
 	Text            string          `json:"text"`
 	Content         json.RawMessage `json:"content,omitempty"`
+	Unwatched       bool            `json:"unwatched,omitempty"`
 }
 
 // QueueEntry is a queued prompt as status shows it (without its text).
@@ -274,6 +282,8 @@ type TurnInput struct {
 	// TurnStartedSignal.Beats), so that a runner of a newer build never loses a report on a
 	// session of an older one.
 	CarriedReports bool `json:"carried_reports,omitempty"`
+	// Unwatched is the prompt's PromptRequest.Unwatched.
+	Unwatched bool `json:"unwatched,omitempty"`
 }
 
 // RunTurnInput is the argument of the RunTurn activity.

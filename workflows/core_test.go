@@ -55,6 +55,8 @@ type coreRig struct {
 	holdStarts bool
 	// sent is the delivery in flight, when there is one.
 	sent *signals.Delivery
+	// inputs are the inputs of the turns started, in order.
+	inputs []signals.TurnInput
 	// closed: the run ended with session.closed (Close); it takes no more commands.
 	closed bool
 	// alarm is the timer armed; sa the search attributes last upserted; details the
@@ -95,6 +97,7 @@ func (r *coreRig) did(cmd string) {
 
 func (x rigExec) startTurn(c StartTurn) {
 	x.r.did("start-turn")
+	x.r.inputs = append(x.r.inputs, c.Input)
 	if !x.r.holdStarts {
 		x.r.input(ChildStarted{TurnID: c.Input.TurnID})
 	}

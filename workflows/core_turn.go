@@ -183,7 +183,7 @@ func (s *sessionCore) beginTurn(now time.Time) signals.TurnInput {
 	t.Clock.resume(now)
 	s.Turn = t
 	s.Steer.Begin(t.TurnID)
-	s.journal(now, signals.EventTurnStarted, t.TurnID, signals.TurnStartedData{Attempt: 1, PromptClientMessageID: p.ClientMessageID})
+	s.journal(now, signals.EventTurnStarted, t.TurnID, signals.TurnStartedData{Attempt: 1, PromptClientMessageID: p.ClientMessageID, Unwatched: p.Unwatched})
 	s.metric(MetricTurnsStarted, nil)
 	in := signals.TurnInput{
 		SessionID:       s.cfg.SessionID,
@@ -203,6 +203,7 @@ func (s *sessionCore) beginTurn(now time.Time) signals.TurnInput {
 		StartToClose:    s.cfg.Deadline + turnStartToCloseSlack,
 		Heartbeat:       TurnHeartbeat,
 		CarriedReports:  true, // turnEvents and turnFinished take them
+		Unwatched:       p.Unwatched,
 	}
 	// A run recorded before turns ran in the session keeps its TurnWorkflow children.
 	if s.ask(&s.hereVersion, turnHereChange, 1) > defaultVersion {

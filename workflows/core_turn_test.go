@@ -5,6 +5,8 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/tacp-dev/tacp/signals"
 )
 
 // A LiveTurn carried or recorded before Child and Cancel were enums says the same with its
@@ -67,4 +69,36 @@ func TestLiveTurn_EnumNames(t *testing.T) {
 	require.Equal(t, []string{"asked", "running", "ended"}, []string{childAsked.String(), childRunning.String(), childEnded.String()})
 	require.Equal(t, []string{"none", "wanted", "sent"}, []string{cancelNone.String(), cancelWanted.String(), cancelSent.String()})
 	require.Equal(t, "turnChild(9)", turnChild(9).String())
+}
+
+// A prompt sent as unwatched stays so through the queue, and across a continue-as-new while
+// it waits there: its turn's input and turn.started say so; a watched prompt's do not.
+func TestUnwatchedPromptsStartUnwatchedTurns(t *testing.T) {
+	r := newCoreRig(t, signals.SessionConfig{SessionID: "s1"})
+	r.startTurn("watched", "m1")
+	_, err := r.update(signals.UpdatePrompt, signals.PromptRequest{Text: "background", ClientMessageID: "m2", Unwatched: true})
+	require.NoError(t, err)
+	require.True(t, r.core.Queue.Items[0].Unwatched)
+	carried, err := json.Marshal(r.core.sessionState)
+	require.NoError(t, err)
+	var back sessionState
+	require.NoError(t, json.Unmarshal(carried, &back))
+	require.True(t, back.Queue.Items[0].Unwatched, "the queued prompt's unwatched survives continue-as-new")
+
+	r.signal(signals.SignalTurnFinished, signals.TurnFinishedSignal{TurnID: 1, Attempt: 1, StopReason: "end_turn"})
+	r.settle()
+	require.Len(t, r.inputs, 2)
+	require.False(t, r.inputs[0].Unwatched)
+	require.True(t, r.inputs[1].Unwatched, "the unwatched prompt's turn input")
+	var started []signals.TurnStartedData
+	for _, ev := range r.core.Journal.Events {
+		if ev.Kind == signals.EventTurnStarted {
+			var d signals.TurnStartedData
+			require.NoError(t, json.Unmarshal(ev.Data, &d))
+			started = append(started, d)
+		}
+	}
+	require.Len(t, started, 2)
+	require.False(t, started[0].Unwatched)
+	require.True(t, started[1].Unwatched)
 }

@@ -69,7 +69,7 @@ func (q *Queue) Offer(req signals.PromptRequest, busy bool) (signals.PromptResul
 	}
 	q.LastTurnID = res.TurnID
 	q.Items = append(q.Items, signals.QueuedPrompt{
-		TurnID: res.TurnID, ClientMessageID: req.ClientMessageID, Text: req.Text, Content: req.Content,
+		TurnID: res.TurnID, ClientMessageID: req.ClientMessageID, Text: req.Text, Content: req.Content, Unwatched: req.Unwatched,
 	})
 	q.Seen.Put(req.ClientMessageID, res)
 	return res, nil

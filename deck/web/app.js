@@ -453,7 +453,7 @@
           add(h('div', { class: 'ev user', data: { turn: String(t) }, text: d.text + (d.text_truncated ? ' …' : '') }));
           break;
         case 'prompt.rejected': meta(`prompt refused: ${d.type} ${d.message || ''}`, 'bad'); break;
-        case 'turn.started': meta(`turn ${t} started${d.attempt > 1 ? ` (attempt ${d.attempt})` : ''}`, '', t); break;
+        case 'turn.started': meta(`turn ${t} started${d.attempt > 1 ? ` (attempt ${d.attempt})` : ''}${d.unwatched ? ' in the background: its output arrives every few seconds' : ''}`, '', t); break;
         case 'turn.restarted':
           // A retry after a lost worker: the partial output of the lost attempt goes.
           closeBlock();

@@ -1,0 +1,91 @@
+package bench
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/tacp-dev/tacp/signals"
+	"github.com/tacp-dev/tacp/workflows"
+)
+
+// TestStreamCostTable prints what a streamed minute costs in billable actions when a person
+// follows the turn and when nobody does (signals.PromptRequest.Unwatched, `starter prompt
+// --no-wait`): two sessions of the test agent stream the same reply side by side, one chunk
+// every 50 ms for TACP_BENCH_STREAM_SECONDS (60), and each session's actions are read from
+// its history (signals.Client.Actions).
+//
+//	TACP_BENCH=1 go test ./bench -run TestStreamCostTable -v
+func TestStreamCostTable(t *testing.T) {
+	if os.Getenv("TACP_BENCH") != "1" {
+		t.Skip("set TACP_BENCH=1 to measure a streamed minute's actions")
+	}
+	secs := 60
+	if v, err := strconv.Atoi(os.Getenv("TACP_BENCH_STREAM_SECONDS")); err == nil && v > 0 {
+		secs = v
+	}
+	const every = 50 * time.Millisecond
+	chunks := int(time.Duration(secs) * time.Second / every)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Duration(secs)*time.Second*4+2*time.Minute)
+	defer cancel()
+
+	type result struct {
+		a       signals.Actions
+		minutes float64
+		err     error
+	}
+	stream := func(unwatched bool) (r result) {
+		id := fmt.Sprintf("bench-stream-%v-%s", unwatched, signals.NewID()[:8])
+		res, err := env.sc.Prompt(ctx, signals.SessionConfig{SessionID: id}, signals.PromptRequest{
+			Text: fmt.Sprintf("/chunks %d every %s", chunks, every), ClientMessageID: signals.NewID(), Unwatched: unwatched,
+		})
+		if err != nil {
+			return result{err: err}
+		}
+		var started, ended time.Time
+		err = env.sc.Watch(ctx, id, 0, func(ev signals.Event) bool {
+			if ev.TurnID == res.TurnID && ev.Kind == signals.EventTurnStarted {
+				started = ev.At
+			}
+			if ev.TurnID == res.TurnID && signals.IsTerminal(ev.Kind) {
+				ended = ev.At
+				return false
+			}
+			return true
+		})
+		if err != nil {
+			return result{err: err}
+		}
+		r.minutes = ended.Sub(started).Minutes()
+		r.a, r.err = env.sc.Actions(ctx, id)
+		return r
+	}
+	done := make(chan result, 1)
+	go func() { done <- stream(true) }()
+	watched := stream(false)
+	unwatched := <-done
+	require.NoError(t, watched.err)
+	require.NoError(t, unwatched.err)
+
+	// Activity heartbeats are billable too and no history shows them: the SDK sends at most
+	// one per 80 % of the heartbeat timeout, the same for both turns.
+	beats := 60 / (0.8 * workflows.TurnHeartbeat.Seconds())
+	perMin := func(r result, n int64) string { return fmt.Sprintf("%.0f", float64(n)/r.minutes) }
+	fmt.Printf("\nA streamed minute's billable actions, from each session's history (%d s, one chunk every %s; load %s)\n", secs, every, loadAvg())
+	fmt.Printf("| per streamed minute | watched (a person follows) | unwatched (--no-wait) |\n|---|---|---|\n")
+	row := func(name string, w, u int64) {
+		fmt.Printf("| %s | %s | %s |\n", name, perMin(watched, w), perMin(unwatched, u))
+	}
+	row("turn_events signals", watched.a.SignalsByName[signals.SignalTurnEvents], unwatched.a.SignalsByName[signals.SignalTurnEvents])
+	row("all signals", watched.a.Signals, unwatched.a.Signals)
+	row("updates, activities, timers, starts", watched.a.Total-watched.a.Signals, unwatched.a.Total-unwatched.a.Signals)
+	row("**actions in history**", watched.a.Total, unwatched.a.Total)
+	fmt.Printf("| activity heartbeats (not in history; at most) | %.1f | %.1f |\n", beats, beats)
+	fmt.Printf("| history events | %s | %s |\n", perMin(watched, watched.a.HistoryEvents), perMin(unwatched, unwatched.a.HistoryEvents))
+	fmt.Printf("(streamed %.2f / %.2f minutes; viewer queries not included: a watched turn adds its viewers' own)\n", watched.minutes, unwatched.minutes)
+}

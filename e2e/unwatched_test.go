@@ -1,0 +1,59 @@
+package e2e
+
+import (
+	"encoding/json"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/tacp-dev/tacp/signals"
+)
+
+// A turn prompted as unwatched (PromptRequest.Unwatched, `starter prompt --no-wait`) streams
+// the same reply, every chunk once and in order, in a fraction of a watched turn's
+// turn_events signals: its runner flushes at its longest interval and never at once. Both
+// turns stream the same script side by side, so a slow machine stretches both alike.
+func TestAnUnwatchedTurnStreamsInAFractionOfTheSignals(t *testing.T) {
+	t.Parallel()
+	const script = "/chunks 40 every 50ms"
+	run := func(unwatched bool) (signals.Actions, []signals.Event) {
+		id := fmt.Sprintf("%s-%v", session(t), unwatched)
+		res, err := sc.Prompt(ctxFor(t, 30*time.Second), signals.SessionConfig{SessionID: id},
+			signals.PromptRequest{Text: script, ClientMessageID: signals.NewID(), Unwatched: unwatched})
+		require.NoError(t, err)
+		evs := turnEnd(t, id, res.TurnID)
+		a, err := sc.Actions(ctxFor(t, 30*time.Second), id)
+		require.NoError(t, err)
+		return a, evs
+	}
+	type result struct {
+		a   signals.Actions
+		evs []signals.Event
+	}
+	done := make(chan result, 1)
+	go func() {
+		a, evs := run(true)
+		done <- result{a, evs}
+	}()
+	watched, _ := run(false)
+	r := <-done
+	unwatched, evs := r.a, r.evs
+
+	var want []string
+	for i := 1; i <= 40; i++ {
+		want = append(want, fmt.Sprintf("chunk %d\n", i))
+	}
+	require.Equal(t, want, agentTexts(t, evs, 1), "every chunk once, in order")
+	started := eventsOf(evs, signals.EventTurnStarted, 1)
+	require.Len(t, started, 1)
+	var sd signals.TurnStartedData
+	require.NoError(t, json.Unmarshal(started[0].Data, &sd))
+	require.True(t, sd.Unwatched, "turn.started says the turn is unwatched")
+
+	w, u := watched.SignalsByName[signals.SignalTurnEvents], unwatched.SignalsByName[signals.SignalTurnEvents]
+	t.Logf("turn_events signals: watched %d, unwatched %d; actions: watched %d, unwatched %d", w, u, watched.Total, unwatched.Total)
+	require.Positive(t, w)
+	require.LessOrEqual(t, u*4, w, "an unwatched turn sends at most a quarter of a watched turn's turn_events signals")
+}
