@@ -16,6 +16,12 @@ package activities
 // An attempt's outcome is remembered for AdoptWait after its end, for an adopter that comes
 // after it (the session continued as new just as the turn ended).
 //
+// A run is also gone when an operator terminated the session's workflow: no next run will
+// adopt the attempt. So a held attempt asks the server once what became of the session
+// (endIfSessionEnded): when its latest run has ended (terminated, or any other end but a
+// continue-as-new) the attempt ends at once and the session's agent stops, instead of the
+// attempt running on for AdoptWait and the agent for its idle TTL.
+//
 // A TurnWorkflow's attempt (InSession unset) has no owner but its own activity and runs on
 // that activity's context, exactly as before adoption existed.
 
@@ -27,6 +33,7 @@ import (
 	"sync"
 	"time"
 
+	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/api/serviceerror"
 	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/temporal"
@@ -81,6 +88,7 @@ type ownedAttempt struct {
 	key  attemptKey
 	wait time.Duration
 	log  *slog.Logger
+	host *Host
 	// ctx is the body's context: it outlives its owners, and is cancelled with the cause
 	// of the owner's end (except a run-gone one) or of a hold nobody ended.
 	ctx     context.Context
@@ -104,7 +112,7 @@ type ownedAttempt struct {
 // body's context; the activity waits for it with answer.
 func (h *Host) startAttempt(ctx context.Context, key attemptKey, wait time.Duration, log *slog.Logger) (*ownedAttempt, *attemptOwner) {
 	h.init()
-	a := &ownedAttempt{key: key, wait: wait, log: log, changed: make(chan struct{}, 1), ended: make(chan struct{})}
+	a := &ownedAttempt{key: key, wait: wait, log: log, host: h, changed: make(chan struct{}, 1), ended: make(chan struct{})}
 	a.ctx, a.cancel = context.WithCancelCause(context.WithoutCancel(ctx))
 	a.mu.Lock()
 	o := a.own(ctx)
@@ -228,6 +236,58 @@ func (a *ownedAttempt) ownerDone(o *attemptOwner, cause error) {
 		a.log.Warn("no run of the session adopted the turn attempt: it ends as lost", "wait", a.wait)
 		a.cancel(cause)
 	})
+	go a.endIfSessionEnded(gen)
+}
+
+// endIfSessionEnded ends the attempt held as hold gen, and stops the session's agent, when
+// the session's workflow has ended without a next run (an operator terminated it): no run
+// will adopt the attempt. Asked once; a server that does not answer leaves the hold to its
+// timer.
+func (a *ownedAttempt) endIfSessionEnded(gen int) {
+	h := a.host
+	if h == nil || h.Client == nil {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	how, ended := h.sessionEnded(ctx, a.key.session)
+	if !ended {
+		return
+	}
+	a.mu.Lock()
+	if a.owner != nil || a.holds != gen {
+		a.mu.Unlock()
+		return // adopted meanwhile, or held again
+	}
+	a.hold.Stop()
+	a.log.Warn("the session's workflow "+how+" without a next run: the turn attempt ends and the session's agent stops", "session", a.key.session)
+	a.cancel(fmt.Errorf("the session's workflow %s", how))
+	a.mu.Unlock()
+	_ = h.ReleaseAgent(ctx, signals.ReleaseAgentRequest{SessionID: a.key.session, Closed: true})
+}
+
+// sessionEnded reports whether the latest run of the session's workflow has ended without
+// a next run, and how ("was terminated"). A run that continued as new, or a server that does
+// not answer, is not an end.
+func (h *Host) sessionEnded(ctx context.Context, sessionID string) (string, bool) {
+	d, err := h.Client.DescribeWorkflowExecution(ctx, signals.SessionWorkflowID(sessionID), "")
+	if err != nil {
+		return "", false
+	}
+	switch d.GetWorkflowExecutionInfo().GetStatus() {
+	case enumspb.WORKFLOW_EXECUTION_STATUS_TERMINATED:
+		return "was terminated", true
+	case enumspb.WORKFLOW_EXECUTION_STATUS_CANCELED:
+		return "was cancelled", true
+	case enumspb.WORKFLOW_EXECUTION_STATUS_FAILED:
+		return "failed", true
+	case enumspb.WORKFLOW_EXECUTION_STATUS_TIMED_OUT:
+		return "timed out", true
+	case enumspb.WORKFLOW_EXECUTION_STATUS_COMPLETED:
+		return "completed", true
+	default: // running, continued as new
+		return "", false
+	}
 }
 
 // answer waits for the attempt's outcome as its owner o. An owner released before the end

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/api/serviceerror"
 	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/converter"
@@ -21,6 +22,7 @@ import (
 	"go.temporal.io/sdk/testsuite"
 	"go.temporal.io/sdk/worker"
 
+	"github.com/tacp-dev/tacp/internal/proctree"
 	"github.com/tacp-dev/tacp/signals"
 )
 
@@ -337,4 +339,33 @@ func TestAnAttemptLostWhileItsAgentStartsIsRetried(t *testing.T) {
 	out := run.wait(t)
 	ae := requireAppErr(t, out.err, signals.TypeAttemptLost)
 	require.False(t, ae.NonRetryable(), "retried: %v", out.err)
+}
+
+// An operator terminates the session mid-turn: the attempt's activity meets NotFound as
+// after a continue-as-new, but the session's latest run has ended and no run will adopt the
+// attempt. It ends at once, well within AdoptWait, and the session's agent stops instead of
+// idling until its TTL.
+func TestAHeldAttemptOfATerminatedSessionEndsAndItsAgentStops(t *testing.T) {
+	rig := newTurnRig(t, "")
+	rig.runner.AdoptWait = time.Hour // only the session's end may end the hold
+	rig.rec.mu.Lock()
+	rig.rec.ended = enumspb.WORKFLOW_EXECUTION_STATUS_TERMINATED
+	rig.rec.mu.Unlock()
+	in := inSession("s1", 1, rig.agent(), "/sleep 60s")
+	orig := rig.start(in)
+	require.Eventually(t, func() bool { return rig.host.AgentPID("s1") != 0 }, time.Minute, 5*time.Millisecond)
+	pid := rig.host.AgentPID("s1")
+
+	orig.end(runGoneErr())
+	requireHandedOver(t, orig.wait(t))
+	a := rig.host.heldAttempt(attemptKey{"s1", 1, 1})
+	require.NotNil(t, a)
+	select {
+	case <-a.ended:
+	case <-time.After(time.Minute):
+		t.Fatal("the attempt of a terminated session is still held")
+	}
+	require.ErrorContains(t, context.Cause(a.ctx), "the session's workflow was terminated")
+	require.Eventually(t, func() bool { return !proctree.Alive(pid) }, time.Minute, 10*time.Millisecond, "the agent of a terminated session stops")
+	require.Zero(t, rig.host.AgentPID("s1"))
 }

@@ -18,6 +18,9 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+	enumspb "go.temporal.io/api/enums/v1"
+	workflowpb "go.temporal.io/api/workflow/v1"
+	"go.temporal.io/api/workflowservice/v1"
 	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/converter"
@@ -44,6 +47,19 @@ type signalRecorder struct {
 	// before, when set, runs before a signal is recorded (it may hold it, as a slow server
 	// would).
 	before func(name string)
+	// ended, when set, is the status of the session's latest run (unset: running).
+	ended enumspb.WorkflowExecutionStatus
+}
+
+// DescribeWorkflowExecution answers with the status of the session's latest run.
+func (c *signalRecorder) DescribeWorkflowExecution(context.Context, string, string) (*workflowservice.DescribeWorkflowExecutionResponse, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	st := enumspb.WORKFLOW_EXECUTION_STATUS_RUNNING
+	if c.ended != enumspb.WORKFLOW_EXECUTION_STATUS_UNSPECIFIED {
+		st = c.ended
+	}
+	return &workflowservice.DescribeWorkflowExecutionResponse{WorkflowExecutionInfo: &workflowpb.WorkflowExecutionInfo{Status: st}}, nil
 }
 
 type recordedSignal struct {

@@ -9,6 +9,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -157,13 +158,19 @@ func TestOperatorsMetadataLastsAcrossContinueAsNew(t *testing.T) {
 }
 
 // A termination, which no workflow can catch, is seen by the next client: status says the
-// session was terminated by an operator, not "running"; the next `starter prompt` starts a
-// new session under the id (its journal from seq 1) and follows its turn to the end instead
-// of waiting for seqs the old journal had.
+// session was terminated by an operator, not "running"; the worker ends the turn's attempt
+// and stops the session's agent (no run will adopt the attempt); the next `starter prompt`
+// starts a new session under the id (its journal from seq 1) and follows its turn to the end
+// instead of waiting for seqs the old journal had.
 func TestOperatorsTerminateIsSeenAndTheNextPromptStartsANewSession(t *testing.T) {
 	t.Parallel()
 	id := session(t)
 	cfg := signals.SessionConfig{SessionID: id}
+	pids := prompt(t, cfg, "/pids").TurnID
+	f := strings.Fields(strings.Join(agentTexts(t, turnEnd(t, id, pids), pids), ""))
+	require.Len(t, f, 3, "pids AGENT CHILD")
+	agentPID, err := strconv.Atoi(f[1])
+	require.NoError(t, err)
 	for i := 0; i < 3; i++ { // a journal longer than the new session's first turn
 		turnEnd(t, id, prompt(t, cfg, "/chunks 3").TurnID)
 	}
@@ -171,6 +178,18 @@ func TestOperatorsTerminateIsSeenAndTheNextPromptStartsANewSession(t *testing.T)
 	waitFor(t, id, func(ev signals.Event) bool { return ev.TurnID == res.TurnID && ev.Kind == signals.EventAgentUpdate })
 	wid := signals.SessionWorkflowID(id)
 	require.NoError(t, tc.TerminateWorkflow(ctxFor(t, 10*time.Second), wid, "", "stuck, said the operator"))
+
+	// The attempt's next heartbeat finds its run gone; the worker asks what became of the
+	// session and stops its agent, instead of holding the attempt for a run that never comes
+	// (AdoptWait, a minute) and the agent for its idle TTL (10 minutes).
+	stopped := ctxFor(t, 45*time.Second)
+	for proctree.Alive(agentPID) {
+		select {
+		case <-stopped.Done():
+			t.Fatalf("the agent (pid %d) of the terminated session still runs", agentPID)
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
 
 	st, err := sc.Status(ctxFor(t, 30*time.Second), id)
 	require.NoError(t, err)
