@@ -515,3 +515,58 @@ func TestBrowserReadableAndTouchable(t *testing.T) {
 		require.Contains(t, textOf(t, ctx, "#pending .question"), "javascript:alert(1)")
 	}
 }
+
+// hideJS makes the page hidden, as opening another tab in front of it does.
+const hideJS = `Object.defineProperty(document, 'hidden', { configurable: true, get: () => true });
+Object.defineProperty(document, 'visibilityState', { configurable: true, get: () => 'hidden' });
+document.dispatchEvent(new Event('visibilitychange')); undefined`
+
+// showJS makes it visible again.
+const showJS = `Object.defineProperty(document, 'hidden', { configurable: true, get: () => false });
+Object.defineProperty(document, 'visibilityState', { configurable: true, get: () => 'visible' });
+document.dispatchEvent(new Event('visibilitychange')); undefined`
+
+// TestBrowserEightTabsOnOneDeck: a browser gives one host six HTTP/1.1 connections, and an
+// open session's page holds a stream, so a seventh tab stayed blank. A hidden tab lets its
+// stream go: eight tabs open one after another, each hidden once it is live (as the next
+// one in front of it hides it), and every one of them shows its session live; the first,
+// shown again, streams on from where it was.
+func TestBrowserEightTabsOnOneDeck(t *testing.T) {
+	d := newTestDeck(t)
+	bctx := browser(t)
+	id := session(t)
+	cfg := signals.SessionConfig{SessionID: id}
+	turnEnd(t, id, prompt(t, cfg, "/chunks 1").TurnID)
+
+	var tabs []context.Context
+	for i := range 8 {
+		tctx := bctx
+		if i > 0 {
+			var cancel context.CancelFunc
+			tctx, cancel = chromedp.NewContext(bctx)
+			t.Cleanup(cancel)
+			// The tab opens on the first run: on tctx, so that the bounded context of its
+			// load below does not close it when it ends.
+			require.NoError(t, chromedp.Do(tctx))
+		}
+		lctx, cancel := context.WithTimeout(tctx, 60*time.Second)
+		err := chromedp.Do(lctx,
+			chromedp.Navigate(d.URL+"/#token="+d.operator),
+			chromedp.WaitVisible(css(`#sessions`)),
+			chromedp.Evaluate[chromedp.Void](`location.hash = '#/s/' + encodeURIComponent(`+jsString(id)+`); undefined`),
+			chromedp.WaitVisible(css(`#live.on`)),
+		)
+		cancel()
+		require.NoError(t, err, "tab %d shows the session live", i+1)
+		if i < 7 {
+			require.NoError(t, chromedp.Do(tctx, chromedp.Evaluate[chromedp.Void](hideJS)), "tab %d hidden", i+1)
+			waitText(t, tctx, "#live", "paused")
+		}
+		tabs = append(tabs, tctx)
+	}
+
+	require.NoError(t, chromedp.Do(tabs[0], chromedp.Evaluate[chromedp.Void](showJS)))
+	turnEnd(t, id, prompt(t, cfg, "/chunks 2").TurnID)
+	waitText(t, tabs[0], "#transcript", "chunk 2")
+	waitText(t, tabs[0], "#live", "live")
+}

@@ -267,6 +267,8 @@
 
     let stopped = false;
     let es = null;
+    // streamDone: the stream ended for good (the session closed, or it was refused).
+    let streamDone = false;
     let lastSeq = 0;
     let skew = 0; // server clock minus ours, for deadlines
     let status = null;
@@ -530,8 +532,9 @@
         enqueue({ kind: 'stream.gap', data: d });
         refreshSoon();
       });
-      es.addEventListener('end', () => { es.close(); setLive('closed'); });
+      es.addEventListener('end', () => { streamDone = true; es.close(); setLive('closed'); });
       es.addEventListener('rejected', (e) => {
+        streamDone = true;
         es.close();
         const d = JSON.parse(e.data);
         setLive('stopped');
@@ -545,11 +548,12 @@
           // before trying again; a dropped connection instead reconnects by itself.
           setTimeout(async () => {
             if (stopped) return;
+            if (document.hidden) { es = null; return; } // shown again, it connects
             try {
               await api('GET', `/api/sessions/${enc(id)}`);
               connect();
             } catch (x) {
-              if (x.status === 404) { setLive('stopped'); meta(`no session ${id}`, 'bad'); } else if (x.status !== 401) setTimeout(connect, 3000);
+              if (x.status === 404) { streamDone = true; setLive('stopped'); meta(`no session ${id}`, 'bad'); } else if (x.status !== 401) setTimeout(connect, 3000);
             }
           }, 2000);
         }
@@ -912,10 +916,19 @@
       refreshStatus();
     }
 
-    const onVisible = () => { if (!document.hidden) refreshStatus(); };
+    // A hidden tab lets its stream go: a browser gives a host six connections, so a stream
+    // per open tab left the seventh tab blank. Shown again, it reads on from lastSeq.
+    const onVisible = () => {
+      if (document.hidden) {
+        if (es && !streamDone) { es.close(); es = null; setLive('paused'); }
+        return;
+      }
+      refreshStatus();
+      if (!es && !streamDone && !stopped) connect();
+    };
     document.addEventListener('visibilitychange', onVisible);
     refreshStatus();
-    connect();
+    if (!document.hidden) connect();
     return {
       stop() {
         stopped = true;
