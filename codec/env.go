@@ -5,9 +5,16 @@ package codec
 import (
 	"fmt"
 	"os"
+	"strings"
 
 	"go.temporal.io/sdk/converter"
 )
+
+// Configured reports whether the environment names encryption keys (TACP_CODEC_KEYS or
+// TACP_CODEC_KEY_FILE), valid or not: DataConverterFromEnv reports a bad one.
+func Configured() bool {
+	return strings.TrimSpace(os.Getenv(EnvKeys)) != "" || os.Getenv(EnvKeyFile) != ""
+}
 
 // DataConverterFromEnv is the payload converter of every tacp client and worker: the SDK's
 // default, encrypted with the keys of TACP_CODEC_KEYS or TACP_CODEC_KEY_FILE when either is

@@ -14,12 +14,15 @@ import (
 	"github.com/stretchr/testify/require"
 	commonpb "go.temporal.io/api/common/v1"
 	enumspb "go.temporal.io/api/enums/v1"
+	sdkpb "go.temporal.io/api/sdk/v1"
 	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/converter"
 	"google.golang.org/protobuf/encoding/protojson"
 
 	"github.com/tacp-dev/tacp/codec"
 	"github.com/tacp-dev/tacp/internal/tacpworker"
 	"github.com/tacp-dev/tacp/signals"
+	"github.com/tacp-dev/tacp/workflows"
 )
 
 func newKeys(t *testing.T, id string) codec.Keys {
@@ -57,7 +60,8 @@ func TestEncryptedPayloadsHideTranscriptsFromTheRawHistory(t *testing.T) {
 	cc, err := srv.NewClient(ctxFor(t, 10*time.Second), client.Options{DataConverter: codec.DataConverter(keys)})
 	require.NoError(t, err)
 	t.Cleanup(cc.Close)
-	_, ec := extraWorker(t, cc, tacpworker.Options{Agent: testAgentCmd("-steering")})
+	_, ec := extraWorker(t, cc, tacpworker.Options{Agent: testAgentCmd("-steering"), Build: workflows.Build{Confidential: true}})
+	ec.Confidential = true
 	ctx := ctxFor(t, 60*time.Second)
 
 	id := session(t)
@@ -65,6 +69,8 @@ func TestEncryptedPayloadsHideTranscriptsFromTheRawHistory(t *testing.T) {
 	_, err = ec.Prompt(ctx, cfg, signals.PromptRequest{Text: "/echo\nXYZZY-PROMPT"})
 	require.NoError(t, err)
 	waitEncrypted(t, ec, id, 1)
+	_, err = signals.Call(ctx, ec, id, signals.Updates.SetTitle, signals.SetTitleRequest{Title: "XYZZY-TITLE"})
+	require.NoError(t, err)
 	_, err = ec.Prompt(ctx, cfg, signals.PromptRequest{Text: "/sleep 1s"})
 	require.NoError(t, err)
 	require.Eventually(t, func() bool {
@@ -84,6 +90,14 @@ func TestEncryptedPayloadsHideTranscriptsFromTheRawHistory(t *testing.T) {
 		req.RequestID = st.PendingPermissions[0].RequestID
 		return true
 	}, 30*time.Second, 50*time.Millisecond)
+	// What the Temporal UI shows of the session, decoded as its codec server decodes it,
+	// holds no word of the prompt, the title or the agent's request: the UI renders it
+	// through its own server with the text in a URL.
+	shown := uiMetadata(t, cc, codec.DataConverter(keys), id)
+	require.Contains(t, shown, "waiting for approval of")
+	for _, secret := range []string{"XYZZY", "README.md"} {
+		require.NotContains(t, shown, secret, "the Temporal UI's metadata shows %q", secret)
+	}
 	_, err = ec.PermissionRespond(ctx, id, signals.PermissionRespondRequest{RequestID: req.RequestID, OptionID: "allow"})
 	require.NoError(t, err)
 	waitEncrypted(t, ec, id, 3)
@@ -129,6 +143,25 @@ func TestEncryptedPayloadsHideTranscriptsFromTheRawHistory(t *testing.T) {
 	var decoded commonpb.Payloads
 	require.NoError(t, protojson.Unmarshal(out, &decoded))
 	require.Contains(t, string(decoded.GetPayloads()[0].GetData()), "XYZZY-PROMPT")
+}
+
+// uiMetadata is what the Temporal UI shows of session id beside its payloads, decoded with
+// c's codec: its static summary and details, and its Current Details.
+func uiMetadata(t *testing.T, c client.Client, dc converter.DataConverter, id string) string {
+	t.Helper()
+	ctx := ctxFor(t, 30*time.Second)
+	desc, err := c.DescribeWorkflowExecution(ctx, signals.SessionWorkflowID(id), "")
+	require.NoError(t, err)
+	md := desc.GetExecutionConfig().GetUserMetadata()
+	var summary, details string
+	require.NoError(t, dc.FromPayload(md.GetSummary(), &summary))
+	require.NoError(t, dc.FromPayload(md.GetDetails(), &details))
+	v, err := c.QueryWorkflow(ctx, signals.SessionWorkflowID(id), "", "__temporal_workflow_metadata")
+	require.NoError(t, err)
+	var wm sdkpb.WorkflowMetadata
+	require.NoError(t, v.Get(&wm))
+	require.Contains(t, summary, id)
+	return summary + "\n" + details + "\n" + wm.GetCurrentDetails()
 }
 
 // waitEncrypted waits for turn's terminal event through the codec client.

@@ -25,6 +25,10 @@ type Client struct {
 	// SafetyPoll is the longest a viewer that follows a session (Follow, Watch) goes without
 	// an events query while the session's history wakes nothing (0: DefaultSafetyPoll).
 	SafetyPoll time.Duration
+	// Confidential keeps prompt text out of a new session's static details (the Temporal
+	// UI's user metadata): set it when the client's payloads are encrypted, as the UI renders
+	// user metadata, once decoded, through its own server with the text in a URL.
+	Confidential bool
 }
 
 // NewClient returns a Client that starts sessions on taskQueue (DefaultTaskQueue if empty).
@@ -170,12 +174,13 @@ func (c *Client) updateWithStart(ctx context.Context, cfg SessionConfig, name st
 
 // startOptions are a session's start options. The static summary and details, what the
 // Temporal UI shows of a session at a glance, name the session, its agent profile and
-// workspace and, when first is a prompt, how that prompt begins. They are the first run's
+// workspace and, when first is a prompt and the client is not Confidential, how that prompt
+// begins. They are the first run's
 // only: a run started by continue-as-new shows the same in its Current Details.
 func (c *Client) startOptions(cfg SessionConfig, first any) client.StartWorkflowOptions {
 	summary := fmt.Sprintf("tacp session %s · agent %s · workspace %s", cfg.SessionID, orDefault(cfg.Agent, "the worker's default"), orDefault(cfg.Workspace, "its own folder"))
 	details := fmt.Sprintf("agent profile: %s\nworkspace: %s", orDefault(cfg.Agent, "worker default"), orDefault(cfg.Workspace, "worker default"))
-	if p, ok := first.(PromptRequest); ok && p.Text != "" {
+	if p, ok := first.(PromptRequest); ok && p.Text != "" && !c.Confidential {
 		begin := []rune(strings.Join(strings.Fields(p.Text), " "))
 		if len(begin) > 80 {
 			begin = append(begin[:80], '…')

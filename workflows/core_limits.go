@@ -149,8 +149,12 @@ func (s *sessionCore) limitDetails() string {
 	if v.Backoff {
 		how = " (backing off: the agent gave no reset time)"
 	}
+	msg := v.Message
+	if s.build.Confidential {
+		msg = string(v.Reason)
+	}
 	return fmt.Sprintf("\n\nwaiting for %s at %s%s — turn %d, attempt %d: %s — `starter retry --session %s` runs it now, `starter cancel --session %s` gives up",
-		what, v.RetryAt.UTC().Format("2006-01-02 15:04:05 UTC"), how, v.TurnID, v.Attempt, v.Message, s.cfg.SessionID, s.cfg.SessionID)
+		what, v.RetryAt.UTC().Format("2006-01-02 15:04:05 UTC"), how, v.TurnID, v.Attempt, msg, s.cfg.SessionID, s.cfg.SessionID)
 }
 
 // answeredBy names who answered a person's request: the name the client gave, else the

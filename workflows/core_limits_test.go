@@ -39,6 +39,10 @@ func TestCore_LimitedTurnWaitsAndTheNextAttemptEndsTheWait(t *testing.T) {
 	require.Nil(t, st.TurnDeadline, "the clock is paused while the turn waits")
 	require.Equal(t, &retryAt, r.core.waitingUntil())
 	require.Contains(t, r.core.details(), "waiting for the usage limit to reset at 2026-12-01 12:02:00 UTC (backing off")
+	require.Contains(t, r.core.details(), "Claude is temporarily rate limited.")
+	r.core.build.Confidential = true
+	require.NotContains(t, r.core.details(), "Claude is temporarily", "a confidential session shows no provider's words")
+	r.core.build.Confidential = false
 	_, err := do[signals.SteerResult](r, signals.UpdateSteer, signals.SteerRequest{Text: "x", ExpectedTurnID: "1"})
 	require.Error(t, err, "no steer reaches a turn that waits")
 

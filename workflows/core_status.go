@@ -38,7 +38,7 @@ func (s *sessionCore) details() string {
 	state, turn, _ := s.searchAttributes()
 	var b strings.Builder
 	fmt.Fprintf(&b, "**%s** · turn %d", state, turn)
-	if s.Title != "" {
+	if s.Title != "" && !s.build.Confidential {
 		fmt.Fprintf(&b, " · %q", s.Title)
 	}
 	if s.Turn != nil && s.Turn.Cancel == cancelNone {
@@ -56,7 +56,7 @@ func (s *sessionCore) details() string {
 	}
 	for _, p := range s.pendingPermissions() {
 		title := p.Title
-		if title == "" {
+		if title == "" || s.build.Confidential {
 			title = p.Kind
 		}
 		fmt.Fprintf(&b, "\n\nwaiting for approval of *%s* (`%s`, turn %d) until %s — `starter approve --session %s %s`",

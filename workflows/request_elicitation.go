@@ -207,7 +207,10 @@ func (s *sessionCore) elicitationDetails() string {
 	out := ""
 	for _, e := range s.Elicitations {
 		what := "*" + e.Message + "*"
-		if e.Mode == signals.ElicitationURL {
+		switch {
+		case s.build.Confidential:
+			what = "a question"
+		case e.Mode == signals.ElicitationURL:
 			what += " (open " + e.URL + ")"
 		}
 		out += fmt.Sprintf("\n\nwaiting for an answer to %s (`%s`, turn %d) until %s — `starter answer --session %s %s ...`",

@@ -35,6 +35,10 @@ func TestCore_QuestionFirstValidAnswerWins(t *testing.T) {
 	_, _, awaiting := r.core.searchAttributes()
 	require.True(t, awaiting)
 	require.Contains(t, r.core.details(), "waiting for an answer to *Which approach?* (`q1.1.1`, turn 1)")
+	r.core.build.Confidential = true
+	require.Contains(t, r.core.details(), "waiting for an answer to a question (`q1.1.1`, turn 1)")
+	require.NotContains(t, r.core.details(), "Which approach")
+	r.core.build.Confidential = false
 
 	bad := signals.ElicitationRespondRequest{RequestID: "q1.1.1", Action: signals.ActionAccept, Content: json.RawMessage(`{"question_0":"middle"}`)}
 	require.ErrorContains(t, validateErr(r, signals.UpdateElicitationRespond, bad), "question_0 must be one of left, right")

@@ -16,6 +16,7 @@ import (
 
 	"go.temporal.io/sdk/client"
 
+	"github.com/tacp-dev/tacp/codec"
 	"github.com/tacp-dev/tacp/internal/dial"
 	"github.com/tacp-dev/tacp/internal/flagenv"
 	"github.com/tacp-dev/tacp/internal/transcript"
@@ -86,6 +87,7 @@ func (e *env) connect(ctx context.Context) error {
 func (e *env) client(tc client.Client) *signals.Client {
 	c := signals.NewClient(tc, e.queue)
 	c.SafetyPoll = e.safetyPoll
+	c.Confidential = codec.Configured()
 	return c
 }
 

@@ -31,6 +31,7 @@ import (
 	"github.com/tacp-dev/tacp/internal/tacpworker"
 	"github.com/tacp-dev/tacp/internal/telemetry"
 	"github.com/tacp-dev/tacp/signals"
+	"github.com/tacp-dev/tacp/workflows"
 )
 
 // Run runs the worker with args (without the program name); name is how usage calls it
@@ -208,6 +209,7 @@ func run(name string, args []string, dry **flag.FlagSet) error {
 		CheckpointStore: store, CheckpointExclude: splitList(*cpExclude), CheckpointMaxFileBytes: *cpMaxFile,
 		Deployment:   tacpworker.Deployment{Name: *depName, BuildID: *depBuild},
 		LimitMaxWait: *limitWait, LimitBackoff: *limitBack,
+		Build: workflows.Build{Confidential: codec.Configured()},
 	})
 	if err != nil {
 		return err
