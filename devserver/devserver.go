@@ -48,6 +48,10 @@ type Options struct {
 	Port int
 	// UIPort of the Web UI; 0 means no UI.
 	UIPort int
+	// UICodecEndpoint is the codec server the Web UI's pages decode payloads with (the
+	// browser calls it, not the UI's server); empty: none, unless a person sets one in the
+	// UI's settings.
+	UICodecEndpoint string
 	// Namespace registered at start; default "default".
 	Namespace string
 	// Logger for the server; nil discards server logs (they are noisy and not ours).
@@ -198,6 +202,7 @@ func Start(ctx context.Context, opts Options) (*Server, error) {
 			HideLogs:            true,
 			DisableNewsFetch:    true,
 			CORS:                uiconfig.CORS{CookieInsecure: true},
+			Codec:               uiconfig.Codec{Endpoint: opts.UICodecEndpoint},
 		}))
 		go func() { _ = s.ui.Start() }()
 		s.uiURL = fmt.Sprintf("http://%s", net.JoinHostPort(opts.IP, strconv.Itoa(opts.UIPort)))

@@ -2,14 +2,24 @@ package e2e
 
 import (
 	"bytes"
+	"context"
 	"crypto/rand"
 	"encoding/base64"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
+	neturl "net/url"
+	"os"
+	"os/exec"
 	"strings"
+	"sync"
 	"testing"
 	"time"
+
+	"github.com/chromedp/cdproto/cdp"
+	"github.com/chromedp/cdproto/network"
+	"github.com/chromedp/chromedp"
 
 	"github.com/stretchr/testify/require"
 	commonpb "go.temporal.io/api/common/v1"
@@ -20,6 +30,8 @@ import (
 	"google.golang.org/protobuf/encoding/protojson"
 
 	"github.com/tacp-dev/tacp/codec"
+	"github.com/tacp-dev/tacp/devserver"
+	"github.com/tacp-dev/tacp/internal/freeport"
 	"github.com/tacp-dev/tacp/internal/tacpworker"
 	"github.com/tacp-dev/tacp/signals"
 	"github.com/tacp-dev/tacp/workflows"
@@ -27,12 +39,20 @@ import (
 
 func newKeys(t *testing.T, id string) codec.Keys {
 	t.Helper()
+	keys, _ := newKeySpec(t, id)
+	return keys
+}
+
+// newKeySpec returns a fresh keyring of one key and its TACP_CODEC_KEYS spelling.
+func newKeySpec(t *testing.T, id string) (codec.Keys, string) {
+	t.Helper()
 	key := make([]byte, 32)
 	_, err := rand.Read(key)
 	require.NoError(t, err)
-	keys, err := codec.ParseKeys(id + ":" + base64.StdEncoding.EncodeToString(key))
+	spec := id + ":" + base64.StdEncoding.EncodeToString(key)
+	keys, err := codec.ParseKeys(spec)
 	require.NoError(t, err)
-	return keys
+	return keys, spec
 }
 
 // rawHistory returns a session's history as protojson, read by a client without the codec.
@@ -171,4 +191,124 @@ func waitEncrypted(t *testing.T, c *signals.Client, id string, turn int64) {
 		return !(ev.TurnID == turn && signals.IsTerminal(ev.Kind))
 	})
 	require.NoError(t, err)
+}
+
+// TestTemporalUIDecodesAnEncryptedSessionThroughTheCodecServer is the documented set-up for
+// the Temporal UI: `starter codec-server` without a token (loopback, the UI's origin only)
+// as the UI's codec endpoint. In headless Chromium the session's page shows its input
+// decoded, through the codec server, and no request the page makes carries the prompt, the
+// title or the agent's request in its URL.
+func TestTemporalUIDecodesAnEncryptedSessionThroughTheCodecServer(t *testing.T) {
+	t.Parallel()
+	bctx := browser(t)
+	keys, spec := newKeySpec(t, "k1")
+	ports, err := freeport.Take("127.0.0.1", 2)
+	require.NoError(t, err)
+	uiURL := fmt.Sprintf("http://127.0.0.1:%d", ports[0])
+	codecURL := fmt.Sprintf("http://127.0.0.1:%d", ports[1])
+
+	ctx := ctxFor(t, 3*time.Minute)
+	cs := exec.CommandContext(ctx, starterBin, "codec-server", "--listen", fmt.Sprintf("127.0.0.1:%d", ports[1]), "--origins", uiURL)
+	cs.Env = append(os.Environ(), codec.EnvKeys+"="+spec)
+	var csErr bytes.Buffer
+	cs.Stderr = &csErr
+	require.NoError(t, cs.Start())
+	t.Cleanup(func() { _ = cs.Process.Kill(); _ = cs.Wait() })
+	require.Eventually(t, func() bool {
+		resp, err := http.Get(codecURL + "/healthz")
+		if err == nil {
+			resp.Body.Close()
+		}
+		return err == nil && resp.StatusCode == http.StatusOK
+	}, 30*time.Second, 50*time.Millisecond, "the codec server listens: %s", &csErr)
+
+	ui, err := devserver.Start(ctx, devserver.Options{UIPort: ports[0], UICodecEndpoint: codecURL})
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = ui.Stop() })
+	cc, err := ui.NewClient(ctx, client.Options{DataConverter: codec.DataConverter(keys)})
+	require.NoError(t, err)
+	t.Cleanup(cc.Close)
+	_, ec := extraWorker(t, cc, tacpworker.Options{Agent: testAgentCmd(), Build: workflows.Build{Confidential: true}})
+	ec.Confidential = true
+
+	id := session(t)
+	cfg := signals.SessionConfig{SessionID: id, Policy: "ask_always"}
+	_, err = ec.Prompt(ctx, cfg, signals.PromptRequest{Text: "/echo\nXYZZY-PROMPT"})
+	require.NoError(t, err)
+	waitEncrypted(t, ec, id, 1)
+	_, err = signals.Call(ctx, ec, id, signals.Updates.SetTitle, signals.SetTitleRequest{Title: "XYZZY-TITLE"})
+	require.NoError(t, err)
+	_, err = ec.Prompt(ctx, cfg, signals.PromptRequest{Text: "/permission edit"})
+	require.NoError(t, err)
+	require.Eventually(t, func() bool {
+		st, err := ec.Status(ctx, id)
+		return err == nil && len(st.PendingPermissions) == 1
+	}, 30*time.Second, 50*time.Millisecond)
+
+	var mu sync.Mutex
+	var urls []string
+	require.NoError(t, chromedp.Listen(bctx, func(ev any) {
+		if e, ok := ev.(*network.EventRequestWillBeSent); ok {
+			mu.Lock()
+			urls = append(urls, e.Request.URL)
+			mu.Unlock()
+		}
+	}))
+	_, err = chromedp.Run(bctx, chromedp.Func(func(ctx context.Context, tg *chromedp.Target) error {
+		_, err := cdp.Call(ctx, tg, network.Enable, network.EnableParams{})
+		return err
+	}))
+	require.NoError(t, err)
+
+	d, err := cc.DescribeWorkflowExecution(ctx, signals.SessionWorkflowID(id), "")
+	require.NoError(t, err)
+	run := uiURL + "/namespaces/" + ui.Namespace() + "/workflows/" + signals.SessionWorkflowID(id) + "/" + d.WorkflowExecutionInfo.Execution.RunId
+	// The workflow's input, decoded: the session's config names its policy, which the raw
+	// (encrypted) history does not show.
+	uiShows(t, bctx, run+"/history", `"policy": "ask_always"`)
+	uiShows(t, bctx, run+"/user-metadata", "waiting for approval of", "suspended")
+
+	mu.Lock()
+	defer mu.Unlock()
+	decoded := false
+	for _, u := range urls {
+		plain, err := neturl.QueryUnescape(u)
+		if err != nil {
+			plain = u
+		}
+		for _, secret := range []string{"XYZZY", "README.md"} {
+			require.NotContains(t, plain, secret, "the page sent %q in a URL: %s", secret, u)
+		}
+		decoded = decoded || strings.HasPrefix(u, codecURL+"/decode")
+	}
+	require.True(t, decoded, "the page decoded through the codec server; it asked:\n%s", strings.Join(urls, "\n"))
+}
+
+// uiShows opens url in the browser and waits until the page's text holds every want.
+func uiShows(t *testing.T, ctx context.Context, url string, want ...string) {
+	t.Helper()
+	_, err := chromedp.Run(ctx, chromedp.Navigate(url))
+	require.NoError(t, err)
+	var text string
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		text, err = chromedp.Run(ctx, chromedp.Evaluate[string](pageText))
+		if err == nil && containsAll(text, want) {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the UI at %s does not show %q; it shows:\n%s", url, want, text)
+		}
+		// The page renders asynchronously: wait for its next state.
+		_, _ = chromedp.Run(ctx, chromedp.Poll[bool](`new Promise((r) => setTimeout(() => r(true), 250))`, chromedp.WithPollingTimeout(time.Second)))
+	}
+}
+
+func containsAll(s string, want []string) bool {
+	for _, w := range want {
+		if !strings.Contains(s, w) {
+			return false
+		}
+	}
+	return true
 }

@@ -37,9 +37,10 @@ func cmdCodecServer(ctx context.Context, e *env, fs *flag.FlagSet, args []string
 	if *token == "" && !isLoopback(host) {
 		return e.fail(errors.New("--token is required to serve beyond loopback"))
 	}
-	handler := codec.NewServer(keys, *token, strings.Split(*origins, ","))
+	allowed := strings.Split(*origins, ",")
+	handler := codec.NewServer(keys, *token, allowed)
 	if *token == "" {
-		handler = loopbackHostOnly(handler)
+		handler = tokenlessGuard(allowed, handler)
 	}
 	srv := &http.Server{
 		Addr:              *listen,
@@ -59,11 +60,17 @@ func cmdCodecServer(ctx context.Context, e *env, fs *flag.FlagSet, args []string
 	return exitOK
 }
 
-// loopbackHostOnly refuses a request whose Host is not a loopback name: a tokenless codec
-// server holds the keys behind nothing but its loopback address, and a page of another
-// site whose name resolves to 127.0.0.1 (DNS rebinding) reaches that address with its own
-// name in Host.
-func loopbackHostOnly(next http.Handler) http.Handler {
+// tokenlessGuard is what stands before the keys of a tokenless codec server, the set-up the
+// Temporal UI can use (its pages send no bearer token of ours). It refuses a request whose
+// Host is not a loopback name: a page of another site whose name resolves to 127.0.0.1 (DNS
+// rebinding) reaches the loopback address with its own name in Host. And it refuses a
+// request from a page of an origin not in allowed: only the Temporal UI's pages, and programs
+// on this machine (which send no Origin), reach the codec.
+func tokenlessGuard(allowed []string, next http.Handler) http.Handler {
+	origins := map[string]bool{}
+	for _, o := range allowed {
+		origins[strings.TrimSpace(o)] = true
+	}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		host, _, err := net.SplitHostPort(r.Host)
 		if err != nil {
@@ -71,6 +78,10 @@ func loopbackHostOnly(next http.Handler) http.Handler {
 		}
 		if !isLoopback(strings.Trim(host, "[]")) {
 			http.Error(w, "a tokenless codec server answers only requests to a loopback name (localhost, 127.0.0.1, [::1]); serve it with --token to name it otherwise", http.StatusMisdirectedRequest)
+			return
+		}
+		if o := r.Header.Get("Origin"); o != "" && r.Method != http.MethodOptions && !origins[o] {
+			http.Error(w, "a tokenless codec server answers only the pages of its --origins", http.StatusForbidden)
 			return
 		}
 		next.ServeHTTP(w, r)

@@ -33,9 +33,26 @@ func TestDemoSaysWhereItWent(t *testing.T) {
 }
 
 // A tokenless codec server answers only requests named to a loopback host: a foreign name
-// that resolves to 127.0.0.1 (DNS rebinding) is refused before the keys are reached.
+// that resolves to 127.0.0.1 (DNS rebinding) is refused before the keys are reached. A page
+// of an origin not in its --origins is refused too; a program (no Origin) is answered.
 func TestTokenlessCodecServerAnswersLoopbackNamesOnly(t *testing.T) {
-	h := loopbackHostOnly(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(http.StatusOK) }))
+	ok := http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(http.StatusOK) })
+	h := tokenlessGuard([]string{"http://localhost:8233", " http://127.0.0.1:8233"}, ok)
+	for origin, want := range map[string]int{
+		"": http.StatusOK, "http://localhost:8233": http.StatusOK, "http://127.0.0.1:8233": http.StatusOK,
+		"http://evil.example": http.StatusForbidden, "http://localhost:9999": http.StatusForbidden, "null": http.StatusForbidden,
+	} {
+		r := httptest.NewRequest("POST", "/decode", nil)
+		r.Host = "127.0.0.1:8081"
+		if origin != "" {
+			r.Header.Set("Origin", origin)
+		}
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, r)
+		if rec.Code != want {
+			t.Errorf("Origin %q: %d, want %d", origin, rec.Code, want)
+		}
+	}
 	for host, want := range map[string]int{
 		"127.0.0.1:8081": http.StatusOK, "localhost:8081": http.StatusOK, "[::1]:8081": http.StatusOK, "localhost": http.StatusOK,
 		"evil.example:8081": http.StatusMisdirectedRequest, "evil.example": http.StatusMisdirectedRequest, "10.0.0.5:8081": http.StatusMisdirectedRequest,
