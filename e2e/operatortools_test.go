@@ -9,12 +9,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
+	commonpb "go.temporal.io/api/common/v1"
 	enumspb "go.temporal.io/api/enums/v1"
 	sdkpb "go.temporal.io/api/sdk/v1"
 	"go.temporal.io/api/workflowservice/v1"
@@ -218,6 +220,89 @@ func TestOperatorsTerminateIsSeenAndTheNextPromptStartsANewSession(t *testing.T)
 	require.NoError(t, err)
 	require.Equal(t, signals.StateIdle, st.State)
 	require.Empty(t, st.Ended)
+}
+
+// A reset to the run's last workflow task (the Temporal UI's Reset, `temporal workflow reset
+// --type LastWorkflowTask`) of an idle session repeats nothing and leaves a true session: a
+// viewer that follows it across the reset sees the next turn, status is true, the journal
+// goes on without a seq used twice, and `starter prompt` ends.
+func TestOperatorsResetToTheLastTaskLeavesATrueSession(t *testing.T) {
+	t.Parallel()
+	id := session(t)
+	cfg := signals.SessionConfig{SessionID: id}
+	for i := 0; i < 2; i++ {
+		turnEnd(t, id, prompt(t, cfg, "/chunks 2").TurnID)
+	}
+	before := allEvents(t, id)
+	last := before[len(before)-1].Seq
+
+	// A viewer attached before the reset, waiting for the next turn's end.
+	watched := make(chan error, 1)
+	wctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	go func() {
+		saw := false
+		err := sc.Watch(wctx, id, last, func(ev signals.Event) bool {
+			saw = ev.TurnID == 3 && signals.IsTerminal(ev.Kind)
+			return !saw
+		})
+		if err == nil && !saw {
+			err = errors.New("the watch ended before turn 3 did")
+		}
+		watched <- err
+	}()
+
+	wid := signals.SessionWorkflowID(id)
+	d, err := tc.DescribeWorkflowExecution(ctxFor(t, 10*time.Second), wid, "")
+	require.NoError(t, err)
+	oldRun := d.GetWorkflowExecutionInfo().GetExecution().GetRunId()
+	var lastTask int64
+	it := tc.GetWorkflowHistory(ctxFor(t, 10*time.Second), wid, oldRun, false, enumspb.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)
+	for it.HasNext() {
+		ev, err := it.Next()
+		require.NoError(t, err)
+		if ev.GetEventType() == enumspb.EVENT_TYPE_WORKFLOW_TASK_COMPLETED {
+			lastTask = ev.GetEventId()
+		}
+	}
+	resp, err := tc.ResetWorkflowExecution(ctxFor(t, 10*time.Second), &workflowservice.ResetWorkflowExecutionRequest{
+		Namespace:                 srv.Namespace(),
+		WorkflowExecution:         &commonpb.WorkflowExecution{WorkflowId: wid, RunId: oldRun},
+		Reason:                    "retry a stuck task",
+		WorkflowTaskFinishEventId: lastTask,
+		RequestId:                 signals.NewID(),
+	})
+	require.NoError(t, err)
+	require.NotEqual(t, oldRun, resp.GetRunId())
+
+	st, err := sc.Status(ctxFor(t, 30*time.Second), id)
+	require.NoError(t, err)
+	require.Equal(t, signals.StateIdle, st.State)
+	require.Empty(t, st.Ended)
+	ctx, cancelRun := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancelRun()
+	out, errOut, code, err := runStarter(ctx, "prompt", "--session", id, "/chunks 2")
+	require.NoError(t, err)
+	require.NoError(t, ctx.Err(), "starter prompt hung after the reset: %s", errOut)
+	require.Equal(t, 0, code, errOut)
+	require.Contains(t, out, "chunk 2")
+	require.NoError(t, <-watched, "the viewer attached before the reset sees turn 3 end")
+
+	evs := allEvents(t, id)
+	// The events of the task the reset repeats are journaled again, the same but for their
+	// time.
+	untimed := func(evs []signals.Event) []signals.Event {
+		out := slices.Clone(evs)
+		for i := range out {
+			out[i].At = time.Time{}
+		}
+		return out
+	}
+	require.Equal(t, untimed(before), untimed(evs[:len(before)]), "the journal before the reset is kept as it was")
+	for i := 1; i < len(evs); i++ {
+		require.Equal(t, evs[i-1].Seq+1, evs[i].Seq, "seqs go on one by one: %+v", evs[i])
+	}
+	require.Equal(t, int64(3), evs[len(evs)-1].TurnID)
 }
 
 // Asking which profiles the workers offer, as `starter status`, `starter profiles` and a
