@@ -247,7 +247,7 @@ type promptRequest struct {
 
 func (s *Server) prompt(w http.ResponseWriter, r *http.Request, _ string) {
 	act(s, w, r, "deck prompt", func(ctx context.Context, id string, req promptRequest) (signals.PromptResult, error) {
-		return s.c.Prompt(ctx, signals.SessionConfig{SessionID: id, Agent: req.Agent, Policy: req.Policy}, signals.PromptRequest{Text: req.Text, ClientMessageID: req.ClientMessageID})
+		return s.c.Prompt(ctx, signals.SessionConfig{SessionID: id, Agent: req.Agent, Policy: req.Policy}, signals.PromptRequest{Text: req.Text, ClientMessageID: req.ClientMessageID, By: s.who(r)})
 	}, func(res signals.PromptResult) []any { return []any{"turn", res.TurnID, "duplicate", res.Duplicate} })
 }
 
@@ -266,7 +266,7 @@ func (s *Server) steer(w http.ResponseWriter, r *http.Request, _ string) {
 		if req.ClientMsgID == "" {
 			req.ClientMsgID = signals.NewID()
 		}
-		return s.c.Steer(ctx, id, signals.SteerRequest{Text: req.Text, ExpectedTurnID: req.ExpectedTurnID, ClientMsgID: req.ClientMsgID})
+		return s.c.Steer(ctx, id, signals.SteerRequest{Text: req.Text, ExpectedTurnID: req.ExpectedTurnID, ClientMsgID: req.ClientMsgID, By: s.who(r)})
 	}, func(res signals.SteerResult) []any {
 		return []any{"outcome", res.Outcome, "next", res.NextExpectedTurnID}
 	})
@@ -278,7 +278,7 @@ type cancelRequest struct {
 
 func (s *Server) cancel(w http.ResponseWriter, r *http.Request, _ string) {
 	act(s, w, r, "deck cancel", func(ctx context.Context, id string, req cancelRequest) (signals.CancelResult, error) {
-		return s.c.Cancel(ctx, id, signals.CancelRequest{TurnID: req.TurnID})
+		return s.c.Cancel(ctx, id, signals.CancelRequest{TurnID: req.TurnID, By: s.who(r)})
 	}, func(res signals.CancelResult) []any { return []any{"outcome", res.Outcome} })
 }
 

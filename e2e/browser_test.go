@@ -10,6 +10,7 @@ package e2e
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"image/png"
 	"net/http/httptest"
@@ -410,6 +411,34 @@ func TestBrowserShowsPeopleNotRoles(t *testing.T) {
 	evs := endedWith(t, id, 1, "end_turn")
 	require.Contains(t, journalDump(evs), `"answered_by":"deck:alice"`)
 	waitText(t, ctx, "#transcript", "permission selected allow by deck:alice")
+
+	// Her steer and her cancel name her too, in the journal and on the page.
+	running := session(t)
+	prompt(t, signals.SessionConfig{SessionID: running, Agent: profileSteering}, "/sleep 60s")
+	waitRunning(t, running, 1)
+	require.NoError(t, chromedp.Do(ctx,
+		chromedp.Evaluate[chromedp.Void](`location.hash = '#/s/' + encodeURIComponent(`+jsString(running)+`); undefined`),
+		chromedp.WaitVisible(css(`#composer[data-state="running"]`)),
+		chromedp.SendKeys(css(`#composer-text`), "go left"),
+		chromedp.Click(css(`#steer-btn`)),
+	))
+	waitText(t, ctx, "#transcript .ev.steer", "by deck:alice")
+	require.NoError(t, chromedp.Do(ctx, chromedp.Click(css(`#cancel-btn`))))
+	waitText(t, ctx, "#transcript", "cancelling turn 1: cancel by deck:alice")
+	evs = endedWith(t, running, 1, "cancelled")
+	dump := journalDump(evs)
+	require.Contains(t, dump, `"by":"deck:alice"`)
+	for _, kind := range []string{signals.EventSteerAccepted, signals.EventTurnCancelling} {
+		var by []string
+		for _, ev := range evs {
+			if ev.Kind == kind {
+				var d struct{ By string }
+				require.NoError(t, json.Unmarshal(ev.Data, &d))
+				by = append(by, d.By)
+			}
+		}
+		require.Equal(t, []string{"deck:alice"}, by, kind)
+	}
 }
 
 // auditJS lists what fails the deck's readability rules in the page as it is: text on a

@@ -85,7 +85,7 @@ func TestCLISteerCancelAndRejectionExitCodes(t *testing.T) {
 	require.Equal(t, 2, code, errOut)
 	require.JSONEq(t, `{"rejected":"stale_turn","message":"expected turn 0, the live turn is 1","details":{"expected":"0","actual":"1"}}`, out)
 
-	out, errOut, code = starter(t, "steer", "--session", id, "go left")
+	out, errOut, code = starter(t, "steer", "--session", id, "go left", "--as", "cli:bob")
 	require.Equal(t, 0, code, errOut)
 	require.Equal(t, "accepted: turn 1 steer 1; next token 1.1\n", out)
 
@@ -98,11 +98,22 @@ func TestCLISteerCancelAndRejectionExitCodes(t *testing.T) {
 		}
 		done <- code
 	}()
+	_, errOut, code = starter(t, "cancel", "--session", id, "--as", strings.Repeat("x", signals.MaxByBytes+1))
+	require.Equal(t, 2, code)
+	require.Contains(t, errOut, "by: at most 200 bytes")
 	out, _, code = starter(t, "cancel", "--session", id)
 	require.Equal(t, 0, code)
 	require.Equal(t, "cancelling\n", out)
 	require.Equal(t, 0, <-done)
 	evs := turnEnd(t, id, 2)
+	// Who steered and who cancelled: --as, else the CLI's own identity.
+	for kind, want := range map[string]string{signals.EventSteerAccepted: "cli:bob", signals.EventTurnCancelling: "cli:"} {
+		got := eventsOf(evs, kind, 1)
+		require.Len(t, got, 1, kind)
+		var d struct{ By string }
+		require.NoError(t, json.Unmarshal(got[0].Data, &d))
+		require.True(t, strings.HasPrefix(d.By, want), "%s by %q, want %q…", kind, d.By, want)
+	}
 	// Nobody follows a prompt sent with --no-wait: its turn runs unwatched.
 	for _, turn := range []int64{1, 2} {
 		started := eventsOf(evs, signals.EventTurnStarted, turn)

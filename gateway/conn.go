@@ -387,7 +387,7 @@ func (c *conn) Prompt(ctx context.Context, p acp.PromptRequest) (acp.PromptRespo
 	done := a.sub.hurry()
 	defer done()
 	res, err := c.client().Prompt(cctx, signals.SessionConfig{SessionID: id}, signals.PromptRequest{
-		Text: text, Content: content, ClientMessageID: msgID, ViewerID: c.viewer,
+		Text: text, Content: content, ClientMessageID: msgID, ViewerID: c.viewer, By: c.answeredBy(),
 	})
 	if err != nil {
 		return acp.PromptResponse{}, rpcErr(err)
@@ -417,7 +417,7 @@ func (c *conn) Cancel(ctx context.Context, p acp.CancelNotification) error {
 	}
 	cctx, cancel := c.callCtx(ctx)
 	defer cancel()
-	_, err := c.client().Cancel(cctx, string(p.SessionId), signals.CancelRequest{ViewerID: c.viewer})
+	_, err := c.client().Cancel(cctx, string(p.SessionId), signals.CancelRequest{ViewerID: c.viewer, By: c.answeredBy()})
 	if rej, ok := signals.AsRejection(err); ok && rej.Type == signals.RejectNoLiveTurn {
 		return nil // nothing runs: the cancel has nothing to do
 	}
@@ -429,7 +429,7 @@ func (c *conn) Cancel(ctx context.Context, p acp.CancelNotification) error {
 func (c *conn) cancelTurn(id string, turn int64) {
 	cctx, cancel := c.callCtx(c.ctx)
 	defer cancel()
-	_, err := c.client().Cancel(cctx, id, signals.CancelRequest{TurnID: turn, ViewerID: c.viewer})
+	_, err := c.client().Cancel(cctx, id, signals.CancelRequest{TurnID: turn, ViewerID: c.viewer, By: c.answeredBy()})
 	if err != nil {
 		c.g.o.Logger.Info("$/cancel_request: the prompt's turn was not cancelled", "session", id, "turn", turn, "error", err)
 	}
@@ -478,7 +478,7 @@ func (c *conn) steering(ctx context.Context, params json.RawMessage) (any, error
 	case rej != nil && rej.Type == signals.RejectNoLiveTurn:
 		msgID := signals.NewID()
 		a.markMine(msgID)
-		if _, err := c.client().Prompt(cctx, signals.SessionConfig{SessionID: p.SessionID}, signals.PromptRequest{Text: text, ClientMessageID: msgID, ViewerID: c.viewer}); err != nil {
+		if _, err := c.client().Prompt(cctx, signals.SessionConfig{SessionID: p.SessionID}, signals.PromptRequest{Text: text, ClientMessageID: msgID, ViewerID: c.viewer, By: c.answeredBy()}); err != nil {
 			return map[string]string{"outcome": signals.SteerFailed, "error": err.Error()}, nil
 		}
 		return map[string]string{"outcome": signals.SteerStartedNewTurn}, nil
@@ -531,7 +531,7 @@ func (c *conn) tacpSteer(ctx context.Context, params json.RawMessage) (any, erro
 	}
 	cctx, cancel := c.callCtx(ctx)
 	defer cancel()
-	res, err := c.client().Steer(cctx, p.SessionID, signals.SteerRequest{Text: p.Text, ExpectedTurnID: p.ExpectedTurnID, ClientMsgID: p.ClientMsgID, ViewerID: c.viewer})
+	res, err := c.client().Steer(cctx, p.SessionID, signals.SteerRequest{Text: p.Text, ExpectedTurnID: p.ExpectedTurnID, ClientMsgID: p.ClientMsgID, ViewerID: c.viewer, By: c.answeredBy()})
 	if err == nil {
 		return tacpSteerResult{Outcome: res.Outcome, Ref: &res.Ref, NextExpectedTurnID: res.NextExpectedTurnID}, nil
 	}

@@ -10,7 +10,10 @@ package gateway
 import (
 	"context"
 	"encoding/json"
+	"strings"
 	"time"
+	"unicode"
+	"unicode/utf8"
 
 	acp "github.com/coder/acp-go-sdk"
 
@@ -34,8 +37,28 @@ func peerOf(req acp.InitializeRequest) peer {
 		if i.Version != "" {
 			p.name += " " + i.Version
 		}
+		p.name = clientName(p.name)
 	}
 	return p
+}
+
+// maxClientName bounds the client's name in what the journal records of who acted
+// (signals.ValidateBy bounds the whole).
+const maxClientName = 64
+
+// clientName is the name a client gave itself, fit for the journal: one line, its first
+// maxClientName characters.
+func clientName(name string) string {
+	name = strings.Map(func(r rune) rune {
+		if unicode.IsControl(r) || r == utf8.RuneError {
+			return -1
+		}
+		return r
+	}, name)
+	if r := []rune(name); len(r) > maxClientName {
+		name = string(r[:maxClientName]) + "…"
+	}
+	return strings.TrimSpace(name)
 }
 
 // answeredBy names this connection's person for the journal: its client and its viewer.

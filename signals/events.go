@@ -56,6 +56,7 @@ type PromptAcceptedData struct {
 	Text            string `json:"text"`
 	TextTruncated   bool   `json:"text_truncated,omitempty"`
 	Position        int    `json:"position"`
+	By              string `json:"by,omitempty"`
 }
 
 // RejectedData is the data of prompt.rejected and steer.rejected (signal path only): the
@@ -89,11 +90,15 @@ type SteerAcceptedData struct {
 	Text               string   `json:"text"`
 	TextTruncated      bool     `json:"text_truncated,omitempty"`
 	NextExpectedTurnID string   `json:"next_expected_turn_id"`
+	By                 string   `json:"by,omitempty"`
 }
 
 // TurnCancellingData is the data of turn.cancelling.
 type TurnCancellingData struct {
 	Reason string `json:"reason,omitempty"`
+	// By names who cancelled (a person's or client's cancel); empty for the session's own
+	// (grace, deadline).
+	By string `json:"by,omitempty"`
 }
 
 // TurnEndedData is the data of turn.ended.

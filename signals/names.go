@@ -5,10 +5,14 @@
 package signals
 
 import (
+	"errors"
 	"fmt"
 	"regexp"
 	"strconv"
+	"strings"
 	"time"
+	"unicode"
+	"unicode/utf8"
 )
 
 // Workflow types and the default task queue.
@@ -114,6 +118,23 @@ var sessionIDPattern = regexp.MustCompile(`^[A-Za-z0-9._-]{1,128}$`)
 func ValidateSessionID(id string) error {
 	if !sessionIDPattern.MatchString(id) || id == "." || id == ".." {
 		return fmt.Errorf("invalid session id %q: want 1-128 characters of [A-Za-z0-9._-], not . or ..", id)
+	}
+	return nil
+}
+
+// MaxByBytes bounds the name of who did something (a request's by).
+const MaxByBytes = 200
+
+// ValidateBy reports whether by can name who made a request: at most MaxByBytes of UTF-8
+// on one line ("" names nobody).
+func ValidateBy(by string) error {
+	switch {
+	case len(by) > MaxByBytes:
+		return fmt.Errorf("by: at most %d bytes, not %d", MaxByBytes, len(by))
+	case !utf8.ValidString(by):
+		return errors.New("by: not UTF-8")
+	case strings.ContainsFunc(by, unicode.IsControl):
+		return errors.New("by: one line, no control characters")
 	}
 	return nil
 }

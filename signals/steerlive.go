@@ -17,6 +17,8 @@ type SteerLiveOptions struct {
 	ClientMsgID string
 	// ViewerID is the attached viewer steering, if any.
 	ViewerID string
+	// By names who steers (SteerRequest.By).
+	By string
 }
 
 // SteerLive steers the turn that runs when it is called, for a caller that holds no steer
@@ -39,7 +41,7 @@ func (c *Client) SteerLive(ctx context.Context, sessionID, text string, opts Ste
 		return st.SteerToken, err
 	}
 	steer := func(req SteerRequest) (SteerResult, error) { return c.Steer(ctx, sessionID, req) }
-	return steerLive(read, steer, SteerRequest{Text: text, ClientMsgID: opts.ClientMsgID, ViewerID: opts.ViewerID})
+	return steerLive(read, steer, SteerRequest{Text: text, ClientMsgID: opts.ClientMsgID, ViewerID: opts.ViewerID, By: opts.By})
 }
 
 // steerLive is SteerLive's rule over a token reader and a steer sender.

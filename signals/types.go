@@ -42,6 +42,10 @@ type PromptRequest struct {
 	Content         json.RawMessage `json:"content,omitempty"`
 	ClientMessageID string          `json:"client_message_id"`
 	ViewerID        string          `json:"viewer_id,omitempty"`
+	// By names the person or client that sends the prompt, as answered_by does
+	// ("deck:alice", "cli:alice@laptop", "acp:Zed (viewer v1)"); journaled in
+	// prompt.accepted.
+	By string `json:"by,omitempty"`
 	// Unwatched says nobody follows this turn as it streams (a background prompt, `prompt
 	// --no-wait`): its runner journals the agent's events in batches at its longest flush
 	// interval from the start, where a watched turn's first events go out at once and then
@@ -66,6 +70,8 @@ type SteerRequest struct {
 	ExpectedTurnID string `json:"expected_turn_id"`
 	ClientMsgID    string `json:"client_msg_id,omitempty"`
 	ViewerID       string `json:"viewer_id,omitempty"`
+	// By names who steers (as PromptRequest.By); journaled in steer.accepted.
+	By string `json:"by,omitempty"`
 }
 
 // Steer outcomes of an accepted steer update.
@@ -100,6 +106,8 @@ type StaleTurnDetails struct {
 type CancelRequest struct {
 	TurnID   int64  `json:"turn_id,omitempty"`
 	ViewerID string `json:"viewer_id,omitempty"`
+	// By names who cancels (as PromptRequest.By); journaled in turn.cancelling.
+	By string `json:"by,omitempty"`
 }
 
 // Cancel outcomes.

@@ -262,11 +262,11 @@ func (s *sessionCore) fireAlarms(now time.Time) {
 	}
 	if s.GraceUntil != nil && !s.GraceUntil.After(now) {
 		s.GraceUntil = nil
-		s.startCancel(now, "grace")
+		s.startCancel(now, "grace", "")
 		return
 	}
 	if d, ok := s.Turn.Clock.deadline(s.cfg.Deadline); ok && !d.After(now) {
-		s.startCancel(now, "deadline")
+		s.startCancel(now, "deadline", "")
 	}
 }
 

@@ -23,6 +23,9 @@ func (s *sessionCore) checkPrompt(req signals.PromptRequest) *signals.Rejection 
 	if rej := s.forbidden(req.ViewerID); rej != nil {
 		return rej
 	}
+	if err := signals.ValidateBy(req.By); err != nil {
+		return signals.Reject(signals.RejectInvalidRequest, "%v", err)
+	}
 	_, rej := s.Queue.Check(req, s.busy())
 	return rej
 }
@@ -35,7 +38,7 @@ func (s *sessionCore) prompt(now time.Time, req signals.PromptRequest) (signals.
 	if !res.Duplicate {
 		text, cut := journalText(req.Text)
 		s.journal(now, signals.EventPromptAccepted, res.TurnID, signals.PromptAcceptedData{
-			ClientMessageID: req.ClientMessageID, Text: text, TextTruncated: cut, Position: res.Position,
+			ClientMessageID: req.ClientMessageID, Text: text, TextTruncated: cut, Position: res.Position, By: req.By,
 		})
 	}
 	return res, nil
@@ -54,6 +57,9 @@ func (s *sessionCore) checkSteer(req signals.SteerRequest) *signals.Rejection {
 	if rej := s.forbidden(req.ViewerID); rej != nil {
 		return rej
 	}
+	if err := signals.ValidateBy(req.By); err != nil {
+		return signals.Reject(signals.RejectInvalidRequest, "%v", err)
+	}
 	_, rej := s.Steer.Decide(req, s.steerChannel())
 	return rej
 }
@@ -67,7 +73,7 @@ func (s *sessionCore) steer(now time.Time, req signals.SteerRequest) (signals.St
 	if res.Outcome == signals.SteerAccepted {
 		text, cut := journalText(req.Text)
 		s.journal(now, signals.EventSteerAccepted, res.Ref.TurnID, signals.SteerAcceptedData{
-			Ref: res.Ref, Text: text, TextTruncated: cut, NextExpectedTurnID: res.NextExpectedTurnID,
+			Ref: res.Ref, Text: text, TextTruncated: cut, NextExpectedTurnID: res.NextExpectedTurnID, By: req.By,
 		})
 		s.queueDelivery(signals.Delivery{Kind: signals.DeliverSteer, Text: req.Text, Offset: res.Ref.Offset})
 	}
@@ -79,6 +85,9 @@ func (s *sessionCore) steer(now time.Time, req signals.SteerRequest) (signals.St
 func (s *sessionCore) checkCancel(req signals.CancelRequest) *signals.Rejection {
 	if rej := s.forbidden(req.ViewerID); rej != nil {
 		return rej
+	}
+	if err := signals.ValidateBy(req.By); err != nil {
+		return signals.Reject(signals.RejectInvalidRequest, "%v", err)
 	}
 	if s.Turn == nil || (req.TurnID != 0 && req.TurnID != s.Turn.TurnID) {
 		return signals.Reject(signals.RejectNoLiveTurn, "no turn %s is running", turnLabel(req.TurnID))
@@ -97,16 +106,17 @@ func (s *sessionCore) cancel(now time.Time, req signals.CancelRequest) (signals.
 	if s.Turn.Cancel != cancelNone {
 		return signals.CancelResult{Outcome: signals.CancelAlreadyCancelling}, nil
 	}
-	s.startCancel(now, "cancel")
+	s.startCancel(now, "cancel", answeredBy(req.By, req.ViewerID))
 	return signals.CancelResult{Outcome: signals.CancelCancelling}, nil
 }
 
-// startCancel marks the live turn cancelling; the main loop sends the cancel request.
-func (s *sessionCore) startCancel(now time.Time, reason string) {
+// startCancel marks the live turn cancelling; the main loop sends the cancel request. by
+// names who cancelled, when a person or client did.
+func (s *sessionCore) startCancel(now time.Time, reason, by string) {
 	s.Turn.Cancel, s.Turn.CancelReason = cancelWanted, reason
 	s.GraceUntil = nil
 	s.Steer.Halt()
-	s.journal(now, signals.EventTurnCancelling, s.Turn.TurnID, signals.TurnCancellingData{Reason: reason})
+	s.journal(now, signals.EventTurnCancelling, s.Turn.TurnID, signals.TurnCancellingData{Reason: reason, By: by})
 	who := reason // grace, deadline, close: the system's
 	if reason == "cancel" {
 		who = "user" // a person's (or a client's) cancel
@@ -124,7 +134,7 @@ func (s *sessionCore) close(now time.Time, req signals.CloseRequest) (signals.Cl
 	s.Closing, s.CloseReason = true, req.Reason
 	s.Delete, s.DeleteWorkspace = req.Delete || req.DeleteWorkspace, req.DeleteWorkspace
 	if s.Turn != nil && s.Turn.Cancel == cancelNone {
-		s.startCancel(now, "close")
+		s.startCancel(now, "close", "")
 	}
 	return signals.CloseResult{}, nil
 }

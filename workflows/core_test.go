@@ -686,3 +686,39 @@ func TestCore_TheUpdateTableAndTheDrainOrder(t *testing.T) {
 	require.True(t, ok)
 	require.Equal(t, signals.RejectInvalidRequest, rej.Type, "a request of the wrong type is refused, not a panic")
 }
+
+// Reference: contract §6 "Turns", "Steer", "Cancel": a prompt, a steer and a cancel journal
+// who sent them (by), and a by that cannot name anyone is refused and changes nothing.
+func TestCore_PromptSteerAndCancelNameWhoDidThem(t *testing.T) {
+	r := newCoreRig(t, signals.SessionConfig{SessionID: "s1"})
+	r.newEvents()
+	for _, bad := range []string{strings.Repeat("x", signals.MaxByBytes+1), "two\nlines", "\xff"} {
+		require.Error(t, validateErr(r, signals.UpdatePrompt, signals.PromptRequest{Text: "go", ClientMessageID: "m0", By: bad}), "by %q", bad)
+	}
+	require.Empty(t, r.newEvents(), "a refused prompt changes nothing")
+
+	_, err := do[signals.PromptResult](r, signals.UpdatePrompt, signals.PromptRequest{Text: "go", ClientMessageID: "m1", By: "deck:alice"})
+	require.NoError(t, err)
+	r.settle()
+	r.signal(signals.SignalTurnStarted, signals.TurnStartedSignal{TurnID: 1, Attempt: 1, HostQueue: "host1"})
+	require.Error(t, validateErr(r, signals.UpdateSteer, signals.SteerRequest{Text: "left", ExpectedTurnID: "1", By: "a\x00b"}))
+	_, err = do[signals.SteerResult](r, signals.UpdateSteer, signals.SteerRequest{Text: "left", ExpectedTurnID: "1", By: "cli:bob@laptop"})
+	require.NoError(t, err)
+	require.Error(t, validateErr(r, signals.UpdateCancel, signals.CancelRequest{By: strings.Repeat("y", signals.MaxByBytes+1)}))
+	_, err = do[signals.CancelResult](r, signals.UpdateCancel, signals.CancelRequest{By: "acp:Zed 1.0 (viewer v1)"})
+	require.NoError(t, err)
+
+	by := map[string]string{}
+	for _, ev := range r.newEvents() {
+		var d struct{ By string }
+		require.NoError(t, json.Unmarshal(ev.Data, &d))
+		if d.By != "" {
+			by[ev.Kind] = d.By
+		}
+	}
+	require.Equal(t, map[string]string{
+		signals.EventPromptAccepted: "deck:alice",
+		signals.EventSteerAccepted:  "cli:bob@laptop",
+		signals.EventTurnCancelling: "acp:Zed 1.0 (viewer v1)",
+	}, by)
+}

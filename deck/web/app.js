@@ -28,6 +28,9 @@
     return el;
   }
 
+  // byLine names who sent a prompt or a steer, as the journal records it (its `by`).
+  const byLine = (by) => (by ? h('div', { class: 'by', text: 'by ' + by }) : null);
+
   class APIError extends Error {
     constructor(status, body) {
       super((body && body.message) || `HTTP ${status}`);
@@ -452,7 +455,7 @@
         case 'session.started': meta(`session started${d.run > 1 ? ` (run ${d.run})` : ''}`); break;
         case 'prompt.accepted':
           closeBlock();
-          add(h('div', { class: 'ev user', data: { turn: String(t) }, text: d.text + (d.text_truncated ? ' …' : '') }));
+          add(h('div', { class: 'ev user', data: { turn: String(t) }, text: d.text + (d.text_truncated ? ' …' : '') }, byLine(d.by)));
           break;
         case 'prompt.rejected': meta(`prompt refused: ${d.type} ${d.message || ''}`, 'bad'); break;
         case 'turn.started': meta(`turn ${t} started${d.attempt > 1 ? ` (attempt ${d.attempt})` : ''}${d.unwatched ? ' in the background: its output arrives every few seconds' : ''}`, '', t); break;
@@ -473,13 +476,13 @@
         case 'agent.update': agentUpdate(ev); break;
         case 'steer.accepted':
           closeBlock();
-          add(h('div', { class: 'ev steer', data: { turn: String(t) }, text: d.text + (d.text_truncated ? ' …' : '') }));
+          add(h('div', { class: 'ev steer', data: { turn: String(t) }, text: d.text + (d.text_truncated ? ' …' : '') }, byLine(d.by)));
           break;
         case 'steer.rejected': meta(`steer refused: ${d.type} ${d.message || ''}`, 'bad'); break;
         case 'steer.delivered':
           meta(`steer ${t}.${d.offset} ${d.how === 'failed' ? 'not delivered' : 'delivered (' + d.how + ')'}`, d.how === 'failed' ? 'bad' : '');
           break;
-        case 'turn.cancelling': meta(`cancelling turn ${t}${d.reason ? ': ' + d.reason : ''}`, 'bad', t); break;
+        case 'turn.cancelling': meta(`cancelling turn ${t}${d.reason ? ': ' + d.reason : ''}${d.by ? ' by ' + d.by : ''}`, 'bad', t); break;
         case 'turn.ended': meta(`turn ${t} ended: ${d.stop_reason}`, 'turn-end', t); break;
         case 'turn.failed': meta(`turn ${t} failed: ${d.error}`, 'turn-end bad', t); break;
         case 'permission.requested': {

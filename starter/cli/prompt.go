@@ -16,6 +16,7 @@ func cmdPrompt(ctx context.Context, e *env, fs *flag.FlagSet, args []string) int
 	policy := fs.String("policy", "", "permission level of a new session: allow_all, ask_for_risky (the default) or ask_always (an existing session keeps its own: starter policy)")
 	noWait := fs.Bool("no-wait", false, "return once the prompt is queued; the turn runs unwatched (its events journaled every few seconds, the cheapest way to stream)")
 	id := fs.String("id", "", "client_message_id (default: a new id; repeat one to retry safely)")
+	as := fs.String("as", "", "who prompts, as the journal records it (default: cli:USER@HOST)")
 	if !e.parse(fs, args, true) {
 		return exitError
 	}
@@ -35,7 +36,7 @@ func cmdPrompt(ctx context.Context, e *env, fs *flag.FlagSet, args []string) int
 		}
 	}
 	cfg := signals.SessionConfig{SessionID: e.session, Agent: e.agent, Workspace: e.workspace, Policy: *policy}
-	res, err := e.c.Prompt(ctx, cfg, signals.PromptRequest{Text: text, ClientMessageID: *id, Unwatched: *noWait})
+	res, err := e.c.Prompt(ctx, cfg, signals.PromptRequest{Text: text, ClientMessageID: *id, Unwatched: *noWait, By: cliIdentity(*as)})
 	if err != nil {
 		return e.fail(err)
 	}

@@ -14,6 +14,7 @@ import (
 func cmdSteer(ctx context.Context, e *env, fs *flag.FlagSet, args []string) int {
 	expect := fs.String("expect", "", "the steer token you expect to be live, refused when stale (default: whatever turn runs, following a token another steer moved)")
 	id := fs.String("id", "", "client_msg_id (default: a new id)")
+	as := fs.String("as", "", "who steers, as the journal records it (default: cli:USER@HOST)")
 	if !e.parse(fs, args, true) {
 		return exitError
 	}
@@ -23,12 +24,12 @@ func cmdSteer(ctx context.Context, e *env, fs *flag.FlagSet, args []string) int 
 	}
 	var res signals.SteerResult
 	if *expect == "" {
-		res, err = e.c.SteerLive(ctx, e.session, text, signals.SteerLiveOptions{ClientMsgID: *id})
+		res, err = e.c.SteerLive(ctx, e.session, text, signals.SteerLiveOptions{ClientMsgID: *id, By: cliIdentity(*as)})
 	} else {
 		if *id == "" {
 			*id = signals.NewID()
 		}
-		res, err = e.c.Steer(ctx, e.session, signals.SteerRequest{Text: text, ExpectedTurnID: *expect, ClientMsgID: *id})
+		res, err = e.c.Steer(ctx, e.session, signals.SteerRequest{Text: text, ExpectedTurnID: *expect, ClientMsgID: *id, By: cliIdentity(*as)})
 	}
 	if err != nil {
 		return e.fail(err)
