@@ -599,3 +599,79 @@ func TestBrowserEightTabsOnOneDeck(t *testing.T) {
 	waitText(t, tabs[0], "#transcript", "chunk 2")
 	waitText(t, tabs[0], "#live", "live")
 }
+
+// TestBrowserDenyAnswerObserveAndHostileText covers what a person does besides approving:
+// denies a permission from its card, answers a question from its form, and, signed in as an
+// observer in another browser, sees the cards without the power to answer them. Text that
+// looks like HTML, in a prompt, an agent's reply and a question, stays text: nothing of it
+// runs or becomes an element.
+func TestBrowserDenyAnswerObserveAndHostileText(t *testing.T) {
+	d := newTestDeck(t)
+	ctx := browser(t)
+	id := session(t)
+	cfg := signals.SessionConfig{SessionID: id}
+	hostile := `<img src=x onerror="window.__pwned=1"><script>window.__pwned=1</script>`
+	turnEnd(t, id, prompt(t, cfg, "/echo\n"+hostile).TurnID)
+
+	reject := `#pending .perm button[data-option="reject"]`
+	prompt(t, cfg, "/permission edit")
+	permissionRequestedIn(t, id, 2)
+	require.NoError(t, chromedp.Do(ctx,
+		chromedp.EmulateViewport(390, 844, chromedp.EmulateScale(2), chromedp.EmulateMobile),
+		chromedp.Navigate(d.URL+"/#token="+d.operator),
+		chromedp.WaitVisible(css(`#sessions`)),
+		chromedp.Evaluate[chromedp.Void](`location.hash = '#/s/' + encodeURIComponent(`+jsString(id)+`); undefined`),
+		chromedp.WaitVisible(css(reject)),
+	))
+	inert := func(what string) {
+		t.Helper()
+		ok, err := chromedp.Run(ctx, chromedp.Evaluate[bool](`window.__pwned === undefined && !document.querySelector('#transcript img, #transcript script, #pending img, #pending script')`))
+		require.NoError(t, err)
+		require.True(t, ok, "%s: hostile text became markup", what)
+	}
+	waitText(t, ctx, "#transcript", hostile) // the prompt and the agent's echo, as text
+	inert("prompt and reply")
+
+	// Deny: the turn goes on with the agent told so, and the page says who denied.
+	require.NoError(t, chromedp.Do(ctx, chromedp.Click(css(reject))))
+	evs := endedWith(t, id, 2, "end_turn")
+	require.Contains(t, journalDump(evs), `"option_id":"reject"`)
+	waitText(t, ctx, "#transcript", "permission selected reject by deck:controller token")
+	waitText(t, ctx, `#transcript .turn-end[data-turn="2"]`, "turn 2 ended")
+
+	// A question whose words look like markup; answered from its form.
+	prompt(t, cfg, "/elicit-form Which way? "+hostile)
+	question := `#pending .question[data-request]`
+	require.NoError(t, chromedp.Do(ctx, chromedp.WaitVisible(css(question))))
+	waitText(t, ctx, question+" .title", "Which way? "+hostile)
+	inert("question")
+
+	// An observer, in a browser of its own, sees the same card and cannot answer it.
+	obs := browser(t)
+	require.NoError(t, chromedp.Do(obs,
+		chromedp.EmulateViewport(390, 844, chromedp.EmulateScale(2), chromedp.EmulateMobile),
+		chromedp.Navigate(d.URL+"/#token="+d.observer),
+		chromedp.WaitVisible(css(`#sessions`)),
+		chromedp.Evaluate[chromedp.Void](`location.hash = '#/s/' + encodeURIComponent(`+jsString(id)+`); undefined`),
+		chromedp.WaitVisible(css(question)),
+	))
+	require.Equal(t, signals.RoleObserver, textOf(t, obs, "#who"))
+	waitText(t, obs, question, "Observers cannot answer.")
+	enabled, err := chromedp.Run(obs, chromedp.Evaluate[string](`[...document.querySelectorAll("#pending button, #composer button")].filter((b) => !b.disabled && b.getClientRects().length).map((b) => b.id + ":" + b.textContent).join(", ")`))
+	require.NoError(t, err)
+	require.Empty(t, enabled, "an observer's page offers no control")
+	// Even a control forced open is refused by the deck, and the page says so.
+	_, err = chromedp.Run(obs, chromedp.Evaluate[chromedp.Void](`(() => { const b = document.querySelector('#pending .question button.reject'); b.disabled = false; b.click(); })()`))
+	require.NoError(t, err)
+	waitText(t, obs, "#toast", "forbidden: an observer token can only read")
+
+	require.NoError(t, chromedp.Do(ctx,
+		chromedp.SendKeys(css(question+` input`), "left"),
+		chromedp.Click(css(question+` button[type="submit"]`)),
+	))
+	evs = endedWith(t, id, 3, "end_turn")
+	require.Contains(t, agentTexts(t, evs, 3), "form elicitation: accept: left")
+	waitText(t, ctx, "#transcript", "question accept by deck:controller token")
+	waitText(t, obs, "#transcript", "question accept by deck:controller token")
+	inert("after the answers")
+}
