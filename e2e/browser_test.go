@@ -13,9 +13,12 @@ import (
 	"encoding/json"
 	"fmt"
 	"image/png"
+	"net"
+	"net/http"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -674,4 +677,49 @@ func TestBrowserDenyAnswerObserveAndHostileText(t *testing.T) {
 	waitText(t, ctx, "#transcript", "question accept by deck:controller token")
 	waitText(t, obs, "#transcript", "question accept by deck:controller token")
 	inert("after the answers")
+}
+
+// TestBrowserDeckRestartedMidStream restarts the deck while a page streams a turn: the page
+// reconnects on its own, reads on from the last event it had, and shows the turn's reply
+// exactly as the journal holds it, no chunk doubled or missing.
+func TestBrowserDeckRestartedMidStream(t *testing.T) {
+	token := "op-" + signals.NewID()
+	serve := func(l net.Listener) *http.Server {
+		h, err := deck.New(deck.Options{Client: sc, ControllerTokens: []string{token}, PollInterval: 50 * time.Millisecond})
+		require.NoError(t, err)
+		srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}
+		go func() { _ = srv.Serve(l) }()
+		return srv
+	}
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	addr := l.Addr().String()
+	first := serve(l)
+	t.Cleanup(func() { _ = first.Close() })
+	ctx := browser(t)
+
+	id := session(t)
+	turn := prompt(t, signals.SessionConfig{SessionID: id}, "/chunks 300 every 20ms").TurnID
+	out := `#transcript .agent-out[data-turn="` + strconv.FormatInt(turn, 10) + `"]`
+	require.NoError(t, chromedp.Do(ctx,
+		chromedp.EmulateViewport(390, 844, chromedp.EmulateScale(2), chromedp.EmulateMobile),
+		chromedp.Navigate("http://"+addr+"/#token="+token),
+		chromedp.WaitVisible(css(`#sessions`)),
+		chromedp.Evaluate[chromedp.Void](`location.hash = '#/s/' + encodeURIComponent(`+jsString(id)+`); undefined`),
+	))
+	waitText(t, ctx, out, "chunk 20\n")
+
+	// The deck goes, every stream with it, and comes back on its address while the turn runs.
+	require.NoError(t, first.Close())
+	l, err = net.Listen("tcp", addr)
+	require.NoError(t, err)
+	second := serve(l)
+	t.Cleanup(func() { _ = second.Close() })
+	evs := turnEnd(t, id, turn)
+	want := strings.Join(agentTexts(t, evs, turn), "")
+	require.Contains(t, want, "chunk 300\n")
+	waitText(t, ctx, `#transcript .turn-end[data-turn="`+strconv.FormatInt(turn, 10)+`"]`, "ended")
+	got, err := chromedp.Run(ctx, chromedp.Evaluate[string](`[...document.querySelectorAll(`+jsString(out)+`)].map((el) => el.textContent).join('')`))
+	require.NoError(t, err)
+	require.Equal(t, want, got, "the page shows the journal's reply, no chunk doubled or missing")
 }
