@@ -474,6 +474,11 @@ const auditJS = `(() => {
   return fails;
 })()`
 
+// axeJS runs axe-core's contrast and target-size rules (WCAG 2.2 AA) on the page as it is
+// and lists each violation with the element it found it on.
+const axeJS = `axe.run(document, { runOnly: { type: 'rule', values: ['color-contrast', 'target-size'] }, resultTypes: ['violations'] })
+  .then((r) => r.violations.flatMap((v) => v.nodes.map((n) => v.id + ' ' + n.target.join(' ') + ': ' + (n.failureSummary || '').replace(/\s+/g, ' '))))`
+
 // colorScheme makes the page's prefers-color-scheme light or dark.
 func colorScheme(scheme string) chromedp.Action[chromedp.Void] {
 	return chromedp.Func(func(ctx context.Context, tg *chromedp.Target) error {
@@ -487,12 +492,15 @@ func colorScheme(scheme string) chromedp.Action[chromedp.Void] {
 // TestBrowserReadableAndTouchable audits the sessions list (with a "needs approval" and a
 // "suspended" badge) and a session with a permission card and a question in the light and
 // the dark theme: every control's text is at least 4.5:1 against its background and every
-// tap target at least 44 px. A question's javascript: URL is text, not a link.
+// tap target at least 44 px, and axe-core finds no contrast or target-size violation in any
+// text. A question's javascript: URL is text, not a link.
 func TestBrowserReadableAndTouchable(t *testing.T) {
 	d := newTestDeck(t)
 	ctx := browser(t)
 	id := session(t)
-	prompt(t, signals.SessionConfig{SessionID: id}, "/permission edit")
+	// Sent by a named person: the page shows who under the prompt.
+	_, err := sc.Prompt(ctxFor(t, 30*time.Second), signals.SessionConfig{SessionID: id}, signals.PromptRequest{Text: "/permission edit", ClientMessageID: signals.NewID(), By: "deck:alice"})
+	require.NoError(t, err)
 	permissionRequested(t, id)
 	asks := session(t)
 	prompt(t, signals.SessionConfig{SessionID: asks}, "/elicit-url javascript:alert(1)")
@@ -510,11 +518,18 @@ func TestBrowserReadableAndTouchable(t *testing.T) {
 		chromedp.Navigate(d.URL+"/#token="+d.operator),
 		chromedp.WaitVisible(css(`#sessions a[data-session="`+id+`"] .badge.ask`)),
 	))
+	axe, err := os.ReadFile(requirePeer(t, "axe-core/axe.min.js"))
+	require.NoError(t, err)
+	_, err = chromedp.Run(ctx, chromedp.Evaluate[chromedp.Void](string(axe)+"\n;undefined"))
+	require.NoError(t, err)
 	audit := func(where string) {
 		t.Helper()
 		fails, err := chromedp.Run(ctx, chromedp.Evaluate[[]string](auditJS))
 		require.NoError(t, err)
 		assert.Empty(t, fails, where) // every view and theme is audited, then the test fails
+		violations, err := chromedp.Run(ctx, chromedp.Evaluate[[]string](axeJS, chromedp.EvalAwaitPromise))
+		require.NoError(t, err)
+		assert.Empty(t, violations, "axe-core, %s", where)
 	}
 	for _, scheme := range []string{"light", "dark"} {
 		require.NoError(t, chromedp.Do(within(),
@@ -534,6 +549,7 @@ func TestBrowserReadableAndTouchable(t *testing.T) {
 			chromedp.WaitVisible(css(`#pending .perm button[data-option="allow"]`)),
 			chromedp.WaitVisible(css(`#composer[data-state]`)),
 		))
+		waitText(t, ctx, "#transcript .ev.user .by", "by deck:alice")
 		audit(scheme + ": a session with a permission card")
 
 		require.NoError(t, chromedp.Do(within(),
