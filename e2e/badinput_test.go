@@ -421,6 +421,7 @@ func TestBadInputForSessionsThatCannotTakeIt(t *testing.T) {
 		{"text over MaxTextBytes", "limit", signals.PromptRequest{Text: strings.Repeat("x", signals.MaxTextBytes+1)}},
 		{"a client_message_id over MaxClientIDBytes", "client_message_id", signals.PromptRequest{Text: "hi", ClientMessageID: strings.Repeat("c", signals.MaxClientIDBytes+1)}},
 		{"content that is no array", "content", signals.PromptRequest{Content: json.RawMessage(`{"type":"text"}`)}},
+		{"a by over MaxByBytes", "by: at most", signals.PromptRequest{Text: "hi", By: strings.Repeat("b", signals.MaxByBytes+1)}},
 	} {
 		req := bad.req
 		noSession = append(noSession, badCase{"prompt with " + bad.name, signals.RejectInvalidRequest, bad.msg, func(ctx context.Context) error {

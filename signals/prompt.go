@@ -27,6 +27,9 @@ func ValidatePrompt(req PromptRequest) *Rejection {
 	if len(req.ClientMessageID) > MaxClientIDBytes {
 		return Reject(RejectInvalidRequest, "client_message_id is longer than %d bytes", MaxClientIDBytes)
 	}
+	if err := ValidateBy(req.By); err != nil {
+		return Reject(RejectInvalidRequest, "%v", err)
+	}
 	return nil
 }
 

@@ -23,9 +23,6 @@ func (s *sessionCore) checkPrompt(req signals.PromptRequest) *signals.Rejection 
 	if rej := s.forbidden(req.ViewerID); rej != nil {
 		return rej
 	}
-	if err := signals.ValidateBy(req.By); err != nil {
-		return signals.Reject(signals.RejectInvalidRequest, "%v", err)
-	}
 	_, rej := s.Queue.Check(req, s.busy())
 	return rej
 }
