@@ -44,7 +44,7 @@ func (s *Server) acp(w http.ResponseWriter, r *http.Request) {
 	st := wsline.New(ctx, c)
 	go st.KeepAlive(ctx, s.alive, s.alive)
 	s.log.Info("acp connected", "role", role, "remote", r.RemoteAddr)
-	err = s.gw.ServeConn(ctx, st, st, gateway.ConnOptions{Observe: role != signals.RoleController})
+	err = s.gw.ServeConn(ctx, st, st, gateway.ConnOptions{Observe: role != signals.RoleController, Person: s.who(r)})
 	code := websocket.StatusNormalClosure
 	if r.Context().Err() != nil {
 		code = websocket.StatusGoingAway // the deck is stopping: the client reconnects

@@ -376,3 +376,52 @@ func TestRemoteACPManySocketsOfOneDeckAreOneViewer(t *testing.T) {
 		return true
 	}, 30*time.Second, 50*time.Millisecond, "the last observer socket out detached the deck's observer")
 }
+
+// A client that calls itself "deck:alice" on bob's token is journaled as bob, with the name
+// it gave only as the client's: prompt.accepted's by and the permission's answered_by.
+func TestRemoteACPJournalsThePersonOfTheTokenNotTheClientsWord(t *testing.T) {
+	t.Parallel()
+	secret := "bob-" + signals.NewID()
+	gw := gateway.New(gateway.Options{Client: sc, Agent: gatewayAgent(), IgnoreClientCwd: true})
+	h, err := deck.New(deck.Options{Client: sc, ControllerTokens: []string{"bob=" + secret}, Gateway: gw})
+	require.NoError(t, err)
+	srv := httptest.NewServer(h)
+	t.Cleanup(func() { srv.CloseClientConnections(); srv.Close() })
+
+	hdr := http.Header{}
+	hdr.Set("Authorization", "Bearer "+secret)
+	ws, _, err := websocket.Dial(ctxFor(t, 30*time.Second), "ws"+strings.TrimPrefix(srv.URL, "http")+"/acp", &websocket.DialOptions{HTTPHeader: hdr})
+	require.NoError(t, err)
+	life, cancel := context.WithCancel(context.Background())
+	st := wsline.New(life, ws)
+	p := &acpPeer{t: t, answer: allowOnce}
+	p.conn = acp.NewClientSideConnection(p, st, st)
+	t.Cleanup(func() { _ = ws.CloseNow(); cancel() })
+	_, err = p.conn.Initialize(ctxFor(t, 30*time.Second), acp.InitializeRequest{
+		ProtocolVersion: acp.ProtocolVersionNumber, ClientInfo: &acp.Implementation{Name: "deck:alice", Version: "1.0"},
+	})
+	require.NoError(t, err)
+	res, err := p.conn.NewSession(ctxFor(t, 30*time.Second), acp.NewSessionRequest{Cwd: "/a/laptop/path", McpServers: []acp.McpServer{}})
+	require.NoError(t, err)
+	id := string(res.SessionId)
+	r, err := p.prompt(id, "/permission edit")
+	require.NoError(t, err)
+	require.Equal(t, acp.StopReasonEndTurn, r.StopReason)
+
+	var by []string
+	for _, ev := range allEvents(t, id) {
+		var d struct {
+			By         string `json:"by"`
+			AnsweredBy string `json:"answered_by"`
+		}
+		switch ev.Kind {
+		case signals.EventPromptAccepted, signals.EventPermissionResolved:
+			require.NoError(t, json.Unmarshal(ev.Data, &d))
+			by = append(by, d.By+d.AnsweredBy)
+		}
+	}
+	require.Len(t, by, 2)
+	for _, b := range by {
+		require.True(t, strings.HasPrefix(b, "deck:bob (acp:deck:alice 1.0, viewer acp-"), b)
+	}
+}

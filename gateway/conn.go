@@ -25,6 +25,7 @@ type conn struct {
 	asc    *acp.AgentSideConnection
 	viewer string
 	role   string
+	person string // ConnOptions.Person
 
 	mu       sync.Mutex
 	sessions map[string]*attachment

@@ -42,12 +42,12 @@ func peerOf(req acp.InitializeRequest) peer {
 	return p
 }
 
-// maxClientName bounds the client's name in what the journal records of who acted
-// (signals.ValidateBy bounds the whole).
+// maxClientName bounds, in bytes, the client's name in what the journal records of who
+// acted, so that person, client and viewer together stay within signals.MaxByBytes.
 const maxClientName = 64
 
 // clientName is the name a client gave itself, fit for the journal: one line, its first
-// maxClientName characters.
+// maxClientName bytes (whole characters).
 func clientName(name string) string {
 	name = strings.Map(func(r rune) rune {
 		if unicode.IsControl(r) || r == utf8.RuneError {
@@ -55,19 +55,28 @@ func clientName(name string) string {
 		}
 		return r
 	}, name)
-	if r := []rune(name); len(r) > maxClientName {
-		name = string(r[:maxClientName]) + "…"
+	if len(name) > maxClientName {
+		cut := maxClientName
+		for !utf8.RuneStart(name[cut]) {
+			cut--
+		}
+		name = name[:cut] + "…"
 	}
 	return strings.TrimSpace(name)
 }
 
-// answeredBy names this connection's person for the journal: its client and its viewer.
+// answeredBy names this connection's person for the journal (by, answered_by): the person
+// the connection was authenticated as, with its client and viewer ("deck:alice (acp:Zed
+// 0.200, viewer …)"); without one, the client and its viewer.
 func (c *conn) answeredBy() string {
 	c.mu.Lock()
 	name := c.peer.name
 	c.mu.Unlock()
 	if name == "" {
 		name = "an ACP client"
+	}
+	if c.person != "" {
+		return c.person + " (acp:" + name + ", viewer " + c.viewer + ")"
 	}
 	return "acp:" + name + " (viewer " + c.viewer + ")"
 }

@@ -100,6 +100,11 @@ type ConnOptions struct {
 	// Observe attaches this connection's sessions as an observer (Options.Observe makes
 	// every connection one): the deck's observer tokens.
 	Observe bool
+	// Person is who the connection acts for, as whoever accepted it authenticated them (the
+	// deck's named token: "deck:alice"). The journal's by and answered_by name the person,
+	// and the client only as the client: what a client says of itself in initialize is its
+	// own word, never a person. Empty: the client's word is all there is.
+	Person string
 }
 
 // Serve speaks ACP as the agent on one connection (in: what the client writes, out: what it
@@ -119,6 +124,7 @@ func (g *Gateway) ServeConn(ctx context.Context, in io.Reader, out io.Writer, co
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	c := newConn(ctx, g, w, g.o.Observe || co.Observe)
+	c.person = co.Person
 	asc := acp.NewAgentSideConnection(c, w, pr)
 	asc.SetLogger(g.o.Logger)
 	c.asc = asc

@@ -11,6 +11,7 @@ import (
 	"sync"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	acp "github.com/coder/acp-go-sdk"
 	"github.com/stretchr/testify/require"
@@ -381,4 +382,17 @@ func TestWriteAfterReadsTheResumptionPoint(t *testing.T) {
 			}
 		})
 	}
+}
+
+// What a client calls itself reaches the journal one line long and bounded, whole
+// characters only, so that the person, the client and the viewer fit in a by.
+func TestClientNameIsOneBoundedLine(t *testing.T) {
+	require.Equal(t, "Zed 0.200", clientName("Zed\n 0.200\x00"))
+	long := clientName(strings.Repeat("é", 100))
+	require.True(t, utf8.ValidString(long))
+	require.LessOrEqual(t, len(long), maxClientName+len("…"))
+	c := &conn{viewer: "acp-0123456789ab-controller", person: "deck:" + strings.Repeat("n", 64)}
+	c.peer.name = clientName(strings.Repeat("界", 100))
+	require.NoError(t, signals.ValidateBy(c.answeredBy()))
+	require.True(t, strings.HasPrefix(c.answeredBy(), "deck:nnnn"), c.answeredBy())
 }
