@@ -200,8 +200,13 @@ func (s *Server) login(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, whoami(k))
 }
 
+// logout clears the cookie; another site's page may not sign a person out.
 func (s *Server) logout(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("Cache-Control", "no-store")
+	if !sameOrigin(r) {
+		writeError(w, http.StatusForbidden, "forbidden", "cross-origin request refused", nil)
+		return
+	}
 	http.SetCookie(w, &http.Cookie{Name: CookieName, Value: "", Path: "/api/", MaxAge: -1, HttpOnly: true, SameSite: http.SameSiteStrictMode})
 	writeJSON(w, http.StatusOK, struct{}{})
 }

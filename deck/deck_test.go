@@ -116,6 +116,16 @@ func TestNewServesThePageAndGuardsTheAPI(t *testing.T) {
 	w := httptest.NewRecorder()
 	s.ServeHTTP(w, r)
 	require.Equal(t, http.StatusForbidden, w.Code, "no login from another origin")
+	for origin, code := range map[string]int{"http://elsewhere.invalid": http.StatusForbidden, "": http.StatusOK} {
+		r = httptest.NewRequest("POST", "/api/logout", strings.NewReader("x"))
+		r.Header.Set("Content-Type", "text/plain")
+		if origin != "" {
+			r.Header.Set("Origin", origin)
+		}
+		w = httptest.NewRecorder()
+		s.ServeHTTP(w, r)
+		require.Equal(t, code, w.Code, "logout from origin %q", origin)
+	}
 }
 
 // A token may name its person (--token alice=SECRET); a base64 token's padding is no name.
