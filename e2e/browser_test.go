@@ -26,6 +26,7 @@ import (
 
 	"github.com/chromedp/cdproto/cdp"
 	"github.com/chromedp/cdproto/emulation"
+	"github.com/chromedp/cdproto/network"
 	"github.com/chromedp/chromedp"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -352,12 +353,30 @@ func TestBrowserDeepLinkSurvivesSignIn(t *testing.T) {
 	prompt(t, signals.SessionConfig{SessionID: id}, "/permission edit")
 	req := permissionRequested(t, id).RequestID
 
+	// A signed-out page asks the deck nothing it would refuse (the console shows no 401).
+	var mu sync.Mutex
+	var refused []string
+	require.NoError(t, chromedp.Listen(ctx, func(ev any) {
+		if e, ok := ev.(*network.EventResponseReceived); ok && e.Response.Status == 401 {
+			mu.Lock()
+			refused = append(refused, e.Response.URL)
+			mu.Unlock()
+		}
+	}))
+	_, err := chromedp.Run(ctx, chromedp.Func(func(ctx context.Context, tg *chromedp.Target) error {
+		_, err := cdp.Call(ctx, tg, network.Enable, network.EnableParams{})
+		return err
+	}))
+	require.NoError(t, err)
 	link := "/#/s/" + id + "/" + req
 	require.NoError(t, chromedp.Do(ctx,
 		chromedp.EmulateViewport(390, 844, chromedp.EmulateScale(2), chromedp.EmulateMobile),
 		chromedp.Navigate(d.URL+link),
 		chromedp.WaitVisible(css(`#token`)),
 	))
+	mu.Lock()
+	require.Empty(t, refused, "the signed-out page was refused")
+	mu.Unlock()
 	require.Contains(t, textOf(t, ctx, "#login-target"), id)
 	card := `#pending .perm.target[data-request="` + req + `"]`
 	wait, cancel := context.WithTimeout(ctx, 60*time.Second)

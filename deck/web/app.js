@@ -115,8 +115,21 @@
 
   // ---- sign-in ---------------------------------------------------------------------------
 
+  // remembered says whether this browser holds the deck's cookie, which the page cannot read
+  // (HttpOnly): a signed-out page then asks nothing, where asking would log a 401.
+  function remembered(v) {
+    try {
+      if (v === true) localStorage.setItem('tacp.deck.signed-in', '1');
+      else if (v === false) localStorage.removeItem('tacp.deck.signed-in');
+      return localStorage.getItem('tacp.deck.signed-in') === '1';
+    } catch (e) {
+      return true; // no storage: ask, as before
+    }
+  }
+
   function signedOut(msg) {
     role = null;
+    remembered(false);
     document.getElementById('who').textContent = '';
     document.getElementById('logout').hidden = true;
     route(msg);
@@ -126,6 +139,7 @@
   // their role, or the role alone for an unnamed token.
   function signedIn(me) {
     role = me.role;
+    remembered(true);
     const who = document.getElementById('who');
     who.textContent = me.name ? `${me.name} · ${me.role}` : me.role;
     who.title = `Your answers are recorded as ${me.by || role}`;
@@ -986,10 +1000,10 @@
         return;
       }
     }
-    if (!role) {
+    if (!role && remembered()) {
       try {
         signedIn(await api('GET', '/api/whoami'));
-      } catch (e) { /* not signed in: the login view */ }
+      } catch (e) { remembered(false); /* signed out since: the login view */ }
     }
     window.addEventListener('hashchange', () => route());
     route();
