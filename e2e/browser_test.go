@@ -186,13 +186,8 @@ func TestBrowserDeckOnAPhone(t *testing.T) {
 
 	// Steer a running turn from the box. A view whose token went stale is told so and
 	// refreshed; the second tap then lands and the agent takes the steer inside the turn.
-	steered := session(t)
-	prompt(t, signals.SessionConfig{SessionID: steered, Agent: profileSteering}, "/sleep 60s")
-	waitRunning(t, steered, 1)
+	openRunningTurn(t, ctx, "go left")
 	require.NoError(t, chromedp.Do(ctx,
-		chromedp.Evaluate[chromedp.Void](`location.hash = '#/s/' + encodeURIComponent(`+jsString(steered)+`); undefined`),
-		chromedp.WaitVisible(css(`#composer[data-state="running"]`)),
-		chromedp.SendKeys(css(`#composer-text`), "go left"),
 		// As if another viewer steered first: the page still holds the old token "0".
 		chromedp.Evaluate[chromedp.Void](`document.querySelector('#composer').dataset.token = '0'; document.querySelector('#steer-btn').click()`),
 		chromedp.WaitVisible(css(`#composer-note.warn`)),
@@ -435,15 +430,8 @@ func TestBrowserShowsPeopleNotRoles(t *testing.T) {
 	waitText(t, ctx, "#transcript", "permission selected allow by deck:alice")
 
 	// Her steer and her cancel name her too, in the journal and on the page.
-	running := session(t)
-	prompt(t, signals.SessionConfig{SessionID: running, Agent: profileSteering}, "/sleep 60s")
-	waitRunning(t, running, 1)
-	require.NoError(t, chromedp.Do(ctx,
-		chromedp.Evaluate[chromedp.Void](`location.hash = '#/s/' + encodeURIComponent(`+jsString(running)+`); undefined`),
-		chromedp.WaitVisible(css(`#composer[data-state="running"]`)),
-		chromedp.SendKeys(css(`#composer-text`), "go left"),
-		chromedp.Click(css(`#steer-btn`)),
-	))
+	running := openRunningTurn(t, ctx, "go left")
+	require.NoError(t, chromedp.Do(ctx, chromedp.Click(css(`#steer-btn`))))
 	waitText(t, ctx, "#transcript .ev.steer", "by deck:alice")
 	require.NoError(t, chromedp.Do(ctx, chromedp.Click(css(`#cancel-btn`))))
 	waitText(t, ctx, "#transcript", "cancelling turn 1: cancel by deck:alice")
@@ -461,6 +449,21 @@ func TestBrowserShowsPeopleNotRoles(t *testing.T) {
 		}
 		require.Equal(t, []string{"deck:alice"}, by, kind)
 	}
+}
+
+// openRunningTurn starts a session whose first turn sleeps, opens it on the page and types
+// text into the composer, ready to be steered; it returns the session's id.
+func openRunningTurn(t *testing.T, ctx context.Context, text string) string {
+	t.Helper()
+	id := session(t)
+	prompt(t, signals.SessionConfig{SessionID: id, Agent: profileSteering}, "/sleep 60s")
+	waitRunning(t, id, 1)
+	require.NoError(t, chromedp.Do(ctx,
+		chromedp.Evaluate[chromedp.Void](`location.hash = '#/s/' + encodeURIComponent(`+jsString(id)+`); undefined`),
+		chromedp.WaitVisible(css(`#composer[data-state="running"]`)),
+		chromedp.SendKeys(css(`#composer-text`), text),
+	))
+	return id
 }
 
 // auditJS lists what fails the deck's readability rules in the page as it is: text on a

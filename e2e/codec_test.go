@@ -80,17 +80,9 @@ func TestEncryptedPayloadsHideTranscriptsFromTheRawHistory(t *testing.T) {
 	cc, err := srv.NewClient(ctxFor(t, 10*time.Second), client.Options{DataConverter: codec.DataConverter(keys)})
 	require.NoError(t, err)
 	t.Cleanup(cc.Close)
-	_, ec := extraWorker(t, cc, tacpworker.Options{Agent: testAgentCmd("-steering"), Build: workflows.Build{Confidential: true}})
-	ec.Confidential = true
 	ctx := ctxFor(t, 60*time.Second)
-
-	id := session(t)
-	cfg := signals.SessionConfig{SessionID: id, Policy: "ask_always"}
-	_, err = ec.Prompt(ctx, cfg, signals.PromptRequest{Text: "/echo\nXYZZY-PROMPT"})
-	require.NoError(t, err)
-	waitEncrypted(t, ec, id, 1)
-	_, err = signals.Call(ctx, ec, id, signals.Updates.SetTitle, signals.SetTitleRequest{Title: "XYZZY-TITLE"})
-	require.NoError(t, err)
+	ec, cfg := confidentialSession(t, ctx, cc, testAgentCmd("-steering"))
+	id := cfg.SessionID
 	_, err = ec.Prompt(ctx, cfg, signals.PromptRequest{Text: "/sleep 1s"})
 	require.NoError(t, err)
 	require.Eventually(t, func() bool {
@@ -228,16 +220,8 @@ func TestTemporalUIDecodesAnEncryptedSessionThroughTheCodecServer(t *testing.T) 
 	cc, err := ui.NewClient(ctx, client.Options{DataConverter: codec.DataConverter(keys)})
 	require.NoError(t, err)
 	t.Cleanup(cc.Close)
-	_, ec := extraWorker(t, cc, tacpworker.Options{Agent: testAgentCmd(), Build: workflows.Build{Confidential: true}})
-	ec.Confidential = true
-
-	id := session(t)
-	cfg := signals.SessionConfig{SessionID: id, Policy: "ask_always"}
-	_, err = ec.Prompt(ctx, cfg, signals.PromptRequest{Text: "/echo\nXYZZY-PROMPT"})
-	require.NoError(t, err)
-	waitEncrypted(t, ec, id, 1)
-	_, err = signals.Call(ctx, ec, id, signals.Updates.SetTitle, signals.SetTitleRequest{Title: "XYZZY-TITLE"})
-	require.NoError(t, err)
+	ec, cfg := confidentialSession(t, ctx, cc, testAgentCmd())
+	id := cfg.SessionID
 	_, err = ec.Prompt(ctx, cfg, signals.PromptRequest{Text: "/permission edit"})
 	require.NoError(t, err)
 	require.Eventually(t, func() bool {
@@ -311,4 +295,21 @@ func containsAll(s string, want []string) bool {
 		}
 	}
 	return true
+}
+
+// confidentialSession runs a worker of cc with the Confidential build and a session on it
+// whose first turn has ended and whose title is set, both with marker text (XYZZY-PROMPT,
+// XYZZY-TITLE) that nothing unencrypted may show; it returns a confidential client of cc and
+// the session's config, asking policy.
+func confidentialSession(t *testing.T, ctx context.Context, cc client.Client, agent string) (*signals.Client, signals.SessionConfig) {
+	t.Helper()
+	_, ec := extraWorker(t, cc, tacpworker.Options{Agent: agent, Build: workflows.Build{Confidential: true}})
+	ec.Confidential = true
+	cfg := signals.SessionConfig{SessionID: session(t), Policy: "ask_always"}
+	_, err := ec.Prompt(ctx, cfg, signals.PromptRequest{Text: "/echo\nXYZZY-PROMPT"})
+	require.NoError(t, err)
+	waitEncrypted(t, ec, cfg.SessionID, 1)
+	_, err = signals.Call(ctx, ec, cfg.SessionID, signals.Updates.SetTitle, signals.SetTitleRequest{Title: "XYZZY-TITLE"})
+	require.NoError(t, err)
+	return ec, cfg
 }

@@ -202,12 +202,7 @@ func TestOperatorsTerminateIsSeenAndTheNextPromptStartsANewSession(t *testing.T)
 	require.Contains(t, out, "state     terminated")
 	require.Contains(t, out, "terminated by an operator: stuck, said the operator")
 
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	defer cancel()
-	out, errOut, code, err := runStarter(ctx, "prompt", "--session", id, "/chunks 2")
-	require.NoError(t, err)
-	require.NoError(t, ctx.Err(), "starter prompt hung: %s", errOut)
-	require.Equal(t, 0, code, errOut)
+	out, errOut := promptSettles(t, id, "/chunks 2")
 	require.Contains(t, errOut, "starts a new session under its id")
 	require.Contains(t, out, "chunk 2")
 	evs := allEvents(t, id)
@@ -279,12 +274,7 @@ func TestOperatorsResetToTheLastTaskLeavesATrueSession(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, signals.StateIdle, st.State)
 	require.Empty(t, st.Ended)
-	ctx, cancelRun := context.WithTimeout(context.Background(), 60*time.Second)
-	defer cancelRun()
-	out, errOut, code, err := runStarter(ctx, "prompt", "--session", id, "/chunks 2")
-	require.NoError(t, err)
-	require.NoError(t, ctx.Err(), "starter prompt hung after the reset: %s", errOut)
-	require.Equal(t, 0, code, errOut)
+	out, _ := promptSettles(t, id, "/chunks 2")
 	require.Contains(t, out, "chunk 2")
 	require.NoError(t, <-watched, "the viewer attached before the reset sees turn 3 end")
 
@@ -326,4 +316,18 @@ func TestOperatorsProfilesAskedThriceAreOneRun(t *testing.T) {
 		return err == nil && runs >= 1
 	}, 30*time.Second, 100*time.Millisecond)
 	require.Equal(t, 1, runs, "one run answered all three")
+}
+
+// promptSettles runs `starter prompt` on session id and requires it to end, with success,
+// within a minute (a session an operator touched must not leave it waiting forever); it
+// returns its stdout and stderr.
+func promptSettles(t *testing.T, id, text string) (stdout, stderr string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	out, errOut, code, err := runStarter(ctx, "prompt", "--session", id, text)
+	require.NoError(t, err)
+	require.NoError(t, ctx.Err(), "starter prompt hung: %s", errOut)
+	require.Equal(t, 0, code, errOut)
+	return out, errOut
 }

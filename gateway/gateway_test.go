@@ -392,7 +392,9 @@ func TestClientNameIsOneBoundedLine(t *testing.T) {
 	require.True(t, utf8.ValidString(long))
 	require.LessOrEqual(t, len(long), maxClientName+len("…"))
 	c := &conn{viewer: "acp-0123456789ab-controller", person: "deck:" + strings.Repeat("n", 64)}
-	c.peer.name = clientName(strings.Repeat("界", 100))
+	c.peer = peerOf(acp.InitializeRequest{ClientInfo: &acp.Implementation{Name: strings.Repeat("界", 100) + "\n", Version: "1.0"}})
+	require.NotContains(t, c.peer.name, "\n")
+	require.LessOrEqual(t, len(c.peer.name), maxClientName+len("…"))
 	require.NoError(t, signals.ValidateBy(c.answeredBy()))
 	require.True(t, strings.HasPrefix(c.answeredBy(), "deck:nnnn"), c.answeredBy())
 }

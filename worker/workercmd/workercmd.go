@@ -59,7 +59,7 @@ func run(name string, args []string, dry **flag.FlagSet) error {
 		devDB     = fs.String("dev.db", filepath.Join(dataDir, "dev.db"), "SQLite file of the embedded server")
 		devPort   = fs.Int("dev.port", 7233, "gRPC port of the embedded server")
 		devUIPort = fs.Int("dev.ui-port", 8233, "Web UI port of the embedded server (0: no UI)")
-		devCodec  = fs.String("dev.ui-codec", "", "codec server the embedded Web UI decodes payloads with, e.g. http://127.0.0.1:8081 (`starter codec-server`)")
+		devCodec  = fs.String("dev.ui-codec", "", "`URL` of the codec server the embedded Web UI decodes payloads with (starter codec-server), e.g. http://127.0.0.1:8081")
 		queue     = fs.String("task-queue", signals.DefaultTaskQueue, "task queue of the session workflows")
 		agentCmd  = fs.String("agent", "", "command line of the agent profile named \"default\" (default: the built-in test agent when no profile is given)")
 		profFile  = fs.String("agent.profiles", "", "JSON file of agent profiles: {\"default\": NAME, \"profiles\": [{\"name\", \"command\", \"env\", \"env_files\", \"description\"}]}")
