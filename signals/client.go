@@ -15,6 +15,7 @@ import (
 	"go.temporal.io/api/workflowservice/v1"
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/converter"
+	"go.temporal.io/sdk/temporal"
 )
 
 // Client is a typed client of tacp sessions over a Temporal client. Rejections come back as
@@ -167,6 +168,10 @@ func (c *Client) updateWithStart(ctx context.Context, cfg SessionConfig, name st
 		if errors.As(err, &started) {
 			return Reject(RejectSessionClosed, "session %s is closed", cfg.SessionID)
 		}
+		var invalid *serviceerror.InvalidArgument
+		if errors.As(err, &invalid) && strings.Contains(err.Error(), "Tacp") && strings.Contains(err.Error(), "defined") {
+			return fmt.Errorf("%w (the namespace lacks tacp's newer search attributes: run starter setup)", err)
+		}
 		return c.mapErr(ctx, cfg.SessionID, err)
 	}
 	return nil
@@ -191,8 +196,20 @@ func (c *Client) startOptions(cfg SessionConfig, first any) client.StartWorkflow
 	if cfg.Workspace != "" {
 		memo = map[string]any{MemoWorkspace: cfg.Workspace}
 	}
+	var attrs []temporal.SearchAttributeUpdate
+	if cfg.Owner != "" {
+		attrs = append(attrs, temporal.NewSearchAttributeKeyKeyword(SearchAttrOwner).ValueSet(cfg.Owner))
+		details += "\nowner: " + cfg.Owner
+	}
+	if cfg.Sharing != "" {
+		attrs = append(attrs, temporal.NewSearchAttributeKeyKeyword(SearchAttrSharing).ValueSet(cfg.Sharing))
+	}
+	if len(cfg.SharedWith) > 0 {
+		attrs = append(attrs, temporal.NewSearchAttributeKeyKeywordList(SearchAttrSharedWith).ValueSet(sharedWithAttr(cfg.SharedWith)))
+	}
 	return client.StartWorkflowOptions{
 		Memo:                     memo,
+		TypedSearchAttributes:    temporal.NewSearchAttributes(attrs...),
 		ID:                       SessionWorkflowID(cfg.SessionID),
 		TaskQueue:                c.TaskQueue,
 		WorkflowIDConflictPolicy: enumspb.WORKFLOW_ID_CONFLICT_POLICY_USE_EXISTING,
@@ -347,6 +364,9 @@ type SessionInfo struct {
 	// Workspace is the workspace the session was started with (its MemoWorkspace): empty
 	// for the worker's default, and for sessions started before the memo was kept.
 	Workspace string `json:"workspace,omitempty"`
+	// Access is the session's owner, sharing rule and shares (empty for a session created
+	// by a client that named nobody).
+	Access
 }
 
 // List lists sessions from visibility, newest first (at most limit; 0 means 100).
@@ -433,6 +453,7 @@ func (c *Client) listPage(ctx context.Context, where string, pageSize int, token
 		fields := e.GetSearchAttributes().GetIndexedFields()
 		info.LastOutcome = decodeString(fields[SearchAttrLastOutcome])
 		info.Workspace = decodeString(e.GetMemo().GetFields()[MemoWorkspace])
+		info.Access = accessOf(fields)
 		info.LastActivity = decodeTime(fields[SearchAttrLastActivity])
 		info.State = decodeString(fields[SearchAttrSessionState])
 		info.Agent = decodeString(fields[SearchAttrAgent])
@@ -628,6 +649,30 @@ func orDefault(s, def string) string {
 		return def
 	}
 	return s
+}
+
+// accessOf reads a session's Access from its search attributes.
+func accessOf(fields map[string]*commonpb.Payload) Access {
+	var shared []string
+	if p := fields[SearchAttrSharedWith]; p != nil {
+		_ = converter.GetDefaultDataConverter().FromPayload(p, &shared)
+	}
+	return Access{Owner: decodeString(fields[SearchAttrOwner]), Sharing: decodeString(fields[SearchAttrSharing]), SharedWith: sharesOf(shared)}
+}
+
+// Access returns session id's owner, sharing rule and shares, as its workflow's search
+// attributes hold them (one describe call: no query, no billable action). An unknown
+// session is RejectUnknownSession.
+func (c *Client) Access(ctx context.Context, id string) (Access, error) {
+	resp, err := c.Temporal.DescribeWorkflowExecution(ctx, SessionWorkflowID(id), "")
+	if err != nil {
+		var nf *serviceerror.NotFound
+		if errors.As(err, &nf) {
+			return Access{}, Reject(RejectUnknownSession, "no session %s", id)
+		}
+		return Access{}, fmt.Errorf("describe session %s: %w", id, err)
+	}
+	return accessOf(resp.GetWorkflowExecutionInfo().GetSearchAttributes().GetIndexedFields()), nil
 }
 
 func decodeString(p *commonpb.Payload) string {

@@ -66,6 +66,9 @@ func ValidateSessionConfigFormat(cfg SessionConfig) error {
 	if err := ValidateSessionID(cfg.SessionID); err != nil {
 		return err
 	}
+	if err := ValidateAccess(cfg.Access); err != nil {
+		return err
+	}
 	if cfg.Policy != "" && !ValidPolicyLevel(cfg.Policy) {
 		return fmt.Errorf("invalid policy %q: want allow_all, ask_for_risky or ask_always", cfg.Policy)
 	}

@@ -46,6 +46,8 @@ type SessionStartedData struct {
 	Run       int    `json:"run"`
 	// ForkOf is set on a fork: what it was taken from.
 	ForkOf *ForkOrigin `json:"fork_of,omitempty"`
+	// Access is who the session belongs to and whom it is shared with.
+	Access
 }
 
 // PromptAcceptedData is the data of prompt.accepted. Text is cut to MaxJournalTextBytes

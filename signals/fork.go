@@ -38,6 +38,9 @@ type ForkRequest struct {
 	Workspace string
 	// McpServers are the fork's (the origin's are its secret and are not copied).
 	McpServers json.RawMessage
+	// Owner is the fork's owner: the person who forks, not the origin's (whose shares and
+	// sharing rule are not copied either: a fork starts under the door's rule).
+	Owner string
 }
 
 // Fork starts a new session whose agent starts from session origin's conversation (before
@@ -76,7 +79,7 @@ func (c *Client) Fork(ctx context.Context, origin string, req ForkRequest) (Sess
 		agent = ""
 	}
 	cfg := SessionConfig{SessionID: id, Agent: agent, Workspace: req.Workspace, Policy: st.Policy, McpServers: req.McpServers,
-		ForkOf: &ForkOrigin{SessionID: origin, BeforeTurn: req.BeforeTurn}}
+		ForkOf: &ForkOrigin{SessionID: origin, BeforeTurn: req.BeforeTurn}, Access: Access{Owner: req.Owner}}
 	if _, err := c.Start(ctx, cfg, AttachRequest{}); err != nil {
 		return SessionConfig{}, err
 	}

@@ -84,6 +84,12 @@ const (
 	SearchAttrLastOutcome = "TacpLastOutcome"
 	// SearchAttrLastActivity is when the session's state last changed (Datetime).
 	SearchAttrLastActivity = "TacpLastActivity"
+	// SearchAttrOwner, SearchAttrSharing and SearchAttrSharedWith are a session's Access,
+	// set when it starts (signals/access.go): the person who created it, its sharing rule
+	// and its shares as WHO=ROLE (KeywordList).
+	SearchAttrOwner      = "TacpOwner"
+	SearchAttrSharing    = "TacpSharing"
+	SearchAttrSharedWith = "TacpSharedWith"
 	// MemoWorkspace is the memo field of a session's workflow that holds the workspace it
 	// was started with (a continue-as-new carries it over): session lists read it.
 	MemoWorkspace = "TacpWorkspace"

@@ -20,6 +20,9 @@ var SearchAttributeTypes = map[string]enumspb.IndexedValueType{
 	SearchAttrLastOutcome:      enumspb.INDEXED_VALUE_TYPE_KEYWORD,
 	SearchAttrLastActivity:     enumspb.INDEXED_VALUE_TYPE_DATETIME,
 	SearchAttrWaitingUntil:     enumspb.INDEXED_VALUE_TYPE_DATETIME,
+	SearchAttrOwner:            enumspb.INDEXED_VALUE_TYPE_KEYWORD,
+	SearchAttrSharing:          enumspb.INDEXED_VALUE_TYPE_KEYWORD,
+	SearchAttrSharedWith:       enumspb.INDEXED_VALUE_TYPE_KEYWORD_LIST,
 }
 
 // EnsureSearchAttributes registers on namespace the search attributes it lacks, and returns
@@ -32,7 +35,7 @@ func EnsureSearchAttributes(ctx context.Context, c client.Client, namespace stri
 	}
 	missing := map[string]enumspb.IndexedValueType{}
 	var names []string
-	for _, name := range []string{SearchAttrSessionState, SearchAttrTurn, SearchAttrAgent, SearchAttrAwaitingApproval, SearchAttrLastOutcome, SearchAttrLastActivity, SearchAttrWaitingUntil} {
+	for _, name := range []string{SearchAttrSessionState, SearchAttrTurn, SearchAttrAgent, SearchAttrAwaitingApproval, SearchAttrLastOutcome, SearchAttrLastActivity, SearchAttrWaitingUntil, SearchAttrOwner, SearchAttrSharing, SearchAttrSharedWith} {
 		if _, ok := resp.GetCustomAttributes()[name]; !ok {
 			missing[name] = SearchAttributeTypes[name]
 			names = append(names, name)

@@ -33,6 +33,9 @@ type SessionConfig struct {
 	// ForkOf makes the session a fork of another's conversation (contract §3 "Forks"): its
 	// agent starts from that session's transcript before ForkOf.BeforeTurn.
 	ForkOf *ForkOrigin `json:"fork_of,omitempty"`
+	// Access names the session's owner, its sharing rule and its shares (signals/access.go):
+	// the doors people use check it; status and session.started show it.
+	Access
 }
 
 // PromptRequest is the payload of the prompt update and signal.
@@ -197,8 +200,10 @@ type Status struct {
 	PendingElicitations []PendingElicitation `json:"pending_elicitations,omitempty"`
 	Policy              string               `json:"policy"`
 	Rules               []string             `json:"rules"`
-	Usage               map[string]any       `json:"usage,omitempty"`
-	Journal             JournalRange         `json:"journal"`
+	// Access is the session's owner, sharing rule and shares, as it was created.
+	Access
+	Usage   map[string]any `json:"usage,omitempty"`
+	Journal JournalRange   `json:"journal"`
 	// Agent is the session's agent profile (the worker's default when it names none);
 	// Profiles the profiles the worker answering offers.
 	Agent          string        `json:"agent"`

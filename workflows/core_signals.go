@@ -124,6 +124,6 @@ func newSessionCore(now time.Time, cfg Config, build Build, env sessionEnv, carr
 	s.Journal = NewJournal(cfg.JournalSize)
 	s.Resolved = NewDedupIndex[signals.PermissionResolution]()
 	s.Policy = &Policy{Level: cfg.Policy}
-	s.journal(now, signals.EventSessionStarted, 0, signals.SessionStartedData{Agent: sessionAgent(cfg.Agent), Workspace: cfg.Workspace, Run: 1, ForkOf: cfg.ForkOf})
+	s.journal(now, signals.EventSessionStarted, 0, signals.SessionStartedData{Agent: sessionAgent(cfg.Agent), Workspace: cfg.Workspace, Run: 1, ForkOf: cfg.ForkOf, Access: cfg.Access})
 	return s, nil
 }

@@ -115,6 +115,7 @@ func (s *sessionCore) status() signals.Status {
 		ContextLost:         s.ContextLost,
 		WaitingLimit:        s.limitView(),
 		Run:                 s.Run,
+		Access:              s.cfg.Access,
 	}
 	if s.Turn != nil {
 		st.TurnID = s.Turn.TurnID
