@@ -5,10 +5,13 @@ package deck
 // with no Temporal credentials on the client. One socket is one ACP connection, one
 // JSON-RPC message per text frame, with the same behaviour as `starter acp` on stdio. The
 // token is checked before the upgrade: a missing or wrong one gets 401 and not a single ACP
-// message. Controller tokens act; observer tokens attach as observers.
+// message. Controller tokens act; observer tokens attach as observers. A token holds at
+// most Options.MaxACPPerToken sockets at once (429 beyond), and a socket whose client sends
+// no ACP message within the gateway's FirstMessageTimeout is closed.
 
 import (
 	"context"
+	"errors"
 	"net/http"
 
 	"github.com/coder/websocket"
@@ -30,6 +33,13 @@ func (s *Server) acp(w http.ResponseWriter, r *http.Request) {
 		unauthorized(w)
 		return
 	}
+	release, ok := s.sockets.take(r)
+	if !ok {
+		s.log.Info("acp connection refused: the token's sockets are at the cap", "role", role, "remote", r.RemoteAddr, "cap", s.sockets.max)
+		s.sockets.refuse(w)
+		return
+	}
+	defer release()
 	// Accept refuses a request from another site's page (its Origin is not this host) and
 	// a plain GET (426).
 	c, err := websocket.Accept(w, r, &websocket.AcceptOptions{Subprotocols: []string{ACPSubprotocol}})
@@ -44,10 +54,13 @@ func (s *Server) acp(w http.ResponseWriter, r *http.Request) {
 	st := wsline.New(ctx, c)
 	go st.KeepAlive(ctx, s.alive, s.alive)
 	s.log.Info("acp connected", "role", role, "remote", r.RemoteAddr)
-	err = s.gw.ServeConn(ctx, st, st, gateway.ConnOptions{Observe: role != signals.RoleController, Person: s.who(r)})
+	err = s.gw.ServeConn(ctx, st, st, gateway.ConnOptions{Observe: role != signals.RoleController, Person: s.who(r), Identity: s.person(r), Sharing: s.sharing})
 	code := websocket.StatusNormalClosure
-	if r.Context().Err() != nil {
+	switch {
+	case r.Context().Err() != nil:
 		code = websocket.StatusGoingAway // the deck is stopping: the client reconnects
+	case errors.Is(err, gateway.ErrSilent):
+		code = websocket.StatusPolicyViolation // a socket that never spoke ACP
 	}
 	_ = st.Close(code, "")
 	s.log.Info("acp disconnected", "role", role, "remote", r.RemoteAddr, "err", err)

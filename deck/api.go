@@ -150,9 +150,10 @@ func (s *Server) listSessions(w http.ResponseWriter, r *http.Request, _ string) 
 	}
 	seen := map[string]bool{}
 	out := []signals.SessionInfo{}
+	who := s.person(r)
 	for _, l := range [][]signals.SessionInfo{awaiting, all} {
 		for _, si := range l {
-			if !seen[si.SessionID] {
+			if !seen[si.SessionID] && s.sees(who, si.Access) {
 				seen[si.SessionID] = true
 				out = append(out, si)
 			}
@@ -243,11 +244,17 @@ type promptRequest struct {
 	Agent           string `json:"agent,omitempty"`
 	// Policy is a new session's permission level (an existing one keeps its own).
 	Policy string `json:"policy,omitempty"`
+	// Sharing and SharedWith are a new session's sharing rule (default: the deck's) and
+	// the people and groups it is shared with; the session is its creator's.
+	Sharing    string          `json:"sharing,omitempty"`
+	SharedWith []signals.Share `json:"shared_with,omitempty"`
 }
 
 func (s *Server) prompt(w http.ResponseWriter, r *http.Request, _ string) {
 	act(s, w, r, "deck prompt", func(ctx context.Context, id string, req promptRequest) (signals.PromptResult, error) {
-		return s.c.Prompt(ctx, signals.SessionConfig{SessionID: id, Agent: req.Agent, Policy: req.Policy}, signals.PromptRequest{Text: req.Text, ClientMessageID: req.ClientMessageID, By: s.who(r)})
+		cfg := signals.SessionConfig{SessionID: id, Agent: req.Agent, Policy: req.Policy,
+			Access: signals.Access{Owner: s.person(r).Name, Sharing: req.Sharing, SharedWith: req.SharedWith}}
+		return s.c.Prompt(ctx, cfg, signals.PromptRequest{Text: req.Text, ClientMessageID: req.ClientMessageID, By: s.who(r)})
 	}, func(res signals.PromptResult) []any { return []any{"turn", res.TurnID, "duplicate", res.Duplicate} })
 }
 

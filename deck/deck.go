@@ -28,8 +28,8 @@
 // is: 401 no or wrong token, 403 an observer token on a write (type "forbidden"), 400
 // invalid_request / invalid_option / malformed JSON, 404 unknown_session / unknown_request,
 // 409 queue_full / stale_turn / no_live_turn / client_msg_id_reuse / no_steer_channel /
-// session_closed, 413 too large, 415 not JSON, 502 Temporal unreachable. A refused request
-// changed nothing.
+// session_closed, 413 too large, 415 not JSON, 429 too_many_requests (with Retry-After),
+// 502 Temporal unreachable. A refused request changed nothing.
 //
 // # The stream
 //
@@ -39,8 +39,20 @@
 // event it saw. Last-Event-ID wins over ?after=. When retention dropped events the client
 // never saw, an event "gap" (id: the seq before the first retained one) comes first and
 // the page shows "older events trimmed". After session.closed an event "end" tells the
-// client to stop reconnecting. Each open stream queries the session's events when its
-// history grows (signals.Follower) and sends a comment line every Options.KeepAlive while idle.
+// client to stop reconnecting, and so does one when the session's workflow has ended. A
+// stream sends a comment line every Options.KeepAlive while idle.
+//
+// The streams of one session share one events poller per deck process, with the /acp
+// connections (gateway.Hub): it queries the session's events when its history grows
+// (signals.Follower) and keeps the newest events in a bounded cache, which each stream
+// reads by seq at its own pace, so a session costs one query per history wake-up however
+// many streams watch it, and a reader that stops reading holds up only itself. A stream
+// whose seq is older than the cache (a page opening on a long journal, a reader fallen
+// behind) reads that part of the journal itself, a page per query, then reads the cache.
+// A stream sends its first byte once the poller has answered, so an unknown session is a
+// 404, and streams that open together wait for one query. One token holds at most
+// Options.MaxStreamsPerToken streams at once: one more is refused 429 too_many_requests
+// with Retry-After.
 //
 // # Auth
 //
@@ -53,6 +65,21 @@
 // it from the address bar. Writes authorised by the cookie must come from the deck's own
 // origin (Origin header, when sent, must match Host) and be JSON, which a cross-site form
 // cannot send. The static files of the page are public: they hold no session data.
+//
+// Besides the flags' tokens, Options.TokensFile lists people as NAME ROLE sha256:HEX
+// [GROUP,...], one a line, their secrets hashed (TokenLine makes a line; /api/whoami
+// answers the groups too); the deck reads it again when its content changes and on Reload,
+// and keeps its tokens when the new content is refused. A source (remote IP) that presents
+// more wrong tokens than Options.LoginBurst, refilled at LoginRate a second, gets 429
+// too_many_requests with Retry-After for every credential it presents, a right one too,
+// until its limit refills.
+//
+// A named token is a person (access.go): the sessions they create are theirs, the list
+// shows them only the sessions they may see, and a call on another person's session follows
+// that session's sharing rule, or Options.Sharing when it names none (signals.RoleFor): 404
+// for a session not theirs to see, 403 for a write on one they may only watch. A prompt that
+// starts a session may name its "sharing" and "shared_with". An unnamed token stands for the
+// deployment and has its role on every session.
 //
 // The page's addresses: #/ is the sessions list, #/s/ID one session and #/s/ID/REQUEST one
 // of its open requests (a permission or a question), brought into view and focus when the
@@ -69,12 +96,17 @@
 // tokens get an observer connection. Unlike the rest of the deck, /acp attaches as a viewer,
 // as every ACP client does. A client that reconnects resumes by journal seq: every
 // session/update carries _meta.tacp.seq, and session/load or session/resume with
-// _meta.tacp.after_seq replays exactly the events after it (signals.ACPMeta).
+// _meta.tacp.after_seq replays exactly the events after it (signals.ACPMeta). One token
+// holds at most Options.MaxACPPerToken sockets at once (429 too_many_requests beyond), and a
+// socket whose client sends no ACP message within the gateway's FirstMessageTimeout (30 s)
+// is closed with status 1008 (policy violation).
 package deck
 
 import (
+	"cmp"
 	"embed"
 	"errors"
+	"fmt"
 	"io/fs"
 	"log/slog"
 	"net/http"
@@ -113,21 +145,48 @@ type Options struct {
 	// proxies and phones keep the connection (default 15s). An /acp socket is pinged as
 	// often, and closed when a pong does not come back as long.
 	KeepAlive time.Duration
+	// MaxStreamsPerToken bounds the SSE streams one token holds open at once, and
+	// MaxACPPerToken its /acp sockets: one more is refused 429 too_many_requests (defaults
+	// DefaultMaxStreamsPerToken, DefaultMaxACPPerToken).
+	MaxStreamsPerToken int
+	MaxACPPerToken     int
+	// Sharing is the deck's rule for a session that names none (signals.SharingPrivate,
+	// SharingTeamWatch or SharingTeamAct; default private): what a named token may do on
+	// another person's session. An unnamed token has its role on every session.
+	Sharing string
 	// Gateway serves /acp (nil: a gateway over Client whose new sessions take the worker's
 	// agent and workspace). A client's cwd names a directory on its own machine: give the
 	// gateway IgnoreClientCwd.
 	Gateway *gateway.Gateway
+	// TokensFile names a file of people and their hashed tokens, one a line (see Auth and
+	// TokenLine); its tokens add to those of the fields above. The deck reads it again when
+	// its content changes and on Reload; Close stops that watch.
+	TokensFile string
+	// TokensPoll is how often the tokens file is checked for a change (default 2s).
+	TokensPoll time.Duration
+	// LoginBurst is how many wrong tokens a source (a remote IP) may present before its
+	// every credential is refused 429 (default 10); LoginRate is how many more it may
+	// present each second after (default 1).
+	LoginBurst int
+	LoginRate  float64
 }
 
 // Server is the deck: an http.Handler serving the API and the web app.
 type Server struct {
-	c      *signals.Client
-	tokens tokens
-	log    *slog.Logger
-	poll   time.Duration
-	alive  time.Duration
-	gw     *gateway.Gateway
-	mux    *http.ServeMux
+	c       *signals.Client
+	tokens  *keyring
+	limits  *limiter
+	log     *slog.Logger
+	poll    time.Duration
+	alive   time.Duration
+	gw      *gateway.Gateway
+	mux     *http.ServeMux
+	sharing string
+
+	// streams and sockets count each token's open SSE streams and /acp sockets (caps.go);
+	// ownQueries the events queries streams send besides their shared feeds (stream.go).
+	streams, sockets *perToken
+	ownQueries       queryCount
 }
 
 // New returns a deck serving o.Client's sessions.
@@ -135,13 +194,22 @@ func New(o Options) (*Server, error) {
 	if o.Client == nil {
 		return nil, errors.New("deck: a signals.Client is required")
 	}
-	toks, err := newTokens(append(append([]string(nil), o.ControllerTokens...), o.OperatorTokens...), o.ObserverTokens)
+	toks, err := flagTokens(append(append([]string(nil), o.ControllerTokens...), o.OperatorTokens...), o.ObserverTokens)
 	if err != nil {
 		return nil, err
 	}
-	s := &Server{c: o.Client, tokens: toks, log: o.Logger, poll: o.PollInterval, alive: o.KeepAlive, gw: o.Gateway}
+	s := &Server{c: o.Client, log: o.Logger, poll: o.PollInterval, alive: o.KeepAlive, gw: o.Gateway}
 	if s.log == nil {
 		s.log = slog.New(slog.DiscardHandler)
+	}
+	if s.tokens, err = newKeyring(toks, o.TokensFile, o.TokensPoll, s.log); err != nil {
+		return nil, err
+	}
+	s.limits = newLimiter(o.LoginBurst, o.LoginRate)
+	switch s.sharing = cmp.Or(o.Sharing, signals.SharingPrivate); s.sharing {
+	case signals.SharingPrivate, signals.SharingTeamWatch, signals.SharingTeamAct:
+	default:
+		return nil, fmt.Errorf("deck: sharing %q: want private, team-watch or team-act", o.Sharing)
 	}
 	if s.gw == nil {
 		s.gw = gateway.New(gateway.Options{Client: o.Client, Logger: s.log, IgnoreClientCwd: true})
@@ -152,6 +220,8 @@ func New(o Options) (*Server, error) {
 	if s.alive <= 0 {
 		s.alive = 15 * time.Second
 	}
+	s.streams = newPerToken(o.MaxStreamsPerToken, DefaultMaxStreamsPerToken, "streams")
+	s.sockets = newPerToken(o.MaxACPPerToken, DefaultMaxACPPerToken, "ACP sockets")
 	static, err := fs.Sub(webFiles, "web")
 	if err != nil {
 		return nil, err
@@ -162,18 +232,18 @@ func New(o Options) (*Server, error) {
 	m.HandleFunc("GET /api/whoami", s.read(s.whoami))
 	m.HandleFunc("GET /api/sessions", s.read(s.listSessions))
 	m.HandleFunc("GET /api/profiles", s.read(s.profiles))
-	m.HandleFunc("GET /api/sessions/{id}", s.read(s.status))
-	m.HandleFunc("GET /api/sessions/{id}/events", s.read(s.events))
-	m.HandleFunc("GET /api/sessions/{id}/stream", s.read(s.stream))
-	m.HandleFunc("POST /api/sessions/{id}/prompt", s.write(s.prompt))
-	m.HandleFunc("POST /api/sessions/{id}/steer", s.write(s.steer))
-	m.HandleFunc("POST /api/sessions/{id}/cancel", s.write(s.cancel))
-	m.HandleFunc("POST /api/sessions/{id}/permissions/{request}", s.write(s.permissionRespond))
-	m.HandleFunc("POST /api/sessions/{id}/questions/{request}", s.write(s.elicitationRespond))
-	m.HandleFunc("POST /api/sessions/{id}/retry", s.write(s.retryNow))
-	m.HandleFunc("POST /api/sessions/{id}/policy", s.write(s.setPolicy))
-	m.HandleFunc("POST /api/sessions/{id}/forget", s.write(s.forget))
-	m.HandleFunc("GET /acp", s.acp)
+	m.HandleFunc("GET /api/sessions/{id}", s.read(s.watch(s.status)))
+	m.HandleFunc("GET /api/sessions/{id}/events", s.read(s.watch(s.events)))
+	m.HandleFunc("GET /api/sessions/{id}/stream", s.read(s.watch(s.stream)))
+	m.HandleFunc("POST /api/sessions/{id}/prompt", s.write(s.control(true, s.prompt)))
+	m.HandleFunc("POST /api/sessions/{id}/steer", s.write(s.control(false, s.steer)))
+	m.HandleFunc("POST /api/sessions/{id}/cancel", s.write(s.control(false, s.cancel)))
+	m.HandleFunc("POST /api/sessions/{id}/permissions/{request}", s.write(s.control(false, s.permissionRespond)))
+	m.HandleFunc("POST /api/sessions/{id}/questions/{request}", s.write(s.control(false, s.elicitationRespond)))
+	m.HandleFunc("POST /api/sessions/{id}/retry", s.write(s.control(false, s.retryNow)))
+	m.HandleFunc("POST /api/sessions/{id}/policy", s.write(s.control(false, s.setPolicy)))
+	m.HandleFunc("POST /api/sessions/{id}/forget", s.write(s.control(false, s.forget)))
+	m.HandleFunc("GET /acp", s.authenticated(s.acp))
 	files := http.FileServerFS(static)
 	m.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		switch {

@@ -1,9 +1,16 @@
 package deck
 
 // The live half of the API: a session's journal as Server-Sent Events, where an event's
-// SSE id is its journal seq, so Last-Event-ID resumes exactly where a client stopped. A
-// stream queries the session's events when its history grows (signals.Follower), not on a
-// clock: an open page on a quiet session costs no query beyond the client's safety poll.
+// SSE id is its journal seq, so Last-Event-ID resumes exactly where a client stopped.
+//
+// The streams of one session share one events poller, the feed of the gateway's hub that
+// also serves the deck's /acp (gateway.Hub): it queries the session's events when its
+// history grows (signals.Follower), not on a clock, and keeps the newest events for its
+// readers. A session costs one query per history wake-up however many pages watch it, and
+// a quiet one no query beyond the safety poll. Each stream reads the feed by seq at its own
+// pace, so a reader that stops reading holds up only itself; one that falls behind the
+// feed's cache, or resumes from further back, reads a page of the journal itself and comes
+// back to the feed.
 
 import (
 	"context"
@@ -12,13 +19,15 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"time"
 
+	"github.com/tacp-dev/tacp/gateway"
 	"github.com/tacp-dev/tacp/signals"
 )
 
-// streamBatch is how many events one poll asks for: a replay of a long journal goes out in
-// pieces of this size, flushed one by one.
+// streamBatch is how many events a stream's own read asks for: a replay of a long journal
+// goes out in pieces of this size, flushed one by one.
 const streamBatch = 500
 
 // sse writes Server-Sent Events and flushes each.
@@ -84,14 +93,19 @@ func (s *Server) stream(w http.ResponseWriter, r *http.Request, _ string) {
 		writeError(w, http.StatusBadRequest, signals.RejectInvalidRequest, err.Error(), nil)
 		return
 	}
+	release, ok := s.streams.take(r)
+	if !ok {
+		s.log.Info("deck stream refused: the token's streams are at the cap", "session", id, "remote", r.RemoteAddr, "cap", s.streams.max)
+		s.streams.refuse(w)
+		return
+	}
+	defer release()
 	ctx := r.Context()
-	// Following starts before the first query, so that history written after it wakes us.
-	fl := s.c.Follow(ctx, id)
-	// The first query runs before any byte is sent, so an unknown session is a real 404.
-	done := fl.Querying()
-	res, err := s.query(ctx, id, after)
-	done()
-	if err != nil {
+	sub := s.gw.Hub().Subscribe(id, after)
+	defer sub.Unsubscribe()
+	// The feed's first answer comes before any byte is sent, so that an unknown session is
+	// a real 404; streams that open together wait for that one query.
+	if err := firstAnswer(ctx, sub); err != nil {
 		s.fail(w, r, err)
 		return
 	}
@@ -109,15 +123,18 @@ func (s *Server) stream(w http.ResponseWriter, r *http.Request, _ string) {
 	s.log.Debug("deck stream open", "session", id, "after", after)
 	defer s.log.Debug("deck stream closed", "session", id)
 
+	var res signals.EventsResult
+	own := false // res is the answer of the stream's own query
 	failures := 0
 	for {
-		closed := false
+		// res holds what the stream's own query brought, or the feed's events after `after`.
 		if res.Gap {
 			after = res.FirstRetainedSeq - 1
 			if e.send(strconv.FormatInt(after, 10), "gap", gapData{FirstRetainedSeq: res.FirstRetainedSeq}) != nil {
 				return
 			}
 		}
+		closed := false
 		for _, ev := range res.Events {
 			if ev.Seq <= after {
 				continue
@@ -128,59 +145,107 @@ func (s *Server) stream(w http.ResponseWriter, r *http.Request, _ string) {
 			after = ev.Seq
 			closed = closed || ev.Kind == signals.EventSessionClosed
 		}
-		caughtUp := failures == 0 && after >= res.LastSeq
-		// A workflow that closed (a client resuming a closed session, or one terminated)
-		// journals nothing more; the end tells the browser not to reconnect.
-		if closed || (caughtUp && fl.Ended()) {
+		// A closed session (a client resuming one, or one terminated) journals nothing
+		// more; the end tells the browser not to reconnect.
+		if closed {
 			_ = e.send("", "end", endData{Reason: "session closed"})
 			return
 		}
-		if caughtUp || failures > 0 {
-			var retry <-chan time.Time
-			var t *time.Timer
-			if failures > 0 {
-				t = time.NewTimer(s.poll * time.Duration(1+min(failures, 20)))
-				retry = t.C
-			}
-			goOn := s.idle(ctx, e, fl, retry)
-			if t != nil {
-				t.Stop()
-			}
-			if !goOn {
+		drained := own && len(res.Events) == 0 && !res.Gap
+		res, own = signals.EventsResult{}, false
+		ended := sub.Ended() // before After: an end seen first means After has it all
+		evs, covered := sub.After(after)
+		switch {
+		case len(evs) > 0:
+			res.Events = evs
+			continue
+		case covered && ended:
+			_ = e.send("", "end", endData{Reason: "session closed"})
+			return
+		case covered:
+			if _, gone := signals.AsRejection(sub.Err()); gone {
+				s.rejected(e, id, sub.Err())
 				return
 			}
+			if !s.idle(ctx, e, sub.Notify(), nil) {
+				return
+			}
+			continue
+		case drained:
+			// The journal has nothing after `after`, yet the feed stands beyond it (a new
+			// feed starts where its first reader asked, and reads on from the journal's
+			// end): wait for the feed.
+			if !s.idle(ctx, e, sub.Notify(), nil) {
+				return
+			}
+			continue
 		}
-		done := fl.Querying()
+		// Behind the feed's cache: a page of the journal itself.
 		res, err = s.query(ctx, id, after)
-		done()
 		switch {
 		case err == nil:
-			failures = 0
+			failures, own = 0, true
 		case ctx.Err() != nil:
 			return
 		default:
-			if rej, ok := signals.AsRejection(err); ok {
-				_ = e.send("", "rejected", apiError{Type: rej.Type, Message: rej.Message})
+			if _, ok := signals.AsRejection(err); ok {
+				s.rejected(e, id, err)
 				return
 			}
 			// A worker restarting or the cluster blinking: keep the stream, retry slower.
 			failures++
-			s.log.Warn("deck stream poll failed", "session", id, "failures", failures, "err", err)
-			res = signals.EventsResult{LastSeq: after} // nothing new
+			s.log.Warn("deck stream read failed", "session", id, "failures", failures, "err", err)
+			res = signals.EventsResult{}
+			t := time.NewTimer(s.poll * time.Duration(1+min(failures, 20)))
+			goOn := s.idle(ctx, e, nil, t.C)
+			t.Stop()
+			if !goOn {
+				return
+			}
 		}
 	}
 }
 
-// idle waits until the follower says to query (or retry fires), sending a keep-alive
-// comment whenever the stream has been silent for s.alive; false: the stream is over.
-func (s *Server) idle(ctx context.Context, e *sse, fl *signals.Follower, retry <-chan time.Time) bool {
+// firstAnswer waits until sub's feed has read the session's journal (nil) or failed to
+// (its error: a rejection says the session is unknown).
+func firstAnswer(ctx context.Context, sub *gateway.Subscription) error {
+	t := time.NewTimer(callTimeout)
+	defer t.Stop()
+	for {
+		if sub.Known() {
+			return nil
+		}
+		if err := sub.Err(); err != nil {
+			return err
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-t.C:
+			return context.DeadlineExceeded
+		case <-sub.Notify():
+		}
+	}
+}
+
+// rejected ends a stream whose session answers its events query with a rejection (it is
+// gone).
+func (s *Server) rejected(e *sse, id string, err error) {
+	rej, _ := signals.AsRejection(err)
+	s.log.Info("deck stream rejected", "session", id, "type", rej.Type)
+	_ = e.send("", "rejected", apiError{Type: rej.Type, Message: rej.Message})
+}
+
+// idle waits until wake or retry fires, sending a keep-alive comment whenever the stream has
+// been silent for s.alive; false: the stream is over.
+func (s *Server) idle(ctx context.Context, e *sse, wake <-chan struct{}, retry <-chan time.Time) bool {
 	for {
 		alive := time.NewTimer(max(s.alive-time.Since(e.last), 0))
 		select {
 		case <-ctx.Done():
 			alive.Stop()
 			return false
-		case <-fl.Ready():
+		case <-wake:
 			alive.Stop()
 			return true
 		case <-retry:
@@ -194,8 +259,20 @@ func (s *Server) idle(ctx context.Context, e *sse, fl *signals.Follower, retry <
 	}
 }
 
+// query is a page of the journal a stream reads itself: what lies before the feed's cache.
 func (s *Server) query(ctx context.Context, id string, after int64) (signals.EventsResult, error) {
 	ctx, cancel := context.WithTimeout(ctx, callTimeout)
 	defer cancel()
+	s.ownQueries.Add(1)
 	return s.c.Events(ctx, id, after, streamBatch)
 }
+
+// EventsQueries returns how many events queries the deck's streams and /acp connections have
+// sent: their shared feeds' and the streams' own reads (for tests and the benchmark).
+func (s *Server) EventsQueries() int64 { return s.ownQueries.Load() + s.gw.Polls() }
+
+// Feeds returns how many sessions the deck's feeds poll right now.
+func (s *Server) Feeds() int { return s.gw.Feeds() }
+
+// queryCount counts the queries of the streams' own.
+type queryCount struct{ atomic.Int64 }

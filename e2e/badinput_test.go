@@ -404,6 +404,9 @@ func TestBadInputForSessionsThatCannotTakeIt(t *testing.T) {
 		{"turn_deadline past time.Duration with the activity slack", `turn_deadline "2562047h47m"`, signals.SessionConfig{TurnDeadline: "2562047h47m"}},
 		{"permission_timeout zero", `permission_timeout "0s"`, signals.SessionConfig{PermissionTimeout: "0s"}},
 		{"policy unknown", `policy "yolo"`, signals.SessionConfig{Policy: "yolo"}},
+		{"sharing unknown", `sharing "public"`, signals.SessionConfig{Access: signals.Access{Sharing: "public"}}},
+		{"owner not a name", `owner "deck:alice"`, signals.SessionConfig{Access: signals.Access{Owner: "deck:alice"}}},
+		{"share with no role", `role "admin"`, signals.SessionConfig{Access: signals.Access{SharedWith: []signals.Share{{Who: "bob", Role: "admin"}}}}},
 	} {
 		cfg := bad.cfg
 		cfg.SessionID = fresh

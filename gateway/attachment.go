@@ -25,10 +25,13 @@ type attachment struct {
 	id string
 	// held is set (under c.mu) once the connection holds the session's viewer lease
 	// (leases.go): only then does closing the connection release it.
-	held   bool
-	sub    *subscription
-	ctx    context.Context
-	cancel context.CancelFunc
+	held bool
+	// watchOnly: the connection's person may watch this session but not act on it
+	// (access.go), so its permission requests and questions are not relayed to them.
+	watchOnly bool
+	sub       *subscription
+	ctx       context.Context
+	cancel    context.CancelFunc
 
 	// Read and written by the goroutine that handles events (catchUp, then pump) only.
 	sent      int64                                      // the last seq handled
@@ -355,7 +358,7 @@ func (a *attachment) lookupEnd(turn int64) turnOutcome {
 // otherwise first: a connection that closes (a deck shutting down) leaves it open at the
 // client, whose next connection is asked the same request again and answers that one.
 func (a *attachment) relay(d signals.PermissionRequestedData) {
-	if a.c.observer() {
+	if a.c.observer() || a.watchOnly {
 		return
 	}
 	a.mu.Lock()

@@ -35,6 +35,10 @@ type conn struct {
 	offer agentOffer
 	// peer is what the client said of itself in initialize (elicitation.go).
 	peer peer
+	// ident is the person a door authenticated (nil: the connection stands for the
+	// deployment) and sharing the door's rule for sessions that name none (access.go).
+	ident   *signals.Identity
+	sharing string
 }
 
 func newConn(ctx context.Context, g *Gateway, w *lineWriter, observe bool) *conn {
@@ -112,7 +116,7 @@ func (c *conn) NewSession(ctx context.Context, p acp.NewSessionRequest) (acp.New
 	if id == "" {
 		id = "acp-" + signals.NewID()
 	}
-	cfg := signals.SessionConfig{SessionID: id, Agent: c.g.o.Agent, Workspace: c.g.o.Workspace, Policy: metaPolicy(p.Meta)}
+	cfg := c.owned(signals.SessionConfig{SessionID: id, Agent: c.g.o.Agent, Workspace: c.g.o.Workspace, Policy: metaPolicy(p.Meta)})
 	if cfg.Workspace == "" && !c.g.o.IgnoreClientCwd {
 		cfg.Workspace = p.Cwd
 	}
@@ -168,6 +172,12 @@ func (c *conn) UnstableForkSession(ctx context.Context, p acp.UnstableForkSessio
 	}
 	cctx, cancel := c.callCtx(ctx)
 	defer cancel()
+	if _, err := c.mayWatch(cctx, string(p.SessionId)); err != nil {
+		return acp.UnstableForkSessionResponse{}, err
+	}
+	if c.ident != nil {
+		req.Owner = c.ident.Name
+	}
 	cfg, err := c.client().Fork(cctx, string(p.SessionId), req)
 	if err != nil {
 		return acp.UnstableForkSessionResponse{}, rpcErr(err)
@@ -215,8 +225,14 @@ func (c *conn) LoadSession(ctx context.Context, p acp.LoadSessionRequest) (acp.L
 	}
 	cctx, cancel := c.callCtx(ctx)
 	defer cancel()
-	if err := c.setMcpServers(cctx, string(p.SessionId), p.McpServers); err != nil {
+	role, err := c.mayWatch(cctx, string(p.SessionId))
+	if err != nil {
 		return acp.LoadSessionResponse{}, err
+	}
+	if role == signals.RoleController {
+		if err := c.setMcpServers(cctx, string(p.SessionId), p.McpServers); err != nil {
+			return acp.LoadSessionResponse{}, err
+		}
 	}
 	_, at, err := c.attach(cctx, string(p.SessionId), after)
 	if err != nil {
@@ -235,8 +251,14 @@ func (c *conn) ResumeSession(ctx context.Context, p acp.ResumeSessionRequest) (a
 	}
 	cctx, cancel := c.callCtx(ctx)
 	defer cancel()
-	if err := c.setMcpServers(cctx, string(p.SessionId), p.McpServers); err != nil {
+	role, err := c.mayWatch(cctx, string(p.SessionId))
+	if err != nil {
 		return acp.ResumeSessionResponse{}, err
+	}
+	if role == signals.RoleController {
+		if err := c.setMcpServers(cctx, string(p.SessionId), p.McpServers); err != nil {
+			return acp.ResumeSessionResponse{}, err
+		}
 	}
 	_, at, err := c.attach(cctx, string(p.SessionId), after)
 	if err != nil {
@@ -310,7 +332,7 @@ func (c *conn) ListSessions(ctx context.Context, p acp.ListSessionsRequest) (acp
 			return acp.ListSessionsResponse{}, rpcErr(err)
 		}
 		for _, s := range infos {
-			if si, ok := sessionInfo(s, filter); ok {
+			if si, ok := sessionInfo(s, filter); ok && c.listable(s) {
 				out.Sessions = append(out.Sessions, si)
 			}
 		}
@@ -376,6 +398,9 @@ func (c *conn) Prompt(ctx context.Context, p acp.PromptRequest) (acp.PromptRespo
 	id := string(p.SessionId)
 	cctx, cancel := c.callCtx(ctx)
 	defer cancel()
+	if err := c.mayAct(cctx, id, "prompt"); err != nil {
+		return acp.PromptResponse{}, err
+	}
 	a, err := c.attached(cctx, id)
 	if err != nil {
 		return acp.PromptResponse{}, err
@@ -418,6 +443,10 @@ func (c *conn) Cancel(ctx context.Context, p acp.CancelNotification) error {
 	}
 	cctx, cancel := c.callCtx(ctx)
 	defer cancel()
+	if err := c.mayAct(cctx, string(p.SessionId), "cancel"); err != nil {
+		c.g.o.Logger.Info("session/cancel refused", "session", p.SessionId, "err", err)
+		return nil
+	}
 	_, err := c.client().Cancel(cctx, string(p.SessionId), signals.CancelRequest{ViewerID: c.viewer, By: c.answeredBy()})
 	if rej, ok := signals.AsRejection(err); ok && rej.Type == signals.RejectNoLiveTurn {
 		return nil // nothing runs: the cancel has nothing to do
@@ -467,6 +496,9 @@ func (c *conn) steering(ctx context.Context, params json.RawMessage) (any, error
 	}
 	cctx, cancel := c.callCtx(ctx)
 	defer cancel()
+	if err := c.mayAct(cctx, p.SessionID, "steer"); err != nil {
+		return nil, err
+	}
 	a, err := c.attached(cctx, p.SessionID)
 	if err != nil {
 		return nil, err
@@ -532,6 +564,9 @@ func (c *conn) tacpSteer(ctx context.Context, params json.RawMessage) (any, erro
 	}
 	cctx, cancel := c.callCtx(ctx)
 	defer cancel()
+	if err := c.mayAct(cctx, p.SessionID, "steer"); err != nil {
+		return nil, err
+	}
 	res, err := c.client().Steer(cctx, p.SessionID, signals.SteerRequest{Text: p.Text, ExpectedTurnID: p.ExpectedTurnID, ClientMsgID: p.ClientMsgID, ViewerID: c.viewer, By: c.answeredBy()})
 	if err == nil {
 		return tacpSteerResult{Outcome: res.Outcome, Ref: &res.Ref, NextExpectedTurnID: res.NextExpectedTurnID}, nil
@@ -575,7 +610,24 @@ func (c *conn) attachStarting(ctx context.Context, id string, writeAfter int64, 
 		}
 		return a, caughtUp{}, nil // attached already; a second load does not replay twice
 	}
+	c.mu.Unlock()
+	role := c.role // a session the connection creates is its person's
+	if cfg == nil {
+		var err error
+		if role, err = c.mayWatch(ctx, id); err != nil {
+			return nil, caughtUp{}, err
+		}
+	}
+	c.mu.Lock()
+	if a := c.sessions[id]; a != nil || c.closed {
+		c.mu.Unlock()
+		if a == nil {
+			return nil, caughtUp{}, errors.New("connection closed")
+		}
+		return a, caughtUp{}, nil
+	}
 	a := newAttachment(c, id)
+	a.watchOnly = role != signals.RoleController
 	c.sessions[id] = a
 	c.mu.Unlock()
 	// forget undoes the registration; it reports whether the lease is still this

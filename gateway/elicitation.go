@@ -121,7 +121,7 @@ func (a *attachment) elicitationEvent(ev signals.Event) {
 		a.c.mu.Lock()
 		url := a.c.peer.url
 		a.c.mu.Unlock()
-		if json.Unmarshal(ev.Data, &d) != nil || !live || !url || a.c.observer() {
+		if json.Unmarshal(ev.Data, &d) != nil || !live || !url || a.c.observer() || a.watchOnly {
 			return
 		}
 		// The client knows the question by the elicitationId its elicitation/create carried:
@@ -137,7 +137,7 @@ func (a *attachment) relayElicitation(d signals.ElicitationRequestedData) {
 	a.c.mu.Lock()
 	p := a.c.peer
 	a.c.mu.Unlock()
-	if a.c.observer() || (d.Mode == signals.ElicitationForm && !p.form) || (d.Mode == signals.ElicitationURL && !p.url) {
+	if a.c.observer() || a.watchOnly || (d.Mode == signals.ElicitationForm && !p.form) || (d.Mode == signals.ElicitationURL && !p.url) {
 		return
 	}
 	a.mu.Lock()

@@ -24,8 +24,10 @@ package gateway
 
 import (
 	"context"
+	"errors"
 	"io"
 	"log/slog"
+	"sync/atomic"
 	"time"
 
 	acp "github.com/coder/acp-go-sdk"
@@ -67,9 +69,18 @@ type Options struct {
 	// client that vanishes without a detach (kill -9) counts as gone when it lapses.
 	// Default 2 m.
 	Lease time.Duration
+	// FirstMessageTimeout bounds how long a connection may go without its first ACP
+	// message (initialize, or any request a resuming client starts with): one that never
+	// speaks ACP, a socket opened and left or one that sends only what is not JSON-RPC, is
+	// closed after it. Default 30 s.
+	FirstMessageTimeout time.Duration
 	// Logger gets the gateway's diagnostics (never prompt text). Default: discard.
 	Logger *slog.Logger
 }
+
+// ErrSilent is what ServeConn returns when its client sent no ACP message within
+// Options.FirstMessageTimeout.
+var ErrSilent = errors.New("gateway: the client sent no ACP message in time")
 
 // Gateway serves ACP connections. One Gateway may serve many connections; they share one
 // events poller per session.
@@ -89,6 +100,9 @@ func New(o Options) *Gateway {
 	if o.Lease <= 0 {
 		o.Lease = 2 * time.Minute
 	}
+	if o.FirstMessageTimeout <= 0 {
+		o.FirstMessageTimeout = 30 * time.Second
+	}
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
 	}
@@ -105,6 +119,13 @@ type ConnOptions struct {
 	// and the client only as the client: what a client says of itself in initialize is its
 	// own word, never a person. Empty: the client's word is all there is.
 	Person string
+	// Identity is the person the connection's door authenticated, whose sessions it may
+	// see and act on (signals.RoleFor; access.go), and the owner of the sessions it
+	// creates. Nil: the connection stands for the deployment and has its role on every
+	// session.
+	Identity *signals.Identity
+	// Sharing is the door's rule for a session that names none (signals.SharingPrivate, …).
+	Sharing string
 }
 
 // Serve speaks ACP as the agent on one connection (in: what the client writes, out: what it
@@ -125,16 +146,45 @@ func (g *Gateway) ServeConn(ctx context.Context, in io.Reader, out io.Writer, co
 	defer cancel()
 	c := newConn(ctx, g, w, g.o.Observe || co.Observe)
 	c.person = co.Person
-	asc := acp.NewAgentSideConnection(c, w, pr)
+	c.ident, c.sharing = co.Identity, co.Sharing
+	// What reaches the SDK has passed filterInput: a JSON-RPC message.
+	sdkIn := &firstRead{r: pr}
+	asc := acp.NewAgentSideConnection(c, w, sdkIn)
 	asc.SetLogger(g.o.Logger)
 	c.asc = asc
+	var silent atomic.Bool
+	t := time.AfterFunc(g.o.FirstMessageTimeout, func() {
+		if !sdkIn.read.Load() {
+			silent.Store(true)
+			cancel()
+		}
+	})
+	defer t.Stop()
 	select {
 	case <-asc.Done():
 	case <-ctx.Done():
 	}
 	_ = pr.Close()
 	c.close()
+	if silent.Load() {
+		g.o.Logger.Info("acp connection closed: no ACP message", "within", g.o.FirstMessageTimeout)
+		return ErrSilent
+	}
 	return nil
+}
+
+// firstRead is a reader that notes when it first hands out bytes.
+type firstRead struct {
+	r    io.Reader
+	read atomic.Bool
+}
+
+func (f *firstRead) Read(p []byte) (int, error) {
+	n, err := f.r.Read(p)
+	if n > 0 {
+		f.read.Store(true)
+	}
+	return n, err
 }
 
 // Polls returns how many events queries the gateway has sent (for tests and benchmarks).

@@ -10,6 +10,9 @@ package gateway
 // Subscribers read at their own pace by seq: a connection whose client stops reading its
 // stdout falls behind without holding up the poller, the session or the other connections,
 // and catches up from the cache or, past it, from the journal itself.
+//
+// Hub and Subscription are the same hub for other packages: the deck's SSE streams share the
+// feeds of the gateway that serves its /acp (Gateway.Hub).
 
 import (
 	"context"
@@ -43,6 +46,9 @@ func (c clientSource) Follow(ctx context.Context, sessionID string) follower {
 // cacheSize bounds the events a feed keeps for its subscribers.
 const cacheSize = 4096
 
+// CacheSize is how many of a session's newest events a Hub keeps for its subscribers.
+const CacheSize = cacheSize
+
 type hub struct {
 	src   eventSource
 	retry time.Duration // the first pause after a failed query
@@ -67,6 +73,12 @@ type feed struct {
 	cache []signals.Event // the newest events, contiguous by seq
 	last  int64           // the highest seq seen
 	subs  map[*subscription]struct{}
+	// known: a query has answered and none was rejected since, so the session exists.
+	// ended: the session's workflow closed and a query after its end read everything, so
+	// last is the journal's last seq.
+	known, ended bool
+	// err is the last query's error (a rejection: the session is gone), nil after an answer.
+	err error
 }
 
 // subscription is one connection's interest in one session.
@@ -172,6 +184,10 @@ func (f *feed) poll(ctx context.Context) {
 		if fl.Ended() {
 			// The session's workflow closed and the last query saw its end: nothing more
 			// will be journaled.
+			f.mu.Lock()
+			f.ended = true
+			f.wakeAll()
+			f.mu.Unlock()
 			<-ctx.Done()
 			return
 		}
@@ -198,10 +214,42 @@ func (f *feed) pollOnce(ctx context.Context) (more bool, err error) {
 	f.h.polls++
 	f.h.mu.Unlock()
 	res, err := f.h.src.Events(qctx, f.id, last, eventsPage)
-	if err != nil || len(res.Events) == 0 {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if err != nil {
+		if ctx.Err() != nil {
+			return false, err
+		}
+		if f.err == nil {
+			f.wakeAll() // a subscriber waiting for the first answer has it
+		}
+		f.err = err
+		if _, gone := signals.AsRejection(err); gone {
+			f.known = false
+		}
 		return false, err
 	}
-	f.mu.Lock()
+	if !f.known {
+		f.wakeAll()
+	}
+	f.known, f.err = true, nil
+	if len(res.Events) == 0 {
+		if res.LastSeq < f.last {
+			// The journal ends before the seq the first subscriber named: the feed reads on
+			// from the journal's end, so that what the session journals next reaches all.
+			f.last, f.cache = res.LastSeq, f.cache[:0]
+			f.wakeAll()
+		}
+		return false, nil
+	}
+	if newest := res.LastSeq - cacheSize; res.Events[len(res.Events)-1].Seq < newest {
+		// The feed stands further back than its cache holds (its first subscriber asked for
+		// an old seq): it reads on from the newest cacheSize events, and a subscriber behind
+		// them reads the journal itself.
+		f.last, f.cache = newest, f.cache[:0]
+		f.wakeAll()
+		return true, nil
+	}
 	if res.Events[0].Seq != f.last+1 {
 		// Retention dropped events nobody had seen: the cache restarts at what is left.
 		f.cache = f.cache[:0]
@@ -211,12 +259,15 @@ func (f *feed) pollOnce(ctx context.Context) (more bool, err error) {
 		f.cache = append(f.cache[:0:0], f.cache[over:]...)
 	}
 	f.last = res.Events[len(res.Events)-1].Seq
+	f.wakeAll()
+	return f.last < res.LastSeq, nil
+}
+
+// wakeAll tells every subscriber to look; f.mu is held.
+func (f *feed) wakeAll() {
 	for s := range f.subs {
 		s.wake()
 	}
-	more = f.last < res.LastSeq
-	f.mu.Unlock()
-	return more, nil
 }
 
 // pollCount returns how many events queries the hub has sent.
@@ -232,3 +283,61 @@ func (h *hub) feedCount() int {
 	defer h.mu.Unlock()
 	return len(h.feeds)
 }
+
+// Hub shares one events poller per session among any number of readers in this process
+// (the hub above, for packages other than gateway).
+type Hub struct{ h *hub }
+
+// Hub returns the gateway's hub: readers that subscribe to it share the feeds of the
+// gateway's ACP connections.
+func (g *Gateway) Hub() *Hub { return &Hub{g.hub} }
+
+// Subscribe returns a subscription to session id, starting its poller when it is the first;
+// a new poller reads on from seq from. Call Unsubscribe when done.
+func (h *Hub) Subscribe(id string, from int64) *Subscription {
+	return &Subscription{h.h.subscribe(id, from)}
+}
+
+// Subscription is one reader's interest in one session. It reads by seq at its own pace:
+// a reader that falls behind holds up nobody.
+type Subscription struct{ s *subscription }
+
+// Notify is ready when there may be something new: events after the reader's seq, the
+// poller's first answer or error, the session's end. One value stands for any number of
+// changes.
+func (s *Subscription) Notify() <-chan struct{} { return s.s.notify }
+
+// After returns the cached events with seq > seq, in order, and whether the cache covers
+// seq (false: the reader must read the journal after seq itself, then come back).
+func (s *Subscription) After(seq int64) ([]signals.Event, bool) { return s.s.after(seq) }
+
+// Ended reports that the session's workflow has closed and the poller has read all it
+// journaled: once After(seq) is empty, nothing more will come. Call it before After.
+func (s *Subscription) Ended() bool {
+	f := s.s.f
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.ended
+}
+
+// Known reports that the poller has read the session's journal and no query was rejected
+// since: the session exists.
+func (s *Subscription) Known() bool {
+	f := s.s.f
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.known
+}
+
+// Err returns the error of the poller's last query, nil after an answer. A rejection
+// (signals.AsRejection) says the session is gone; any other error is the cluster's, and the
+// poller tries again.
+func (s *Subscription) Err() error {
+	f := s.s.f
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.err
+}
+
+// Unsubscribe ends the subscription, stopping the poller with the last one.
+func (s *Subscription) Unsubscribe() { s.s.unsubscribe() }

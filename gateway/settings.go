@@ -60,6 +60,9 @@ func (c *conn) SetSessionMode(ctx context.Context, p acp.SetSessionModeRequest) 
 	}
 	cctx, cancel := c.callCtx(ctx)
 	defer cancel()
+	if err := c.mayAct(cctx, string(p.SessionId), "set the mode"); err != nil {
+		return acp.SetSessionModeResponse{}, err
+	}
 	_, err := c.client().SetMode(cctx, string(p.SessionId), signals.SetModeRequest{ModeID: string(p.ModeId), ViewerID: c.viewer})
 	return acp.SetSessionModeResponse{}, rpcErr(err)
 }
@@ -101,6 +104,9 @@ func (c *conn) setConfig(ctx context.Context, sid, id, value string) error {
 	}
 	cctx, cancel := c.callCtx(ctx)
 	defer cancel()
+	if err := c.mayAct(cctx, sid, "set config options"); err != nil {
+		return err
+	}
 	_, err := c.client().SetConfigOption(cctx, sid, signals.SetConfigOptionRequest{ConfigID: id, Value: value, ViewerID: c.viewer})
 	return rpcErr(err)
 }
@@ -111,6 +117,9 @@ func (c *conn) CloseSession(ctx context.Context, p acp.CloseSessionRequest) (acp
 	}
 	cctx, cancel := c.callCtx(ctx)
 	defer cancel()
+	if err := c.mayAct(cctx, string(p.SessionId), "close it"); err != nil {
+		return acp.CloseSessionResponse{}, err
+	}
 	_, err := c.client().Close(cctx, string(p.SessionId), signals.CloseRequest{Reason: "session/close"})
 	return acp.CloseSessionResponse{}, rpcErr(err)
 }

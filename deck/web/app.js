@@ -202,6 +202,7 @@
       badges.push(badge(s.state || (s.running ? 'running' : 'closed'), s.state));
       if (s.turn) badges.push(badge('turn ' + s.turn));
       if (s.agent) badges.push(badge(agentName(s.agent)));
+      if (s.owner) badges.push(badge(s.owner + "'s"));
       return h('li', {},
         h('a', { href: '#/s/' + enc(s.session_id), data: { session: s.session_id } },
           h('div', { class: 'card' },
@@ -603,6 +604,7 @@
       if (st.turn_id) b.push(badge('turn ' + st.turn_id));
       if (st.queue && st.queue.length) b.push(badge(st.queue.length + ' queued'));
       if (st.agent) b.push(badge(agentName(st.agent)));
+      if (st.owner) b.push(badge(st.owner + "'s" + (st.sharing ? ' · ' + st.sharing : '')));
       stateBadges.replaceChildren(...b);
 
       const live = isLive(st.state);

@@ -63,7 +63,8 @@ var commands = []command{
 	{"setup", "", "register tacp's search attributes on the cluster's namespace", cmdSetup},
 	{"acp", "[--session ID] [--observe] | --remote URL --token T", "speak ACP on stdio as the agent of an editor: durable, shared tacp sessions (--remote: through a deck's /acp, no Temporal credentials)", cmdACP},
 	{"codec-server", "[--listen ADDR] [--token T]", "serve /encode and /decode of the payload codec for the Temporal UI", cmdCodecServer},
-	{"web", "[--listen ADDR] [--token T] [--observer-token T]", "serve the deck: watch, approve, steer and cancel sessions from a browser", cmdWeb},
+	{"web", "[--listen ADDR] [--token T] [--observer-token T] [--tokens-file PATH]", "serve the deck: watch, approve, steer and cancel sessions from a browser", cmdWeb},
+	{"token", "--name NAME --role controller|observer [--groups G,G] [--secret-stdin]", "make a line of the deck's tokens file (web --tokens-file): a new secret, shown once on stderr, and the line with its hash on stdout", cmdToken},
 	{"completion", "bash|zsh|fish", "print the shell completion script (bash: source <(tacp completion bash))", cmdCompletion},
 }
 

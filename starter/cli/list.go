@@ -46,7 +46,7 @@ func cmdList(ctx context.Context, e *env, fs *flag.FlagSet, args []string) int {
 			if !s.LastActivity.IsZero() {
 				last = s.LastActivity.Local().Format("2006-01-02 15:04:05")
 			}
-			fmt.Fprintf(e.out, "%-32s %-10s turn %-4d last %-10s %-19s %-12s %s%s\n", s.SessionID, orDash(s.State), s.Turn, orDash(s.LastOutcome), last, orDash(s.Agent), orDash(s.Version), awaitingNote(s.AwaitingApproval))
+			fmt.Fprintf(e.out, "%-32s %-10s turn %-4d last %-10s %-19s %-12s %s%s%s\n", s.SessionID, orDash(s.State), s.Turn, orDash(s.LastOutcome), last, orDash(s.Agent), orDash(s.Version), awaitingNote(s.AwaitingApproval), ownerNote(s.Owner))
 			if s.Ended != "" {
 				fmt.Fprintf(e.out, "%-32s %s\n", "", s.Ended)
 			}
@@ -60,4 +60,11 @@ func awaitingNote(awaiting bool) string {
 		return "  (awaiting approval)"
 	}
 	return ""
+}
+
+func ownerNote(owner string) string {
+	if owner == "" {
+		return ""
+	}
+	return "  owner " + owner
 }

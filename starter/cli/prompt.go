@@ -17,8 +17,13 @@ func cmdPrompt(ctx context.Context, e *env, fs *flag.FlagSet, args []string) int
 	noWait := fs.Bool("no-wait", false, "return once the prompt is queued; the turn runs unwatched (its events journaled every few seconds, the cheapest way to stream)")
 	id := fs.String("id", "", "client_message_id (default: a new id; repeat one to retry safely)")
 	as := fs.String("as", "", "who prompts, as the journal records it (default: cli:USER@HOST)")
+	access := accessFlags(fs)
 	if !e.parse(fs, args, true) {
 		return exitError
+	}
+	acc, err := access()
+	if err != nil {
+		return e.fail(err)
 	}
 	text, err := e.textAndConnect(ctx, fs)
 	if err != nil {
@@ -35,7 +40,7 @@ func cmdPrompt(ctx context.Context, e *env, fs *flag.FlagSet, args []string) int
 			fmt.Fprintf(e.err, "session %s %s: this prompt starts a new session under its id\n", e.session, st.Ended)
 		}
 	}
-	cfg := signals.SessionConfig{SessionID: e.session, Agent: e.agent, Workspace: e.workspace, Policy: *policy}
+	cfg := signals.SessionConfig{SessionID: e.session, Agent: e.agent, Workspace: e.workspace, Policy: *policy, Access: acc}
 	res, err := e.c.Prompt(ctx, cfg, signals.PromptRequest{Text: text, ClientMessageID: *id, Unwatched: *noWait, By: cliIdentity(*as)})
 	if err != nil {
 		return e.fail(err)

@@ -5,6 +5,7 @@ package cli
 // history.
 
 import (
+	"cmp"
 	"context"
 	"flag"
 	"fmt"
@@ -41,6 +42,7 @@ func cmdStatus(ctx context.Context, e *env, fs *flag.FlagSet, args []string) int
 	if st.Title != "" {
 		fmt.Fprintf(e.out, "title     %s\n", st.Title)
 	}
+	fmt.Fprintf(e.out, "owner     %s\n", ownerLine(st.Access))
 	fmt.Fprintf(e.out, "policy    %s\n", policyLine(st))
 	if st.BuildID != "" {
 		fmt.Fprintf(e.out, "build     %s (pinned: the run stays on it; it moves at its next idle safe point when another build becomes current)\n", st.BuildID)
@@ -146,4 +148,21 @@ func printActions(ctx context.Context, e *env) int {
 		a.Updates, a.Timers, a.Activities, a.Other)
 	fmt.Fprintln(e.out, "not counted: queries and activity heartbeats (billed, but written in no history)")
 	return exitOK
+}
+
+// ownerLine says whose a session is and whom it is shared with.
+func ownerLine(a signals.Access) string {
+	line := "nobody (the team's)"
+	if a.Owner != "" {
+		line = a.Owner
+	}
+	line += ", sharing " + cmp.Or(a.Sharing, "the deck's rule")
+	if len(a.SharedWith) > 0 {
+		var with []string
+		for _, s := range a.SharedWith {
+			with = append(with, s.String())
+		}
+		line += ", shared with " + strings.Join(with, " ")
+	}
+	return line
 }

@@ -13,8 +13,11 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"os"
+	"os/signal"
 	"slices"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/tacp-dev/tacp/deck"
@@ -25,11 +28,17 @@ import (
 
 func cmdWeb(ctx context.Context, e *env, fs *flag.FlagSet, args []string) int {
 	listen := fs.String("listen", "127.0.0.1:8080", "address to serve the deck on")
+	sharing := fs.String("sharing", "private", "what a named token may do on another person's session that names no rule: private (nothing), team-watch (watch) or team-act (watch and act)")
 	var token, observers tokenList
 	fs.Var(&token, "token", "controller token(s), comma-separated or repeated: may read and act; NAME=SECRET names the person, whose answers record deck:NAME; at least 16 characters of secret (empty: one is generated and printed)")
 	fs.Var(&observers, "observer-token", "observer token(s), comma-separated or repeated: may only read")
+	tokensFile := fs.String("tokens-file", "", "file of people and their hashed tokens, one 'NAME ROLE sha256:HEX [GROUP,...]' a line ('starter token' makes one); read again when it changes and on SIGHUP")
+	loginBurst := fs.Int("login.burst", 10, "wrong tokens a source (remote IP) may present before its every credential is refused with 429")
+	loginRate := fs.Float64("login.rate", 1, "wrong tokens a source may present each second once its burst is spent")
 	bodyTimeout := fs.Duration("body-timeout", 30*time.Second, "bound on reading a request's body: a client that withholds it loses its connection")
 	poll := fs.Duration("poll", 250*time.Millisecond, "the pause before a live view tries a failed events query again (new events wake it through the session's history)")
+	maxStreams := fs.Int("max-streams-per-token", deck.DefaultMaxStreamsPerToken, "live views (SSE streams) one token may hold open at once; one more is refused with 429")
+	maxACP := fs.Int("max-acp-per-token", deck.DefaultMaxACPPerToken, "/acp sockets one token may hold open at once; one more is refused with 429")
 	logLevel := fs.String("log.level", "info", "log level: debug, info, warn, error")
 	publicURL := fs.String("public-url", "", "the deck's URL as people open it, for the links in notifications (default: http://LISTEN/)")
 	hooks := fs.String("webhook", "", "URL(s), comma-separated, to POST notifications to (a Slack incoming webhook, an ntfy template URL, your own)")
@@ -58,8 +67,11 @@ func cmdWeb(ctx context.Context, e *env, fs *flag.FlagSet, args []string) int {
 	if err := checkTokens(append(slices.Clone(token), observers...)); err != nil {
 		return e.fail(err)
 	}
+	if *loginBurst < 1 || !(*loginRate > 0) {
+		return e.fail(errors.New("--login.burst must be at least 1 and --login.rate above 0"))
+	}
 	controllerTokens := slices.Clone(token)
-	generated := len(controllerTokens) == 0
+	generated := len(controllerTokens) == 0 && *tokensFile == ""
 	if generated {
 		controllerTokens = []string{newToken()}
 	}
@@ -71,10 +83,29 @@ func cmdWeb(ctx context.Context, e *env, fs *flag.FlagSet, args []string) int {
 	gw := gateway.New(gateway.Options{Client: e.c, Agent: e.agent, Workspace: e.workspace, IgnoreClientCwd: true, Logger: logger})
 	d, err := deck.New(deck.Options{
 		Client: e.c, ControllerTokens: controllerTokens, ObserverTokens: observers,
-		Logger: logger, PollInterval: *poll, Gateway: gw,
+		Logger: logger, PollInterval: *poll, Gateway: gw, Sharing: *sharing,
+		TokensFile: *tokensFile, LoginBurst: *loginBurst, LoginRate: *loginRate,
+		MaxStreamsPerToken: *maxStreams, MaxACPPerToken: *maxACP,
 	})
 	if err != nil {
 		return e.fail(err)
+	}
+	defer d.Close()
+	if *tokensFile != "" {
+		// SIGHUP reads the tokens file again at once (the deck also notices a change by itself).
+		hup := make(chan os.Signal, 1)
+		signal.Notify(hup, syscall.SIGHUP)
+		defer signal.Stop(hup)
+		go func() {
+			for {
+				select {
+				case <-ctx.Done():
+					return
+				case <-hup:
+					_ = d.Reload() // it logs what it did
+				}
+			}
+		}()
 	}
 	ln, err := net.Listen("tcp", *listen)
 	if err != nil {
@@ -122,7 +153,7 @@ func cmdWeb(ctx context.Context, e *env, fs *flag.FlagSet, args []string) int {
 	} else {
 		fmt.Fprintf(e.err, "deck on %s (sign in with your token, or open %s#token=<token>)\n", url, url)
 	}
-	logger.Info("deck serving", "addr", ln.Addr().String(), "controllers", len(controllerTokens), "observers", len(observers))
+	logger.Info("deck serving", "addr", ln.Addr().String(), "controllers", len(controllerTokens), "observers", len(observers), "tokens_file", *tokensFile)
 	if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
 		return e.fail(err)
 	}
