@@ -25,6 +25,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 	enumspb "go.temporal.io/api/enums/v1"
+	"go.temporal.io/api/serviceerror"
 
 	"github.com/tacp-dev/tacp/deck"
 	"github.com/tacp-dev/tacp/signals"
@@ -355,6 +356,23 @@ func TestDeckBadInputIsRefusedAndChangesNothing(t *testing.T) {
 	d.call(t, "GET", sessPath(id), op, nil).decode(t, &after)
 	require.Equal(t, before.Journal, after.Journal, "no bad request reached the session")
 	require.Equal(t, before.TurnID, after.TurnID)
+
+	// A prompt that would start a session refused is refused before it starts one.
+	fresh := session(t)
+	for _, body := range []map[string]string{
+		{"text": " "},
+		{"text": strings.Repeat("x", signals.MaxTextBytes+1)},
+		{"text": "hi", "client_message_id": strings.Repeat("c", 200)},
+		{"text": "hi", "agent": "no-such-profile"},
+		{"text": "hi", "policy": "yolo"},
+		{"text": "hi", "sharing": "everyone"},
+	} {
+		r := d.call(t, "POST", sessPath(fresh, "/prompt"), op, body)
+		require.Equal(t, http.StatusBadRequest, r.Code, "%v: %s", body["agent"]+body["policy"]+body["sharing"], r.Body)
+		_, err := tc.DescribeWorkflowExecution(ctxFor(t, 10*time.Second), signals.SessionWorkflowID(fresh), "")
+		var nf *serviceerror.NotFound
+		require.ErrorAs(t, err, &nf, "no session started for %v", body["agent"]+body["policy"]+body["sharing"])
+	}
 }
 
 func TestDeckSessionsListAwaitingApprovalFirst(t *testing.T) {

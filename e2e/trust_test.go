@@ -15,6 +15,7 @@ import (
 	acp "github.com/coder/acp-go-sdk"
 	"github.com/stretchr/testify/require"
 	enumspb "go.temporal.io/api/enums/v1"
+	"go.temporal.io/api/serviceerror"
 	"go.temporal.io/sdk/client"
 
 	"github.com/tacp-dev/tacp/internal/tacpworker"
@@ -81,10 +82,22 @@ func TestTrustACommandLineAsAgentRunsNothing(t *testing.T) {
 func TestTrustAnUnknownProfileIsRefusedWithTheNames(t *testing.T) {
 	t.Parallel()
 	tw := newTrustWorker(t)
+	const offered = `unknown agent profile "claude": this worker offers default, exits, garbage, hangs, missing, settings, steering`
+	// The client asks the workers what they offer before it starts a session: the refusal
+	// leaves no workflow.
 	id := session(t)
 	_, err := tw.qc.Prompt(ctxFor(t, 30*time.Second), signals.SessionConfig{SessionID: id, Agent: "claude"}, signals.PromptRequest{Text: "hello"})
 	rej := requireRejection(t, err, signals.RejectInvalidRequest)
-	require.Contains(t, rej.Message, `unknown agent profile "claude": this worker offers default, exits, garbage, hangs, missing, settings, steering`)
+	require.Contains(t, rej.Message, offered)
+	tw.refusedBeforeAnything(t, id)
+	_, err = tc.DescribeWorkflowExecution(ctxFor(t, 10*time.Second), signals.SessionWorkflowID(id), "")
+	var nf *serviceerror.NotFound
+	require.ErrorAs(t, err, &nf, "a refused prompt starts no session")
+
+	// A client that skips the check: the worker refuses the session at its start, and
+	// every client is told why it failed.
+	err = rawPromptWithStart(t, tw.queue, signals.SessionConfig{SessionID: id, Agent: "claude"})
+	require.ErrorContains(t, err, offered)
 	tw.refusedBeforeAnything(t, id)
 	requireSessionFailed(t, id)
 	// status, list and the ACP face say why it failed, not Temporal's "unknown queryType".

@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -64,6 +65,9 @@ func (c *Client) Prompt(ctx context.Context, cfg SessionConfig, req PromptReques
 	if rej := ValidatePrompt(req); rej != nil {
 		return PromptResult{}, rej
 	}
+	if err := c.admitProfile(ctx, cfg); err != nil {
+		return PromptResult{}, err
+	}
 	release, err := inFlight.acquire(ctx, cfg.SessionID)
 	if err != nil {
 		return PromptResult{}, err
@@ -85,6 +89,9 @@ func (c *Client) Start(ctx context.Context, cfg SessionConfig, req AttachRequest
 	if err := ValidateSessionConfig(cfg); err != nil {
 		return Status{}, Reject(RejectInvalidRequest, "%v", err)
 	}
+	if err := c.admitProfile(ctx, cfg); err != nil {
+		return Status{}, err
+	}
 	release, err := inFlight.acquire(ctx, cfg.SessionID)
 	if err != nil {
 		return Status{}, err
@@ -101,6 +108,43 @@ func (c *Client) Start(ctx context.Context, cfg SessionConfig, req AttachRequest
 	}
 	return st, nil
 }
+
+// admitProfile refuses, before anything starts, a new session whose agent profile no worker
+// offers, with the worker's own words: a refused request leaves no failed session behind.
+// It asks only for a session that would start (one that runs ignores cfg), and costs one
+// describe and, then, one profiles query. When no worker answers within a few seconds the
+// start goes ahead and the worker decides, as it always does.
+func (c *Client) admitProfile(ctx context.Context, cfg SessionConfig) error {
+	if cfg.Agent == "" {
+		return nil
+	}
+	d, err := c.Temporal.DescribeWorkflowExecution(ctx, SessionWorkflowID(cfg.SessionID), "")
+	var nf *serviceerror.NotFound
+	switch {
+	case err == nil && d.GetWorkflowExecutionInfo().GetStatus() == enumspb.WORKFLOW_EXECUTION_STATUS_RUNNING:
+		return nil
+	case err != nil && !errors.As(err, &nf):
+		return nil
+	}
+	pctx, cancel := context.WithTimeout(ctx, profilesWait)
+	defer cancel()
+	profiles, err := c.Profiles(pctx)
+	if err != nil || len(profiles) == 0 {
+		return nil
+	}
+	names := make([]string, 0, len(profiles))
+	for _, p := range profiles {
+		if p.Name == cfg.Agent {
+			return nil
+		}
+		names = append(names, p.Name)
+	}
+	slices.Sort(names)
+	return Reject(RejectInvalidRequest, "unknown agent profile %q: this worker offers %s", cfg.Agent, strings.Join(names, ", "))
+}
+
+// profilesWait bounds how long admitProfile waits for a worker to say what it offers.
+const profilesWait = 5 * time.Second
 
 // Profiles asks a worker of the client's task queue which agent profiles a session may name
 // (ProfilesWorkflow). A run stays open ProfilesLinger after it answers: a call meanwhile is
