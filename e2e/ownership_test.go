@@ -230,6 +230,20 @@ func TestOwnershipMatrixAtACP(t *testing.T) {
 				_, err = p.conn.CloseSession(ctxFor(t, 30*time.Second), acp.CloseSessionRequest{SessionId: acp.SessionId(id)})
 				require.Equal(t, want.prompt, err == nil, "%s's session/close", name)
 			}
+			var closedBy []string
+			for _, ev := range allEvents(t, id) {
+				if ev.Kind == signals.EventSessionClosed {
+					var c signals.SessionClosedData
+					require.NoError(t, json.Unmarshal(ev.Data, &c))
+					closedBy = append(closedBy, c.By)
+				}
+			}
+			if tc.bob.prompt {
+				require.Len(t, closedBy, 1)
+				require.True(t, strings.HasPrefix(closedBy[0], "deck:bob (acp:deck:alice 1, viewer "), closedBy[0])
+			} else {
+				require.Empty(t, closedBy, "nobody but alice may close it")
+			}
 		})
 	}
 }
@@ -253,6 +267,19 @@ func TestOwnershipFromTheCLI(t *testing.T) {
 	require.Equal(t, may{true, true, true}, d.tried(t, d.bob, id), "bob's")
 	require.Equal(t, may{true, true, false}, d.tried(t, d.carol, id), "shared with carol to watch")
 	require.Equal(t, may{}, d.tried(t, d.alice, id), "not alice's")
+
+	_, errOut, code = starter(t, "title", "--session", id, "--as", "ops:carl", "tidy up")
+	require.Equal(t, 0, code, errOut)
+	_, errOut, code = starter(t, "close", "--session", id, "--as", "ops:carl")
+	require.Equal(t, 0, code, errOut)
+	by := map[string]string{}
+	for _, ev := range allEvents(t, id) {
+		var d struct{ By string }
+		require.NoError(t, json.Unmarshal(ev.Data, &d))
+		by[ev.Kind] = d.By
+	}
+	require.Equal(t, "ops:carl", by[signals.EventTitleChanged], "title_changed names who set it")
+	require.Equal(t, "ops:carl", by[signals.EventSessionClosed], "session.closed names who closed it")
 
 	_, errOut, code = starter(t, "prompt", "--session", session(t), "--share", "bob=admin", "hi")
 	require.Equal(t, 1, code)

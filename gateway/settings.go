@@ -63,7 +63,7 @@ func (c *conn) SetSessionMode(ctx context.Context, p acp.SetSessionModeRequest) 
 	if err := c.mayAct(cctx, string(p.SessionId), "set the mode"); err != nil {
 		return acp.SetSessionModeResponse{}, err
 	}
-	_, err := c.client().SetMode(cctx, string(p.SessionId), signals.SetModeRequest{ModeID: string(p.ModeId), ViewerID: c.viewer})
+	_, err := c.client().SetMode(cctx, string(p.SessionId), signals.SetModeRequest{ModeID: string(p.ModeId), ViewerID: c.viewer, By: c.answeredBy()})
 	return acp.SetSessionModeResponse{}, rpcErr(err)
 }
 
@@ -107,7 +107,7 @@ func (c *conn) setConfig(ctx context.Context, sid, id, value string) error {
 	if err := c.mayAct(cctx, sid, "set config options"); err != nil {
 		return err
 	}
-	_, err := c.client().SetConfigOption(cctx, sid, signals.SetConfigOptionRequest{ConfigID: id, Value: value, ViewerID: c.viewer})
+	_, err := c.client().SetConfigOption(cctx, sid, signals.SetConfigOptionRequest{ConfigID: id, Value: value, ViewerID: c.viewer, By: c.answeredBy()})
 	return rpcErr(err)
 }
 
@@ -120,7 +120,7 @@ func (c *conn) CloseSession(ctx context.Context, p acp.CloseSessionRequest) (acp
 	if err := c.mayAct(cctx, string(p.SessionId), "close it"); err != nil {
 		return acp.CloseSessionResponse{}, err
 	}
-	_, err := c.client().Close(cctx, string(p.SessionId), signals.CloseRequest{Reason: "session/close"})
+	_, err := c.client().Close(cctx, string(p.SessionId), signals.CloseRequest{Reason: "session/close", By: c.answeredBy()})
 	return acp.CloseSessionResponse{}, rpcErr(err)
 }
 

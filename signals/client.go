@@ -322,6 +322,9 @@ func (c *Client) Detach(ctx context.Context, sessionID string, req DetachRequest
 // Close closes a session: its running turn is cancelled, queued prompts are dropped, and the
 // workflow ends once the turn has.
 func (c *Client) Close(ctx context.Context, sessionID string, req CloseRequest) (CloseResult, error) {
+	if err := ValidateBy(req.By); err != nil {
+		return CloseResult{}, Reject(RejectInvalidRequest, "%v", err)
+	}
 	return Call(ctx, c, sessionID, Updates.Close, req)
 }
 

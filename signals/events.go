@@ -123,6 +123,7 @@ const CloseReasonOperatorCancel = "cancelled by an operator"
 // queued prompts that closing the session discarded.
 type SessionClosedData struct {
 	Reason  string   `json:"reason,omitempty"`
+	By      string   `json:"by,omitempty"`
 	Dropped []string `json:"dropped,omitempty"`
 }
 

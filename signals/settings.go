@@ -78,6 +78,8 @@ func (c SessionChoices) Empty() bool { return c.ModeID == "" && len(c.ConfigOpti
 type SetModeRequest struct {
 	ModeID   string `json:"mode_id"`
 	ViewerID string `json:"viewer_id,omitempty"`
+	// By names who acts (as PromptRequest.By); journaled with the change.
+	By string `json:"by,omitempty"`
 }
 
 // SetModeResult answers set_mode.
@@ -91,6 +93,8 @@ type SetConfigOptionRequest struct {
 	ConfigID string `json:"config_id"`
 	Value    string `json:"value"`
 	ViewerID string `json:"viewer_id,omitempty"`
+	// By names who acts (as PromptRequest.By); journaled with the change.
+	By string `json:"by,omitempty"`
 }
 
 // SetConfigOptionResult answers set_config_option.
@@ -104,6 +108,7 @@ type ModeChangedData struct {
 	ModeID   string `json:"mode_id"`
 	Previous string `json:"previous,omitempty"`
 	ViewerID string `json:"viewer_id,omitempty"`
+	By       string `json:"by,omitempty"`
 	// ByPolicy is set when the session's policy chose the mode: an asking policy set while
 	// the agent was in a mode in which it decides by itself (ViewerID set the policy).
 	ByPolicy bool `json:"by_policy,omitempty"`
@@ -115,6 +120,7 @@ type ConfigOptionChangedData struct {
 	Value    string `json:"value"`
 	Previous string `json:"previous,omitempty"`
 	ViewerID string `json:"viewer_id,omitempty"`
+	By       string `json:"by,omitempty"`
 }
 
 // UpdateSetMcpServers replaces the MCP servers the session passes its agent (an editor sends

@@ -20,6 +20,8 @@ const MaxTitleBytes = 200
 type SetTitleRequest struct {
 	Title    string `json:"title"`
 	ViewerID string `json:"viewer_id,omitempty"`
+	// By names who sets it (as PromptRequest.By); journaled in session.title_changed.
+	By string `json:"by,omitempty"`
 }
 
 // SetTitleResult is set_title's answer: the title now, and the one it replaced.
@@ -33,4 +35,5 @@ type TitleChangedData struct {
 	Title    string `json:"title"`
 	Previous string `json:"previous,omitempty"`
 	ViewerID string `json:"viewer_id,omitempty"`
+	By       string `json:"by,omitempty"`
 }

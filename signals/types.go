@@ -127,6 +127,8 @@ type CancelResult struct {
 // CloseRequest is the payload of the close update and signal.
 type CloseRequest struct {
 	Reason string `json:"reason,omitempty"`
+	// By names who closes (as PromptRequest.By); journaled in session.closed.
+	By string `json:"by,omitempty"`
 	// Delete also removes what tacp keeps of the session on the worker that holds its
 	// agent (its agent's per-session state and temp), and its workspace when
 	// DeleteWorkspace; the journal's session.deleted says what went (contract §3 "Deleting").

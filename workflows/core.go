@@ -115,6 +115,7 @@ type sessionState struct {
 	ContextLost *signals.ContextLostView `json:"context_lost,omitempty"`
 	Closing     bool                     `json:"closing,omitempty"`
 	CloseReason string                   `json:"close_reason,omitempty"`
+	CloseBy     string                   `json:"close_by,omitempty"`
 	// Delete is the closing close's request to remove the session's data (and workspace).
 	Delete          bool `json:"delete,omitempty"`
 	DeleteWorkspace bool `json:"delete_workspace,omitempty"`

@@ -128,10 +128,14 @@ func (s *sessionCore) close(now time.Time, req signals.CloseRequest) (signals.Cl
 	if s.Closing {
 		return signals.CloseResult{}, nil
 	}
-	s.Closing, s.CloseReason = true, req.Reason
+	by := req.By
+	if signals.ValidateBy(by) != nil {
+		by = "" // close takes no refusal: a name that cannot be journaled is left out
+	}
+	s.Closing, s.CloseReason, s.CloseBy = true, req.Reason, by
 	s.Delete, s.DeleteWorkspace = req.Delete || req.DeleteWorkspace, req.DeleteWorkspace
 	if s.Turn != nil && s.Turn.Cancel == cancelNone {
-		s.startCancel(now, "close", "")
+		s.startCancel(now, "close", by)
 	}
 	return signals.CloseResult{}, nil
 }
@@ -139,5 +143,5 @@ func (s *sessionCore) close(now time.Time, req signals.CloseRequest) (signals.Cl
 // closeSession drops the queue and journals session.closed (Close).
 func (s *sessionCore) closeSession(now time.Time) {
 	dropped := s.Queue.Drain()
-	s.journal(now, signals.EventSessionClosed, 0, signals.SessionClosedData{Reason: s.CloseReason, Dropped: dropped})
+	s.journal(now, signals.EventSessionClosed, 0, signals.SessionClosedData{Reason: s.CloseReason, By: s.CloseBy, Dropped: dropped})
 }

@@ -142,6 +142,9 @@ func (s *sessionCore) checkSetMode(req signals.SetModeRequest) *signals.Rejectio
 	if rej := s.forbidden(req.ViewerID); rej != nil {
 		return rej
 	}
+	if err := signals.ValidateBy(req.By); err != nil {
+		return signals.Reject(signals.RejectInvalidRequest, "%v", err)
+	}
 	if rej := s.settings().CheckMode(req.ModeID); rej != nil {
 		return rej
 	}
@@ -152,7 +155,7 @@ func (s *sessionCore) setMode(now time.Time, req signals.SetModeRequest) (signal
 	// Setting the mode it has records the choice (re-applied to new agent processes) and
 	// journals nothing.
 	if prev := s.Settings.SetMode(req.ModeID); prev != req.ModeID {
-		s.journal(now, signals.EventModeChanged, s.turnID(), signals.ModeChangedData{ModeID: req.ModeID, Previous: prev, ViewerID: req.ViewerID})
+		s.journal(now, signals.EventModeChanged, s.turnID(), signals.ModeChangedData{ModeID: req.ModeID, Previous: prev, ViewerID: req.ViewerID, By: req.By})
 		s.deliverSettings(signals.SessionChoices{ModeID: req.ModeID})
 	}
 	return signals.SetModeResult{ModeID: req.ModeID}, nil
@@ -161,6 +164,9 @@ func (s *sessionCore) setMode(now time.Time, req signals.SetModeRequest) (signal
 func (s *sessionCore) checkSetConfig(req signals.SetConfigOptionRequest) *signals.Rejection {
 	if rej := s.forbidden(req.ViewerID); rej != nil {
 		return rej
+	}
+	if err := signals.ValidateBy(req.By); err != nil {
+		return signals.Reject(signals.RejectInvalidRequest, "%v", err)
 	}
 	if rej := s.settings().CheckConfig(req.ConfigID, req.Value); rej != nil {
 		return rej
@@ -189,7 +195,7 @@ func (s *sessionCore) governMode(now time.Time, viewerID string) {
 
 func (s *sessionCore) setConfig(now time.Time, req signals.SetConfigOptionRequest) (signals.SetConfigOptionResult, error) {
 	if prev := s.Settings.SetConfig(req.ConfigID, req.Value); prev != req.Value {
-		s.journal(now, signals.EventConfigOptionChanged, s.turnID(), signals.ConfigOptionChangedData{ConfigID: req.ConfigID, Value: req.Value, Previous: prev, ViewerID: req.ViewerID})
+		s.journal(now, signals.EventConfigOptionChanged, s.turnID(), signals.ConfigOptionChangedData{ConfigID: req.ConfigID, Value: req.Value, Previous: prev, ViewerID: req.ViewerID, By: req.By})
 		s.deliverSettings(signals.SessionChoices{ConfigOptions: []signals.ConfigChoice{{ConfigID: req.ConfigID, Value: req.Value}}})
 	}
 	return signals.SetConfigOptionResult{ConfigID: req.ConfigID, Value: req.Value}, nil

@@ -19,6 +19,9 @@ func (s *sessionCore) checkSetTitle(req signals.SetTitleRequest) *signals.Reject
 	if rej := s.forbidden(req.ViewerID); rej != nil {
 		return rej
 	}
+	if err := signals.ValidateBy(req.By); err != nil {
+		return signals.Reject(signals.RejectInvalidRequest, "%v", err)
+	}
 	switch {
 	case len(req.Title) > signals.MaxTitleBytes:
 		return signals.Reject(signals.RejectInvalidRequest, "title: at most %d bytes, not %d", signals.MaxTitleBytes, len(req.Title))
@@ -35,7 +38,7 @@ func (s *sessionCore) setTitle(now time.Time, req signals.SetTitleRequest) (sign
 	prev := s.Title
 	if title != prev {
 		s.Title = title
-		s.journal(now, signals.EventTitleChanged, s.turnID(), signals.TitleChangedData{Title: title, Previous: prev, ViewerID: req.ViewerID})
+		s.journal(now, signals.EventTitleChanged, s.turnID(), signals.TitleChangedData{Title: title, Previous: prev, ViewerID: req.ViewerID, By: req.By})
 	}
 	return signals.SetTitleResult{Title: title, Previous: prev}, nil
 }

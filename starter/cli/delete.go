@@ -20,13 +20,14 @@ func cmdDelete(ctx context.Context, e *env, fs *flag.FlagSet, args []string) int
 	withWorkspace := fs.Bool("with-workspace", false, "also remove the session's workspace (only one tacp created for it)")
 	history := fs.Bool("history", false, "also delete the session's workflow history now (else the namespace's retention does, after the session ends)")
 	reason := fs.String("reason", "deleted", "why (journaled in session.closed)")
+	as := fs.String("as", "", "who deletes, as the journal records it (default: cli:USER@HOST)")
 	if !e.parse(fs, args, true) {
 		return exitError
 	}
 	if err := e.connect(ctx); err != nil {
 		return e.fail(err)
 	}
-	if _, err := e.c.Close(ctx, e.session, signals.CloseRequest{Reason: *reason, Delete: true, DeleteWorkspace: *withWorkspace}); err != nil {
+	if _, err := e.c.Close(ctx, e.session, signals.CloseRequest{Reason: *reason, By: cliIdentity(*as), Delete: true, DeleteWorkspace: *withWorkspace}); err != nil {
 		return e.fail(err)
 	}
 	// The session ends once its turn has: then the journal says what went.

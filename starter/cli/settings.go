@@ -13,6 +13,7 @@ import (
 )
 
 func cmdMode(ctx context.Context, e *env, fs *flag.FlagSet, args []string) int {
+	as := fs.String("as", "", "who sets the mode, as the journal records it (default: cli:USER@HOST)")
 	if !e.parse(fs, args, true) {
 		return exitError
 	}
@@ -42,7 +43,7 @@ func cmdMode(ctx context.Context, e *env, fs *flag.FlagSet, args []string) int {
 		}
 		return exitOK
 	}
-	res, err := e.c.SetMode(ctx, e.session, signals.SetModeRequest{ModeID: fs.Arg(0)})
+	res, err := e.c.SetMode(ctx, e.session, signals.SetModeRequest{ModeID: fs.Arg(0), By: cliIdentity(*as)})
 	if err != nil {
 		return e.fail(err)
 	}
@@ -55,6 +56,7 @@ func cmdMode(ctx context.Context, e *env, fs *flag.FlagSet, args []string) int {
 }
 
 func cmdConfig(ctx context.Context, e *env, fs *flag.FlagSet, args []string) int {
+	as := fs.String("as", "", "who sets the option, as the journal records it (default: cli:USER@HOST)")
 	if !e.parse(fs, args, true) {
 		return exitError
 	}
@@ -88,7 +90,7 @@ func cmdConfig(ctx context.Context, e *env, fs *flag.FlagSet, args []string) int
 		}
 		return exitOK
 	case 2:
-		res, err := e.c.SetConfigOption(ctx, e.session, signals.SetConfigOptionRequest{ConfigID: fs.Arg(0), Value: fs.Arg(1)})
+		res, err := e.c.SetConfigOption(ctx, e.session, signals.SetConfigOptionRequest{ConfigID: fs.Arg(0), Value: fs.Arg(1), By: cliIdentity(*as)})
 		if err != nil {
 			return e.fail(err)
 		}

@@ -14,6 +14,7 @@ import (
 
 func cmdTitle(ctx context.Context, e *env, fs *flag.FlagSet, args []string) int {
 	remove := fs.Bool("clear", false, "remove the session's title")
+	as := fs.String("as", "", "who sets the title, as the journal records it (default: cli:USER@HOST)")
 	if !e.parse(fs, args, true) {
 		return exitError
 	}
@@ -41,7 +42,7 @@ func cmdTitle(ctx context.Context, e *env, fs *flag.FlagSet, args []string) int 
 		fmt.Fprintln(e.err, Name+": title: TEXT is empty (--clear removes the title)")
 		return exitError
 	}
-	res, err := signals.Call(ctx, e.c, e.session, signals.Updates.SetTitle, signals.SetTitleRequest{Title: title})
+	res, err := signals.Call(ctx, e.c, e.session, signals.Updates.SetTitle, signals.SetTitleRequest{Title: title, By: cliIdentity(*as)})
 	if err != nil {
 		return e.fail(err)
 	}
