@@ -51,26 +51,9 @@ func startStreamDeck(t testing.TB, observers int) *streamDeck {
 	for range observers {
 		d.observers = append(d.observers, "bench-observer-"+signals.NewID())
 	}
-	d.cmd = starterCmd(t, "web", "--listen", "127.0.0.1:0", "--token", d.controller,
-		"--observer-token", strings.Join(d.observers, ","), "--log.level", "warn")
-	stderr, err := d.cmd.StderrPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := d.cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	lines := bufio.NewScanner(stderr)
-	for lines.Scan() {
-		if m := deckAddr.FindStringSubmatch(lines.Text()); m != nil {
-			d.base = "http://" + m[1]
-			break
-		}
-	}
-	if d.base == "" {
-		t.Fatal("starter web did not start")
-	}
-	go func() { _, _ = io.Copy(os.Stderr, stderr) }()
+	var addr string
+	d.cmd, addr = serveDeck(t, "--token", d.controller, "--observer-token", strings.Join(d.observers, ","))
+	d.base = "http://" + addr
 	d.client = &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 1000, DisableCompression: true}}
 	return d
 }

@@ -44,26 +44,37 @@ var deckAddr = regexp.MustCompile(`deck on http://([^/]+)/`)
 func startDeck(t testing.TB) *benchDeck {
 	t.Helper()
 	d := &benchDeck{token: "bench-" + signals.NewID()}
-	d.cmd = starterCmd(t, "web", "--listen", "127.0.0.1:0", "--token", d.token, "--log.level", "warn")
-	stderr, err := d.cmd.StderrPipe()
+	var addr string
+	d.cmd, addr = serveDeck(t, "--token", d.token)
+	d.url = "ws://" + addr + "/acp"
+	return d
+}
+
+// serveDeck starts `starter web` on a free loopback port with args and returns it and the
+// address it serves on, once it says so.
+func serveDeck(t testing.TB, args ...string) (*exec.Cmd, string) {
+	t.Helper()
+	cmd := starterCmd(t, "web", append([]string{"--listen", "127.0.0.1:0", "--log.level", "warn"}, args...)...)
+	stderr, err := cmd.StderrPipe()
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := d.cmd.Start(); err != nil {
+	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
 	lines := bufio.NewScanner(stderr)
+	addr := ""
 	for lines.Scan() {
 		if m := deckAddr.FindStringSubmatch(lines.Text()); m != nil {
-			d.url = "ws://" + m[1] + "/acp"
+			addr = m[1]
 			break
 		}
 	}
-	if d.url == "" {
+	if addr == "" {
 		t.Fatal("starter web did not start")
 	}
 	go func() { _, _ = io.Copy(os.Stderr, stderr) }()
-	return d
+	return cmd, addr
 }
 
 func (d *benchDeck) stop() {

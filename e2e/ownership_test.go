@@ -5,7 +5,6 @@ package e2e
 // session's sharing rule, or the deck's when it names none; a share lifts one person.
 
 import (
-	"context"
 	"encoding/json"
 	"net/http"
 	"net/http/httptest"
@@ -14,12 +13,10 @@ import (
 	"time"
 
 	acp "github.com/coder/acp-go-sdk"
-	"github.com/coder/websocket"
 	"github.com/stretchr/testify/require"
 
 	"github.com/tacp-dev/tacp/deck"
 	"github.com/tacp-dev/tacp/gateway"
-	"github.com/tacp-dev/tacp/internal/wsline"
 	"github.com/tacp-dev/tacp/signals"
 )
 
@@ -83,14 +80,7 @@ func (d *teamDeck) tried(t *testing.T, token, id string) may {
 
 func TestOwnershipMatrixAtTheDeck(t *testing.T) {
 	t.Parallel()
-	for _, tc := range []struct {
-		sharing    string // the deck's rule
-		bob, carol may
-	}{
-		{signals.SharingPrivate, may{}, may{}},
-		{signals.SharingTeamWatch, may{true, true, false}, may{true, true, false}},
-		{signals.SharingTeamAct, may{true, true, true}, may{true, true, false}},
-	} {
+	for _, tc := range ownershipMatrix {
 		t.Run(tc.sharing, func(t *testing.T) {
 			t.Parallel()
 			d := newTeamDeck(t, tc.sharing)
@@ -161,33 +151,29 @@ func TestOwnershipSharesLiftOnePersonOrGroup(t *testing.T) {
 	require.True(t, found, "alice's session in her list")
 }
 
-// teamSocket is an ACP client on the deck's /acp with one person's token.
-func (d *teamDeck) socket(t *testing.T, token string) *acpPeer {
+// socket is an ACP client on the deck's /acp with one person's token, which calls itself
+// "deck:alice" whoever it is, and allows what it is asked.
+func (d *teamDeck) socket(t *testing.T, token string) *remotePeer {
 	t.Helper()
-	hdr := http.Header{}
-	hdr.Set("Authorization", "Bearer "+token)
-	ws, _, err := websocket.Dial(ctxFor(t, 30*time.Second), "ws"+strings.TrimPrefix(d.URL, "http")+"/acp", &websocket.DialOptions{HTTPHeader: hdr})
-	require.NoError(t, err)
-	life, cancel := context.WithCancel(context.Background())
-	st := wsline.New(life, ws)
-	p := &acpPeer{t: t, answer: allowOnce}
-	p.conn = acp.NewClientSideConnection(p, st, st)
-	t.Cleanup(func() { _ = ws.CloseNow(); cancel() })
-	_, err = p.conn.Initialize(ctxFor(t, 30*time.Second), acp.InitializeRequest{ProtocolVersion: acp.ProtocolVersionNumber, ClientInfo: &acp.Implementation{Name: "deck:alice", Version: "1"}})
-	require.NoError(t, err)
+	p := dialACPAs(t, "ws"+strings.TrimPrefix(d.URL, "http")+"/acp", token, &acp.Implementation{Name: "deck:alice", Version: "1"})
+	p.answer = allowOnce
 	return p
+}
+
+// ownershipMatrix is what bob (a controller token) and carol (an observer token) may do with
+// alice's session under each of the deck's sharing rules.
+var ownershipMatrix = []struct {
+	sharing    string
+	bob, carol may
+}{
+	{signals.SharingPrivate, may{}, may{}},
+	{signals.SharingTeamWatch, may{true, true, false}, may{true, true, false}},
+	{signals.SharingTeamAct, may{true, true, true}, may{true, true, false}},
 }
 
 func TestOwnershipMatrixAtACP(t *testing.T) {
 	t.Parallel()
-	for _, tc := range []struct {
-		sharing    string
-		bob, carol may
-	}{
-		{signals.SharingPrivate, may{}, may{}},
-		{signals.SharingTeamWatch, may{true, true, false}, may{true, true, false}},
-		{signals.SharingTeamAct, may{true, true, true}, may{true, true, false}},
-	} {
+	for _, tc := range ownershipMatrix {
 		t.Run(tc.sharing, func(t *testing.T) {
 			t.Parallel()
 			d := newTeamDeck(t, tc.sharing)

@@ -79,6 +79,12 @@ type remotePeer struct {
 // dialACP connects an ACP client to url with token and initializes it.
 func dialACP(t *testing.T, url, token string) *remotePeer {
 	t.Helper()
+	return dialACPAs(t, url, token, nil)
+}
+
+// dialACPAs is dialACP for a client that names itself info in initialize.
+func dialACPAs(t *testing.T, url, token string, info *acp.Implementation) *remotePeer {
+	t.Helper()
 	hdr := http.Header{}
 	hdr.Set("Authorization", "Bearer "+token)
 	ws, _, err := websocket.Dial(ctxFor(t, 30*time.Second), url, &websocket.DialOptions{HTTPHeader: hdr})
@@ -88,7 +94,7 @@ func dialACP(t *testing.T, url, token string) *remotePeer {
 	p := &remotePeer{acpPeer: &acpPeer{t: t}, ws: ws}
 	p.conn = acp.NewClientSideConnection(p.acpPeer, st, st)
 	t.Cleanup(func() { _ = ws.CloseNow(); cancel() })
-	_, err = p.conn.Initialize(ctxFor(t, 30*time.Second), acp.InitializeRequest{ProtocolVersion: acp.ProtocolVersionNumber})
+	_, err = p.conn.Initialize(ctxFor(t, 30*time.Second), acp.InitializeRequest{ProtocolVersion: acp.ProtocolVersionNumber, ClientInfo: info})
 	require.NoError(t, err)
 	return p
 }
