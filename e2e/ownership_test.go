@@ -271,3 +271,20 @@ func TestOwnershipFromTheCLI(t *testing.T) {
 	require.Equal(t, 1, code)
 	require.Contains(t, errOut, `role "admin"`)
 }
+
+// A person who may only watch a session watches it as an observer, whatever their token's
+// role: their lease does not hold the session's turns through its grace window.
+func TestOwnershipWatchersAttachAsObservers(t *testing.T) {
+	t.Parallel()
+	d := newTeamDeck(t, signals.SharingTeamWatch)
+	id := session(t)
+	r := d.call(t, "POST", sessPath(id, "/prompt"), d.alice, map[string]string{"text": "/chunks 1"})
+	require.Equal(t, http.StatusOK, r.Code, string(r.Body))
+	endedWith(t, id, 1, "end_turn")
+	bob := d.socket(t, d.bob)
+	require.NoError(t, bob.load(id))
+	st, err := sc.Status(ctxFor(t, 10*time.Second), id)
+	require.NoError(t, err)
+	require.Len(t, st.Viewers, 1, "bob's socket is the session's one viewer")
+	require.Equal(t, signals.RoleObserver, st.Viewers[0].Role, "bob may only watch: he watches as an observer")
+}

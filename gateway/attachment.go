@@ -29,9 +29,12 @@ type attachment struct {
 	// watchOnly: the connection's person may watch this session but not act on it
 	// (access.go), so its permission requests and questions are not relayed to them.
 	watchOnly bool
-	sub       *subscription
-	ctx       context.Context
-	cancel    context.CancelFunc
+	// role is the role the attachment's lease holds: the connection's, or observer when
+	// watchOnly.
+	role   string
+	sub    *subscription
+	ctx    context.Context
+	cancel context.CancelFunc
 
 	// Read and written by the goroutine that handles events (catchUp, then pump) only.
 	sent      int64                                      // the last seq handled

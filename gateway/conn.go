@@ -46,7 +46,7 @@ func newConn(ctx context.Context, g *Gateway, w *lineWriter, observe bool) *conn
 	if observe {
 		role = signals.RoleObserver
 	}
-	return &conn{ctx: ctx, g: g, w: w, viewer: "acp-" + g.id + "-" + role, role: role, sessions: map[string]*attachment{}}
+	return &conn{ctx: ctx, g: g, w: w, viewer: g.viewerFor(role), role: role, sessions: map[string]*attachment{}}
 }
 
 func (c *conn) observer() bool { return c.role == signals.RoleObserver }
@@ -628,6 +628,12 @@ func (c *conn) attachStarting(ctx context.Context, id string, writeAfter int64, 
 	}
 	a := newAttachment(c, id)
 	a.watchOnly = role != signals.RoleController
+	// A person who may only watch watches as an observer: their lease does not count for
+	// the session's grace window, whatever their token's role.
+	a.role = c.role
+	if a.watchOnly {
+		a.role = signals.RoleObserver
+	}
 	c.sessions[id] = a
 	c.mu.Unlock()
 	// forget undoes the registration; it reports whether the lease is still this
@@ -641,8 +647,8 @@ func (c *conn) attachStarting(ctx context.Context, id string, writeAfter int64, 
 	}
 
 	lease := int(c.g.o.Lease / time.Second)
-	req := signals.AttachRequest{ViewerID: c.viewer, Role: c.role, LeaseSeconds: lease}
-	err := c.holdLease(ctx, id, func() error {
+	req := signals.AttachRequest{ViewerID: c.g.viewerFor(a.role), Role: a.role, LeaseSeconds: lease}
+	err := c.holdLease(ctx, id, a.role, func() error {
 		var err error
 		if cfg != nil {
 			_, err = c.client().Start(ctx, *cfg, req)
@@ -660,14 +666,14 @@ func (c *conn) attachStarting(ctx context.Context, id string, writeAfter int64, 
 	a.held = !closed
 	c.mu.Unlock()
 	if closed { // closed while it attached: close saw no lease to release
-		c.releaseLease(id, true)
+		c.releaseLease(id, a.role, true)
 		return nil, caughtUp{}, errors.New("connection closed")
 	}
 
 	at, err := a.catchUp(ctx, writeAfter)
 	if err != nil {
 		if forget() {
-			c.releaseLease(id, true)
+			c.releaseLease(id, a.role, true)
 		}
 		return nil, caughtUp{}, rpcErr(err)
 	}
@@ -693,7 +699,7 @@ func (c *conn) close() {
 			defer wg.Done()
 			a.stop()
 			if held[a] {
-				c.releaseLease(a.id, true)
+				c.releaseLease(a.id, a.role, true)
 			}
 		}()
 	}

@@ -30,11 +30,14 @@ type leases struct {
 	by map[leaseKey]*sharedLease
 }
 
+// viewerFor is the viewer id of the gateway's lease in role: one per gateway and role.
+func (g *Gateway) viewerFor(role string) string { return "acp-" + g.id + "-" + role }
+
 // holdLease enters a connection into the lease of (id, role): the first attaches with attach,
 // which it is given to run; the others wait for that attach's answer. An attach that fails
 // leaves no lease behind.
-func (c *conn) holdLease(ctx context.Context, id string, attach func() error) error {
-	l, k := &c.g.leases, leaseKey{id, c.role}
+func (c *conn) holdLease(ctx context.Context, id, role string, attach func() error) error {
+	l, k := &c.g.leases, leaseKey{id, role}
 	l.mu.Lock()
 	if l.by == nil {
 		l.by = map[leaseKey]*sharedLease{}
@@ -46,11 +49,11 @@ func (c *conn) holdLease(ctx context.Context, id string, attach func() error) er
 		select {
 		case <-s.ready:
 		case <-ctx.Done():
-			c.releaseLease(id, false)
+			c.releaseLease(id, role, false)
 			return ctx.Err()
 		}
 		if s.err != nil {
-			c.releaseLease(id, false)
+			c.releaseLease(id, role, false)
 		}
 		return s.err
 	}
@@ -67,7 +70,7 @@ func (c *conn) holdLease(ctx context.Context, id string, attach func() error) er
 	if err == nil && l.by[k] == s { // not released while it attached
 		rctx, stop := context.WithCancel(context.Background())
 		s.stop = stop
-		go c.renewLease(rctx, id)
+		go c.renewLease(rctx, id, role)
 	}
 	l.mu.Unlock()
 	close(s.ready)
@@ -76,8 +79,8 @@ func (c *conn) holdLease(ctx context.Context, id string, attach func() error) er
 
 // releaseLease takes a connection out of the lease of (id, role); the last one out stops
 // the renewals and, when detach is set, detaches.
-func (c *conn) releaseLease(id string, detach bool) {
-	l, k := &c.g.leases, leaseKey{id, c.role}
+func (c *conn) releaseLease(id, role string, detach bool) {
+	l, k := &c.g.leases, leaseKey{id, role}
 	l.mu.Lock()
 	s := l.by[k]
 	if s == nil {
@@ -102,13 +105,13 @@ func (c *conn) releaseLease(id string, detach bool) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	if err := c.client().Detach(ctx, id, signals.DetachRequest{ViewerID: c.viewer}); err != nil {
+	if err := c.client().Detach(ctx, id, signals.DetachRequest{ViewerID: c.g.viewerFor(role)}); err != nil {
 		c.g.o.Logger.Warn("detach failed; the viewer lease will lapse", "session", id, "err", err)
 	}
 }
 
 // renewLease renews the lease every third of its length until ctx ends.
-func (c *conn) renewLease(ctx context.Context, id string) {
+func (c *conn) renewLease(ctx context.Context, id, role string) {
 	t := time.NewTicker(c.g.o.Lease / 3)
 	defer t.Stop()
 	for {
@@ -118,7 +121,7 @@ func (c *conn) renewLease(ctx context.Context, id string) {
 		case <-t.C:
 		}
 		actx, cancel := context.WithTimeout(ctx, 10*time.Second)
-		_, err := c.client().Attach(actx, id, signals.AttachRequest{ViewerID: c.viewer, Role: c.role, LeaseSeconds: int(c.g.o.Lease / time.Second)})
+		_, err := c.client().Attach(actx, id, signals.AttachRequest{ViewerID: c.g.viewerFor(role), Role: role, LeaseSeconds: int(c.g.o.Lease / time.Second)})
 		cancel()
 		if err != nil && ctx.Err() == nil {
 			c.g.o.Logger.Warn("viewer lease renewal failed", "session", id, "err", err)
