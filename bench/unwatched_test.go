@@ -2,6 +2,7 @@ package bench
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"os"
 	"strconv"
@@ -88,4 +89,59 @@ func TestStreamCostTable(t *testing.T) {
 	fmt.Printf("| activity heartbeats (not in history; at most) | %.1f | %.1f |\n", beats, beats)
 	fmt.Printf("| history events | %s | %s |\n", perMin(watched, watched.a.HistoryEvents), perMin(unwatched, unwatched.a.HistoryEvents))
 	fmt.Printf("(streamed %.2f / %.2f minutes; viewer queries not included: a watched turn adds its viewers' own)\n", watched.minutes, unwatched.minutes)
+}
+
+// TestPermissionCostTable prints what a tool call that asks a person costs: the billable
+// actions in the history of a session whose one turn asks once and is answered, beside one
+// whose one turn asks nothing, both under ask_always, side by side.
+func TestPermissionCostTable(t *testing.T) {
+	if os.Getenv("TACP_BENCH") != "1" {
+		t.Skip("set TACP_BENCH=1 to measure what a permission costs")
+	}
+	const rounds = 5
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	turn := func(text string, ask bool) signals.Actions {
+		id := fmt.Sprintf("bench-permission-%v-%s", ask, signals.NewID()[:8])
+		res, err := env.sc.Prompt(ctx, signals.SessionConfig{SessionID: id, Policy: "ask_always"}, signals.PromptRequest{Text: text})
+		require.NoError(t, err)
+		err = env.sc.Watch(ctx, id, 0, func(ev signals.Event) bool {
+			if ask && ev.Kind == signals.EventPermissionRequested {
+				var d signals.PermissionRequestedData
+				require.NoError(t, json.Unmarshal(ev.Data, &d))
+				_, err := env.sc.PermissionRespond(ctx, id, signals.PermissionRespondRequest{RequestID: d.RequestID, OptionID: "allow", ClientMsgID: signals.NewID()})
+				require.NoError(t, err)
+			}
+			return !(ev.TurnID == res.TurnID && signals.IsTerminal(ev.Kind))
+		})
+		require.NoError(t, err)
+		a, err := env.sc.Actions(ctx, id)
+		require.NoError(t, err)
+		return a
+	}
+	var plain, asked []signals.Actions
+	for range rounds {
+		plain = append(plain, turn("/chunks 1", false))
+		asked = append(asked, turn("/permission edit", true))
+	}
+	fmt.Printf("\nA tool call that asks a person, in billable actions from the session's history (%d rounds, load %s)\n", rounds, loadAvg())
+	fmt.Printf("| a session's first turn | asks nothing | asks once, answered | the ask |\n|---|---|---|---|\n")
+	for _, r := range []struct {
+		name string
+		of   func(signals.Actions) int64
+	}{
+		{"signals", func(a signals.Actions) int64 { return a.Signals }},
+		{"updates", func(a signals.Actions) int64 { return a.Updates }},
+		{"timers", func(a signals.Actions) int64 { return a.Timers }},
+		{"activities", func(a signals.Actions) int64 { return a.Activities }},
+		{"upserts, side effects, local activities", func(a signals.Actions) int64 { return a.Other }},
+		{"**actions in history**", func(a signals.Actions) int64 { return a.Total }},
+	} {
+		var p, a int64
+		for i := range rounds {
+			p, a = p+r.of(plain[i]), a+r.of(asked[i])
+		}
+		fmt.Printf("| %s | %.1f | %.1f | %+.1f |\n", r.name, float64(p)/rounds, float64(a)/rounds, float64(a-p)/rounds)
+	}
+	fmt.Println("(the asking client's own queries and the agent's heartbeats are not in history)")
 }
