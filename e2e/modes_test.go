@@ -78,7 +78,13 @@ func TestAnAskingPolicyPutsEveryAgentProcessInItsAskingMode(t *testing.T) {
 		case signals.EventPolicyChanged, signals.EventModeChanged:
 			var d map[string]any
 			require.NoError(t, json.Unmarshal(ev.Data, &d))
-			require.Equal(t, ev.Kind == signals.EventModeChanged && d["by_policy"] == nil, d["viewer_id"] != nil, "the editor's change names its viewer")
+			editors := ev.Kind == signals.EventModeChanged && d["by_policy"] == nil
+			require.Equal(t, editors, d["viewer_id"] != nil, "the editor's change names its viewer")
+			if editors {
+				by, _ := d["by"].(string)
+				require.True(t, strings.HasPrefix(by, "acp:"), "the editor's change names its client: %q", by)
+				delete(d, "by")
+			}
 			delete(d, "viewer_id")
 			b, _ := json.Marshal(d)
 			trail = append(trail, ev.Kind+" "+string(b))

@@ -237,7 +237,7 @@ func TestOperatorsTitleASession(t *testing.T) {
 	require.Equal(t, 0, code)
 	require.Equal(t, "fix the flaky test\n", out)
 
-	_, errOut, code = starter(t, "title", "--session", id, "--clear")
+	_, errOut, code = starter(t, "title", "--session", id, "--clear", "--as", "ops:carl")
 	require.Equal(t, 0, code, errOut)
 	st, err := sc.Status(ctxFor(t, 10*time.Second), id)
 	require.NoError(t, err)
@@ -250,8 +250,10 @@ func TestOperatorsTitleASession(t *testing.T) {
 			changes = append(changes, d)
 		}
 	}
-	require.Equal(t, []signals.TitleChangedData{{Title: "fix the flaky test"}, {Previous: "fix the flaky test"}}, changes,
-		"two changes journaled, the refused ones none")
+	require.Len(t, changes, 2, "two changes journaled, the refused ones none")
+	require.True(t, strings.HasPrefix(changes[0].By, "cli:"), "by defaults to the CLI's user: %q", changes[0].By)
+	changes[0].By = ""
+	require.Equal(t, []signals.TitleChangedData{{Title: "fix the flaky test"}, {Previous: "fix the flaky test", By: "ops:carl"}}, changes)
 
 	_, errOut, code = starter(t, "title", "--session", "no-such-session-"+id, "x")
 	require.NotEqual(t, 0, code)
