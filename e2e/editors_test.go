@@ -151,6 +151,38 @@ func TestEditorSetUpsRunATurnAsPasted(t *testing.T) {
 	}
 }
 
+// The same set-ups launched by the official TypeScript SDK's client (ClientApp over the
+// child's stdio), as a JavaScript editor or extension launches them.
+func TestEditorSetUpsRunATurnFromTheTypeScriptSDK(t *testing.T) {
+	t.Parallel()
+	sdk := npmFile(t, "@agentclientprotocol/sdk")
+	script, err := filepath.Abs(filepath.Join("testdata", "ts_sdk_question.mjs"))
+	require.NoError(t, err)
+	bin := tacpBinary(t)
+	for editor, s := range editorLaunches(t) {
+		t.Run(strings.Trim(editor, "*"), func(t *testing.T) {
+			t.Parallel()
+			require.Equal(t, "tacp", s.argv[0])
+			cmd := exec.CommandContext(ctxFor(t, 90*time.Second), "node", append([]string{script, sdk, "/chunks 3", "--", bin}, s.argv[1:]...)...)
+			cmd.Dir = projectDir(t)
+			cmd.Env = os.Environ()
+			for k, v := range s.env {
+				if k == "TEMPORAL_ADDRESS" {
+					v = srv.HostPort()
+				}
+				cmd.Env = append(cmd.Env, k+"="+v)
+			}
+			cmd.Env = append(cmd.Env, "TEMPORAL_NAMESPACE="+srv.Namespace(), "TACP_AGENT="+gatewayAgent())
+			out, err := cmd.CombinedOutput()
+			require.NoError(t, err, "%s", out)
+			require.Contains(t, string(out), "stop end_turn", "%s", out)
+			id := acpSessionID.FindString(string(out))
+			require.NotEmpty(t, id, "%s", out)
+			require.Equal(t, "chunk 1\nchunk 2\nchunk 3\n", strings.Join(agentTexts(t, allEvents(t, id), 1), ""))
+		})
+	}
+}
+
 func TestAcpxSetUpRunsATurnAsPasted(t *testing.T) {
 	t.Parallel()
 	npmFile(t, ".bin/acpx") // skips (or fails, TACP_REQUIRE_PEERS=1) before the build
