@@ -14,6 +14,7 @@ import (
 	"net/http"
 	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/tacp-dev/tacp/signals"
@@ -138,19 +139,22 @@ func (s *Server) listSessions(w http.ResponseWriter, r *http.Request, _ string) 
 	}
 	ctx, cancel := callCtx(r)
 	defer cancel()
-	awaiting, err := s.c.ListAwaitingApproval(ctx, int(limit))
+	// A person's list reads only what they may see (signals.VisibleWhere), so that theirs
+	// do not fall past the limit behind others'; each row is still checked (sees).
+	who := s.person(r)
+	visible := signals.VisibleWhere(*who, s.sharing)
+	awaiting, err := s.c.ListWhere(ctx, and(signals.AwaitingApprovalWhere, visible), int(limit))
 	if err != nil {
 		s.fail(w, r, err)
 		return
 	}
-	all, err := s.c.List(ctx, int(limit))
+	all, err := s.c.ListWhere(ctx, visible, int(limit))
 	if err != nil {
 		s.fail(w, r, err)
 		return
 	}
 	seen := map[string]bool{}
 	out := []signals.SessionInfo{}
-	who := s.person(r)
 	for _, l := range [][]signals.SessionInfo{awaiting, all} {
 		for _, si := range l {
 			if !seen[si.SessionID] && s.sees(who, si.Access) {
@@ -173,6 +177,17 @@ func (s *Server) listSessions(w http.ResponseWriter, r *http.Request, _ string) 
 		return cmp.Or(cmp.Compare(rank(a), rank(b)), b.StartedAt.Compare(a.StartedAt))
 	})
 	writeJSON(w, http.StatusOK, sessionsResult{Sessions: out})
+}
+
+// and joins visibility queries; an empty one is no condition.
+func and(qs ...string) string {
+	var out []string
+	for _, q := range qs {
+		if q != "" {
+			out = append(out, q)
+		}
+	}
+	return strings.Join(out, " AND ")
 }
 
 // profiles answers with the agent profiles the workers offer (what a prompt's agent may

@@ -288,3 +288,62 @@ func TestOwnershipWatchersAttachAsObservers(t *testing.T) {
 	require.Len(t, st.Viewers, 1, "bob's socket is the session's one viewer")
 	require.Equal(t, signals.RoleObserver, st.Viewers[0].Role, "bob may only watch: he watches as an observer")
 }
+
+// The visibility query a list reads through (signals.VisibleWhere) selects exactly the
+// sessions signals.RoleFor lets a person see, for every shape of access and every door rule:
+// the deck's list and /acp's session/list read a person's sessions, not the namespace's
+// newest with the others filtered out afterwards.
+func TestOwnershipListQueryMatchesTheRule(t *testing.T) {
+	t.Parallel()
+	person, other, group := "p-"+signals.NewID()[:8], "o-"+signals.NewID()[:8], "g-"+signals.NewID()[:8]
+	accesses := []signals.Access{
+		{},
+		{Sharing: signals.SharingPrivate},
+		{Sharing: signals.SharingTeamWatch},
+		{Owner: person},
+		{Owner: person, Sharing: signals.SharingPrivate},
+		{Owner: other},
+		{Owner: other, Sharing: signals.SharingPrivate},
+		{Owner: other, Sharing: signals.SharingTeamWatch},
+		{Owner: other, Sharing: signals.SharingTeamAct},
+		{Owner: other, Sharing: signals.SharingPrivate, SharedWith: []signals.Share{{Who: person, Role: signals.RoleObserver}}},
+		{Owner: other, Sharing: signals.SharingPrivate, SharedWith: []signals.Share{{Who: signals.GroupPrefix + group, Role: signals.RoleController}}},
+		{Owner: other, SharedWith: []signals.Share{{Who: "someone-else", Role: signals.RoleController}}},
+	}
+	ids := map[string]signals.Access{}
+	var wids []string
+	for _, a := range accesses {
+		id := session(t)
+		prompt(t, signals.SessionConfig{SessionID: id, Access: a}, "/echo")
+		ids[id] = a
+		wids = append(wids, "'"+signals.SessionWorkflowID(id)+"'")
+	}
+	mine := "WorkflowId IN (" + strings.Join(wids, ", ") + ")"
+	require.Eventually(t, func() bool {
+		l, err := sc.ListWhere(ctxFor(t, 10*time.Second), mine, 100)
+		return err == nil && len(l) == len(ids) // visibility lags a start by a moment
+	}, 30*time.Second, 100*time.Millisecond)
+
+	for _, who := range []signals.Identity{
+		{Name: person, Groups: []string{group}, Role: signals.RoleController},
+		{Name: person, Role: signals.RoleObserver},
+		{Name: other, Role: signals.RoleController},
+		{Name: "nobody-" + signals.NewID()[:8], Groups: []string{"x"}, Role: signals.RoleController},
+	} {
+		for _, def := range signals.Sharings {
+			want := []string{}
+			for id, a := range ids {
+				if signals.RoleFor(a, who, def) != "" {
+					want = append(want, id)
+				}
+			}
+			l, err := sc.ListWhere(ctxFor(t, 10*time.Second), signals.VisibleWhere(who, def)+" AND "+mine, 100)
+			require.NoError(t, err)
+			got := []string{}
+			for _, s := range l {
+				got = append(got, s.SessionID)
+			}
+			require.ElementsMatch(t, want, got, "%s (%v) under the door's %s", who.Name, who.Groups, def)
+		}
+	}
+}

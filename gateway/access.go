@@ -62,6 +62,15 @@ func (c *conn) owned(cfg signals.SessionConfig) signals.SessionConfig {
 	return cfg
 }
 
+// visibleWhere narrows session/list's visibility query to the sessions the person may see
+// (signals.VisibleWhere); listable still checks each.
+func (c *conn) visibleWhere() string {
+	if c.ident == nil {
+		return ""
+	}
+	return signals.VisibleWhere(*c.ident, c.sharing)
+}
+
 // listable reports whether a session of s's access is the person's to see.
 func (c *conn) listable(s signals.SessionInfo) bool {
 	return c.ident == nil || c.ident.Name == "" || signals.RoleFor(s.Access, *c.ident, c.sharing) != ""

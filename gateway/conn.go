@@ -327,7 +327,7 @@ func (c *conn) ListSessions(ctx context.Context, p acp.ListSessionsRequest) (acp
 	// Visibility pages until one has a session to show (a cwd filter may leave pages
 	// empty), at most listPages of them per request: the cursor carries on from there.
 	for range listPages {
-		infos, next, err := c.client().ListPage(cctx, "", listPageSize, token)
+		infos, next, err := c.client().ListPage(cctx, c.visibleWhere(), listPageSize, token)
 		if err != nil {
 			return acp.ListSessionsResponse{}, rpcErr(err)
 		}

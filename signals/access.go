@@ -151,6 +151,46 @@ func RoleFor(a Access, id Identity, def string) string {
 	return granted
 }
 
+// VisibleWhere is a visibility query (for ListWhere and ListPage) of the sessions RoleFor
+// lets id see under the door's rule def, "" when id sees every session. A list that reads
+// through it holds a person's sessions however many others the namespace has; RoleFor stays
+// the rule each listed session is checked against, the query only narrows what is read.
+func VisibleWhere(id Identity, def string) string {
+	if id.Name == "" {
+		return ""
+	}
+	or := []string{
+		fmt.Sprintf("%s IN ('%s', '%s')", SearchAttrSharing, SharingTeamWatch, SharingTeamAct),
+		// Nobody's session with no rule of its own is the team's.
+		fmt.Sprintf("(%s IS NULL AND %s IS NULL)", SearchAttrSharing, SearchAttrOwner),
+	}
+	if def == SharingTeamWatch || def == SharingTeamAct {
+		or = append(or, SearchAttrSharing+" IS NULL")
+	}
+	// Names and groups outside the names a share may hold match no session; they are left
+	// out rather than quoted.
+	var shares []string
+	if ValidateProfileName(id.Name) == nil {
+		or = append(or, fmt.Sprintf("%s = '%s'", SearchAttrOwner, id.Name))
+		shares = append(shares, id.Name)
+	}
+	for _, g := range id.Groups {
+		if ValidateProfileName(g) == nil {
+			shares = append(shares, GroupPrefix+g)
+		}
+	}
+	if len(shares) > 0 {
+		var in []string
+		for _, who := range shares {
+			for _, role := range []string{RoleController, RoleObserver} {
+				in = append(in, "'"+Share{Who: who, Role: role}.String()+"'")
+			}
+		}
+		or = append(or, fmt.Sprintf("%s IN (%s)", SearchAttrSharedWith, strings.Join(in, ", ")))
+	}
+	return "(" + strings.Join(or, " OR ") + ")"
+}
+
 func higherRole(a, b string) string {
 	if a == RoleController || b == RoleController {
 		return RoleController

@@ -424,8 +424,12 @@ func (c *Client) List(ctx context.Context, limit int) ([]SessionInfo, error) {
 // ListAwaitingApproval lists the running sessions where a person is asked to answer a
 // permission request (the TacpAwaitingApproval search attribute).
 func (c *Client) ListAwaitingApproval(ctx context.Context, limit int) ([]SessionInfo, error) {
-	return c.ListWhere(ctx, SearchAttrAwaitingApproval+" = true AND ExecutionStatus = 'Running'", limit)
+	return c.ListWhere(ctx, AwaitingApprovalWhere, limit)
 }
+
+// AwaitingApprovalWhere is the visibility query of the running sessions where a person is
+// asked to answer a permission request.
+const AwaitingApprovalWhere = SearchAttrAwaitingApproval + " = true AND ExecutionStatus = 'Running'"
 
 // ListOnVersion lists the running sessions whose current run is on a Worker Deployment
 // version ("<deployment>:<build id>").
