@@ -20,7 +20,9 @@ package activities
 //
 // A turn nobody watches (signals.PromptRequest.Unwatched) flushes only on its ticks, at the
 // longest interval from its start: what costs a watched turn a signal every FlushInterval
-// costs it one every FlushLongest.
+// costs it one every FlushLongest. When a viewer attaches, the session tells the turn
+// (signals.DeliverWatch) and goLive sends what is pending and brings back the first
+// interval, as if the turn had started watched then.
 //
 // The interval stretches as a turn streams on (see stretch): every flush costs the session
 // about four history events (the signal and a workflow task) whatever it carries, so a
@@ -69,6 +71,7 @@ type batcher struct {
 	unwatched bool
 
 	kick      chan struct{}
+	live      chan time.Duration // goLive's interval, for run
 	flushReq  chan chan struct{}
 	stopped   chan struct{}
 	stopOnce  sync.Once
@@ -91,7 +94,7 @@ type batcher struct {
 func newBatcher(interval, longest time.Duration, maxBytes int, send sendFunc) *batcher {
 	return &batcher{
 		interval: interval, longest: max(interval, longest), maxBytes: maxBytes, send: send, quiet: true,
-		kick: make(chan struct{}, 1), flushReq: make(chan chan struct{}), stopped: make(chan struct{}), done: make(chan struct{}),
+		kick: make(chan struct{}, 1), live: make(chan time.Duration, 1), flushReq: make(chan chan struct{}), stopped: make(chan struct{}), done: make(chan struct{}),
 	}
 }
 
@@ -168,6 +171,10 @@ func (b *batcher) run(ctx context.Context) {
 			t.Reset(max(stretch(b.interval, b.longest, time.Since(start)), b.budget.floor()))
 		case <-b.kick:
 			b.flush(ctx)
+		case iv := <-b.live:
+			b.interval, start = iv, time.Now()
+			b.flush(ctx)
+			t.Reset(iv)
 		case done := <-b.flushReq:
 			b.flush(ctx)
 			close(done)
@@ -177,6 +184,20 @@ func (b *batcher) run(ctx context.Context) {
 			}
 			return
 		}
+	}
+}
+
+// goLive brings a turn that streams unwatched to the watched cadence: what is pending goes
+// out now, the next ticks come every interval (stretching from now), and the first event
+// after a quiet spell is flushed at once again. It never blocks; a second call while the
+// first waits for run is dropped.
+func (b *batcher) goLive(interval time.Duration) {
+	b.mu.Lock()
+	b.unwatched = false
+	b.mu.Unlock()
+	select {
+	case b.live <- interval:
+	default:
 	}
 }
 

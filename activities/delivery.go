@@ -48,6 +48,11 @@ func (h *Host) Deliver(ctx context.Context, d signals.Delivery) (signals.Deliver
 				fmt.Sprintf("question %s is not waiting on this host", d.RequestID), signals.TypeTurnNotHere, nil)
 		}
 		return signals.DeliveryResult{Taken: d.Async}, nil
+	case signals.DeliverWatch:
+		if lt.goLive != nil {
+			lt.goLive()
+		}
+		return signals.DeliveryResult{Taken: d.Async}, nil
 	case signals.DeliverSettings:
 		if d.Choices == nil || lt.applySettings == nil {
 			return signals.DeliveryResult{Taken: d.Async}, nil

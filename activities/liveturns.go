@@ -42,6 +42,8 @@ type liveTurn struct {
 	// applySettings sets a mode or config value chosen while the turn runs in its agent.
 	// It returns the agent's offer after the change.
 	applySettings func(ctx context.Context, c signals.SessionChoices) (*signals.AgentSettings, error)
+	// goLive brings a turn that streams unwatched to the watched cadence (a viewer came).
+	goLive func()
 }
 
 // steerRequest is a steer on its way into the turn. A synchronous one is answered on reply;

@@ -609,6 +609,7 @@ func (t *turnRun) register(ag *hostedAgent, sid acp.SessionId, dir string) *live
 		return t.b.holdBeat(signals.TurnBeatAfter)
 	}
 	lt.watch = t.watch
+	lt.goLive = func() { t.b.goLive(r.FlushInterval) }
 	lt.askPermission = func(ctx context.Context, sig signals.PermissionRequestedSignal) error {
 		return r.signal(ctx, in.SessionWorkflowID, signals.SignalPermissionRequested, sig)
 	}

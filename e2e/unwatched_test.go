@@ -3,6 +3,7 @@ package e2e
 import (
 	"encoding/json"
 	"fmt"
+	enumspb "go.temporal.io/api/enums/v1"
 	"testing"
 	"time"
 
@@ -56,4 +57,53 @@ func TestAnUnwatchedTurnStreamsInAFractionOfTheSignals(t *testing.T) {
 	t.Logf("turn_events signals: watched %d, unwatched %d; actions: watched %d, unwatched %d", w, u, watched.Total, unwatched.Total)
 	require.Positive(t, w)
 	require.LessOrEqual(t, u*4, w, "an unwatched turn sends at most a quarter of a watched turn's turn_events signals")
+}
+
+// A viewer that attaches to a turn streaming unwatched brings it to the watched cadence: the
+// session delivers "watch" to the turn's host, which flushes every -events.flush from then
+// on. Beside it the same script streams unwatched with nobody attached, so a slow machine
+// stretches both alike.
+func TestAViewerBringsAnUnwatchedTurnToTheWatchedCadence(t *testing.T) {
+	t.Parallel()
+	const script = "/chunks 120 every 50ms"
+	start := func(id string) int64 {
+		res, err := sc.Prompt(ctxFor(t, 30*time.Second), signals.SessionConfig{SessionID: id},
+			signals.PromptRequest{Text: script, ClientMessageID: signals.NewID(), Unwatched: true})
+		require.NoError(t, err)
+		return res.TurnID
+	}
+	alone, seen := session(t)+"-alone", session(t)+"-seen"
+	aloneTurn, seenTurn := start(alone), start(seen)
+	// The first batch of an unwatched turn goes out at its longest interval; then a viewer.
+	waitFor(t, seen, func(ev signals.Event) bool { return ev.Kind == signals.EventAgentUpdate && ev.TurnID == seenTurn })
+	_, err := sc.Attach(ctxFor(t, 10*time.Second), seen, signals.AttachRequest{ViewerID: "v-" + signals.NewID(), Role: signals.RoleObserver, LeaseSeconds: 120})
+	require.NoError(t, err)
+
+	evs := turnEnd(t, seen, seenTurn)
+	turnEnd(t, alone, aloneTurn)
+	var want []string
+	for i := 1; i <= 120; i++ {
+		want = append(want, fmt.Sprintf("chunk %d\n", i))
+	}
+	require.Equal(t, want, agentTexts(t, evs, 1), "every chunk once, in order")
+
+	count := func(id string) (batches, delivers int) {
+		iter := tc.GetWorkflowHistory(ctxFor(t, 10*time.Second), signals.SessionWorkflowID(id), "", false, enumspb.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)
+		for iter.HasNext() {
+			ev, err := iter.Next()
+			require.NoError(t, err)
+			if a := ev.GetWorkflowExecutionSignaledEventAttributes(); a != nil && a.GetSignalName() == signals.SignalTurnEvents {
+				batches++
+			}
+			if a := ev.GetActivityTaskScheduledEventAttributes(); a != nil && a.GetActivityType().GetName() == signals.ActivityDeliver {
+				delivers++
+			}
+		}
+		return batches, delivers
+	}
+	s, d := count(seen)
+	a, _ := count(alone)
+	t.Logf("turn_events signals: with a viewer from the first batch %d, alone %d; Deliver activities %d", s, a, d)
+	require.Equal(t, 1, d, "one watch delivery")
+	require.GreaterOrEqual(t, s, 3*a, "the viewed turn streams at the watched cadence after the attach")
 }

@@ -21,6 +21,9 @@ const (
 	DeliverSteer      = "steer"
 	DeliverCancel     = "cancel"
 	DeliverPermission = "permission"
+	// DeliverWatch tells a turn that streamed unwatched (PromptRequest.Unwatched) that a
+	// viewer attached: its events go out at the watched cadence from now on.
+	DeliverWatch = "watch"
 )
 
 // How a steer reached the agent (steer.delivered `how`).

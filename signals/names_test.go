@@ -136,6 +136,7 @@ func TestNames_WireStringsMatchDesign(t *testing.T) {
 		{EventModeChanged, "mode.changed"},
 		{EventConfigOptionChanged, "config_option.changed"},
 		{DeliverSettings, "settings"},
+		{DeliverWatch, "watch"},
 		{EventAgentContextLost, "agent.context_lost"},
 		{EventWorkspaceMissing, "workspace.missing"},
 		{EventWorkspaceCheckpoint, "workspace.checkpoint"},

@@ -104,12 +104,25 @@ func (s *sessionCore) attach(now time.Time, req signals.AttachRequest) (signals.
 	}
 	if s.Turn != nil {
 		s.Turn.HadViewer = true
+		s.watched()
 	}
 	if s.GraceUntil != nil {
 		s.GraceUntil = nil
 		s.journal(now, signals.EventViewerGraceCancelled, s.turnID(), signals.GraceData{ViewerID: req.ViewerID})
 	}
 	return s.status(), nil
+}
+
+// watched brings the live turn, when it streams unwatched, to the watched cadence now that
+// a viewer is attached: its host is told by a delivery, and a later attempt starts watched.
+// Events journaled before stay where they are: the viewer reads them from the journal.
+func (s *sessionCore) watched() {
+	t := s.Turn
+	if t.Input == nil || !t.Input.Unwatched || t.Finished != nil {
+		return
+	}
+	t.Input.Unwatched = false
+	s.queueDelivery(signals.Delivery{Kind: signals.DeliverWatch})
 }
 
 func (s *sessionCore) detach(now time.Time, req signals.DetachRequest) (signals.DetachResult, error) {
