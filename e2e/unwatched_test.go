@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	enumspb "go.temporal.io/api/enums/v1"
+	"strings"
 	"testing"
 	"time"
 
@@ -62,12 +63,13 @@ func TestAnUnwatchedTurnStreamsInAFractionOfTheSignals(t *testing.T) {
 // A viewer that attaches to a turn streaming unwatched brings it to the watched cadence: the
 // session delivers "watch" to the turn's host, which flushes every -events.flush from then
 // on. Beside it the same script streams unwatched with nobody attached, so a slow machine
-// stretches both alike.
+// stretches both alike. The viewer leaves before the end: a background turn never waits for
+// a viewer, so no grace starts and the turn runs to its end.
 func TestAViewerBringsAnUnwatchedTurnToTheWatchedCadence(t *testing.T) {
 	t.Parallel()
 	const script = "/chunks 120 every 50ms"
 	start := func(id string) int64 {
-		res, err := sc.Prompt(ctxFor(t, 30*time.Second), signals.SessionConfig{SessionID: id},
+		res, err := sc.Prompt(ctxFor(t, 30*time.Second), signals.SessionConfig{SessionID: id, GraceWindow: "1s"},
 			signals.PromptRequest{Text: script, ClientMessageID: signals.NewID(), Unwatched: true})
 		require.NoError(t, err)
 		return res.TurnID
@@ -76,10 +78,16 @@ func TestAViewerBringsAnUnwatchedTurnToTheWatchedCadence(t *testing.T) {
 	aloneTurn, seenTurn := start(alone), start(seen)
 	// The first batch of an unwatched turn goes out at its longest interval; then a viewer.
 	waitFor(t, seen, func(ev signals.Event) bool { return ev.Kind == signals.EventAgentUpdate && ev.TurnID == seenTurn })
-	_, err := sc.Attach(ctxFor(t, 10*time.Second), seen, signals.AttachRequest{ViewerID: "v-" + signals.NewID(), Role: signals.RoleObserver, LeaseSeconds: 120})
+	viewer := "v-" + signals.NewID()
+	_, err := sc.Attach(ctxFor(t, 10*time.Second), seen, signals.AttachRequest{ViewerID: viewer, Role: signals.RoleObserver, LeaseSeconds: 120})
 	require.NoError(t, err)
+	waitFor(t, seen, func(ev signals.Event) bool {
+		return ev.Kind == signals.EventAgentUpdate && strings.Contains(string(ev.Data), "chunk 60\\n")
+	})
+	require.NoError(t, sc.Detach(ctxFor(t, 10*time.Second), seen, signals.DetachRequest{ViewerID: viewer}))
 
-	evs := turnEnd(t, seen, seenTurn)
+	evs := endedWith(t, seen, seenTurn, "end_turn")
+	require.Empty(t, eventsOf(evs, signals.EventViewerGraceStarted, seenTurn), "no grace for a background turn")
 	turnEnd(t, alone, aloneTurn)
 	var want []string
 	for i := 1; i <= 120; i++ {

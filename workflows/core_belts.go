@@ -5,7 +5,7 @@ package workflows
 //   - Viewers attach with a lease and a role; observers may watch but not act.
 //   - Grace (belt 1): when the last viewer of a turn that had one detaches or lets its lease
 //     lapse, grace starts; after grace_window the turn is cancelled; an attach inside the
-//     window keeps it.
+//     window keeps it. A background turn (its prompt unwatched) never had one to lose.
 //   - Deadline (belt 2): a turn may work turn_deadline, its clock paused while a permission
 //     waits; past it the turn is cancelled and ends turn.failed {error: "deadline ..."}.
 //   - Permission deadlines: an asked request expires (fail closed) after permission_timeout
@@ -103,7 +103,7 @@ func (s *sessionCore) attach(now time.Time, req signals.AttachRequest) (signals.
 		s.Viewers = append(s.Viewers, v)
 	}
 	if s.Turn != nil {
-		s.Turn.HadViewer = true
+		s.Turn.HadViewer = !s.Turn.Background
 		s.watched()
 	}
 	if s.GraceUntil != nil {

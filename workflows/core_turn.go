@@ -34,8 +34,11 @@ type LiveTurn struct {
 	// HostLost is set when a delivery found the attempt's host gone.
 	HostLost bool `json:"host_lost,omitempty"`
 	// HadViewer: grace applies only to a turn that has had a viewer.
-	HadViewer bool      `json:"had_viewer,omitempty"`
-	Clock     turnClock `json:"clock"`
+	HadViewer bool `json:"had_viewer,omitempty"`
+	// Background: the prompt said nobody follows the turn (PromptRequest.Unwatched). A
+	// viewer may come and go; the turn never waits for one, so no grace applies to it.
+	Background bool      `json:"background,omitempty"`
+	Clock      turnClock `json:"clock"`
 	// LastBatch is the watermark of turn_events for Attempt (batches are numbered from 1).
 	LastBatch int64 `json:"last_batch"`
 	// Finished holds a turn_finished that waits for its attempt's last batches.
@@ -179,7 +182,7 @@ func (s *sessionCore) liveTurn(turnID int64) *LiveTurn {
 // of its TurnWorkflow.
 func (s *sessionCore) beginTurn(now time.Time) signals.TurnInput {
 	p, _ := s.Queue.Pop()
-	t := &LiveTurn{TurnID: p.TurnID, ClientMessageID: p.ClientMessageID, Attempt: 1, StartedAt: now, HadViewer: len(s.Viewers) > 0, Choices: s.Settings.Wanted()}
+	t := &LiveTurn{TurnID: p.TurnID, ClientMessageID: p.ClientMessageID, Attempt: 1, StartedAt: now, HadViewer: len(s.Viewers) > 0 && !p.Unwatched, Background: p.Unwatched, Choices: s.Settings.Wanted()}
 	t.Clock.resume(now)
 	s.Turn = t
 	s.Steer.Begin(t.TurnID)
