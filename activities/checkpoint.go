@@ -9,6 +9,7 @@ package activities
 import (
 	"context"
 	"errors"
+	"os"
 	"time"
 
 	"github.com/tacp-dev/tacp/checkpoint"
@@ -77,6 +78,50 @@ func (t *turnRun) restore(ctx context.Context, dir string) (bool, error) {
 		t.log.Warn("turn_started failed", "error", serr)
 	}
 	return true, nil
+}
+
+// forkFiles starts a fork's empty workspace with its origin's files as they were before the
+// fork point (checkpoint.Shadows.RestoreFrom) and tells the session (workspace.restored
+// naming the origin). A workspace that holds files (one the person named, or an earlier
+// attempt's) keeps them; with no checkpoint of the origin, the fork starts empty as before.
+// A failure is logged and the turn goes on.
+func (t *turnRun) forkFiles(ctx context.Context, dir string) {
+	cp := t.r.Checkpoints
+	if cp == nil || !emptyWorkspace(dir) {
+		return
+	}
+	rctx, cancel := context.WithTimeout(ctx, checkpointTimeout)
+	defer cancel()
+	origin := t.in.ForkOf
+	got, err := cp.RestoreFrom(rctx, t.in.SessionID, origin.SessionID, origin.BeforeTurn, dir)
+	if errors.Is(err, checkpoint.ErrNone) {
+		return
+	}
+	if err != nil {
+		t.log.Warn("a fork's workspace was not given its origin's files", "origin", origin.SessionID, "error", err)
+		return
+	}
+	t.log.Info("started the fork's workspace from its origin's checkpoint", "origin", origin.SessionID, "id", got.ID, "turn", got.Turn)
+	if serr := t.r.signal(context.WithoutCancel(ctx), t.in.SessionWorkflowID, signals.SignalTurnStarted, signals.TurnStartedSignal{
+		TurnID: t.in.TurnID, Attempt: t.attempt, HostQueue: t.r.Host.Queue, Beats: t.in.CarriedReports,
+		WorkspaceRestored: &signals.WorkspaceRestoredData{From: got.ID, Turn: got.Turn, Session: origin.SessionID, Path: dir, Host: t.r.Host.Queue},
+	}); serr != nil {
+		t.log.Warn("turn_started failed", "error", serr)
+	}
+}
+
+// emptyWorkspace reports whether dir holds nothing but tacp's marker.
+func emptyWorkspace(dir string) bool {
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return false
+	}
+	for _, e := range entries {
+		if e.Name() != WorkspaceMarker {
+			return false
+		}
+	}
+	return true
 }
 
 // catchUp restores the session's last checkpoint into its workspace dir when the store holds

@@ -361,6 +361,9 @@ func (t *turnRun) prepare(ctx context.Context) (turnSetup, error) {
 	} else if in.HostQueue != r.Host.Queue {
 		t.catchUp(ctx, dir)
 	}
+	if in.ForkOf != nil && in.AgentSessionID == "" {
+		t.forkFiles(ctx, dir)
+	}
 	s := turnSetup{profile: profile, dir: dir, argv: profile.Argv()}
 	if s.env, err = profile.AgentEnv(os.Environ()); err != nil {
 		return turnSetup{}, t.fail(err)

@@ -199,6 +199,47 @@ func (s *Shadows) Restore(ctx context.Context, session, work string) (Restored, 
 	return Restored{ID: id, Turn: turnOf(subject)}, nil
 }
 
+// RestoreFrom puts another session's checkpoint into the workspace work of session, a fork
+// of it: the checkpoint of the last turn before beforeTurn that has one (beforeTurn 0: its
+// last checkpoint). The fork's first checkpoint then has it as parent, so the fork's turns
+// show what changed since the fork. ErrNone: the store holds no such checkpoint.
+func (s *Shadows) RestoreFrom(ctx context.Context, session, from string, beforeTurn int64, work string) (Restored, error) {
+	if err := validSession(from); err != nil {
+		return Restored{}, err
+	}
+	if s.Store == nil {
+		return Restored{}, ErrNone
+	}
+	r, err := s.open(ctx, session, work)
+	if err != nil {
+		return Restored{}, err
+	}
+	if err := s.Store.fetch(ctx, r, from); err != nil {
+		return Restored{}, err
+	}
+	var id string
+	if beforeTurn <= 0 {
+		id, _ = r.revParse(ctx, HeadRef(from))
+	}
+	for n := beforeTurn - 1; n >= 1 && id == ""; n-- {
+		id, _ = r.revParse(ctx, TurnRef(from, n))
+	}
+	if id == "" {
+		return Restored{}, ErrNone
+	}
+	if _, err := r.git(ctx, nil, "read-tree", "--reset", "-u", id); err != nil {
+		return Restored{}, err
+	}
+	if _, err := r.git(ctx, []byte("update "+HeadRef(session)+" "+id+"\n"), "update-ref", "--stdin"); err != nil {
+		return Restored{}, err
+	}
+	subject, err := r.git(ctx, nil, "log", "-1", "--format=%s", id)
+	if err != nil {
+		return Restored{}, err
+	}
+	return Restored{ID: id, Turn: turnOf(subject)}, nil
+}
+
 // storePath is the store's directory when it is on this machine.
 func (s *Shadows) storePath() string {
 	if s.Store == nil || !isLocalPath(s.Store.URL) {

@@ -462,3 +462,56 @@ func TestBehindAndRestoreOverAStaleWorkspace(t *testing.T) {
 		t.Error("a worker with no shadow of the session is behind (a missing workspace is Restore's case)")
 	}
 }
+
+// A fork starts with the files of the turn before its fork point, from the store, on any
+// worker; its first checkpoint shows only what changed since.
+func TestRestoreFromForksTheFiles(t *testing.T) {
+	ctx := context.Background()
+	a, _ := newShadows(t)
+	ws := t.TempDir()
+	write(t, ws, "kept.txt", "one\n")
+	write(t, ws, "gone.txt", "bye\n")
+	r1, err := a.Checkpoint(ctx, "src", ws, 1, "first")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Remove(filepath.Join(ws, "gone.txt")); err != nil {
+		t.Fatal(err)
+	}
+	write(t, ws, "later.txt", "two\n")
+	if _, err := a.Checkpoint(ctx, "src", ws, 2, "second"); err != nil {
+		t.Fatal(err)
+	}
+
+	b := &Shadows{Dir: filepath.Join(t.TempDir(), "checkpoints"), Store: a.Store}
+	fork := t.TempDir()
+	got, err := b.RestoreFrom(ctx, "fork", "src", 2, fork)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.ID != r1.ID || got.Turn != 1 {
+		t.Errorf("restored %+v, want turn 1's %s", got, r1.ID)
+	}
+	if g, want := tree(t, fork), map[string]string{"kept.txt": "one\n", "gone.txt": "bye\n"}; !mapsEqual(g, want) {
+		t.Errorf("fork before turn 2 = %v, want turn 1's tree %v", g, want)
+	}
+	write(t, fork, "kept.txt", "one\nmore\n")
+	r, err := b.Checkpoint(ctx, "fork", fork, 1, "the fork's first")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.FilesChanged != 1 || r.Insertions != 1 {
+		t.Errorf("the fork's first checkpoint = %+v, want 1 file, +1 since the fork point", r)
+	}
+
+	whole := t.TempDir()
+	if _, err := b.RestoreFrom(ctx, "fork2", "src", 0, whole); err != nil {
+		t.Fatal(err)
+	}
+	if g, want := tree(t, whole), map[string]string{"kept.txt": "one\n", "later.txt": "two\n"}; !mapsEqual(g, want) {
+		t.Errorf("fork of the whole session = %v, want its last tree %v", g, want)
+	}
+	if _, err := b.RestoreFrom(ctx, "fork3", "src", 1, t.TempDir()); !errors.Is(err, ErrNone) {
+		t.Errorf("fork before turn 1: %v, want ErrNone (no files before the first turn)", err)
+	}
+}

@@ -14,6 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/tacp-dev/tacp/checkpoint"
+	"github.com/tacp-dev/tacp/internal/tacpworker"
 	"github.com/tacp-dev/tacp/signals"
 )
 
@@ -229,4 +230,54 @@ func TestAStaleWorkspaceCatchesUpWithTheStore(t *testing.T) {
 	}
 	require.Len(t, restored, 2, "turn 2 on B and turn 3 on A each restored")
 	require.Equal(t, int64(2), restored[1].Turn)
+}
+
+// A fork starts with its origin's files as they were before the fork point: turn 1 wrote
+// kept.txt and gone.txt, turn 2 deleted one and wrote another with a shell command; a fork
+// before turn 2 reads turn 1's tree, and its first checkpoint counts only its own change.
+func TestAForkStartsWithTheFilesOfItsForkPoint(t *testing.T) {
+	t.Parallel()
+	queue := "tacp-forkfiles-" + signals.NewID()[:8]
+	data := t.TempDir()
+	extraWorker(t, tc, tacpworker.Options{TaskQueue: queue, DataDir: data, CheckpointStore: checkpoint.DefaultStoreURL(data)})
+	qc := signals.NewClient(tc, queue)
+	ctx := ctxFor(t, 120*time.Second)
+
+	origin := session(t)
+	cfg := signals.SessionConfig{SessionID: origin, Policy: signals.PolicyAllowAll}
+	for i, text := range []string{"/sh printf one > kept.txt; printf bye > gone.txt", "/sh rm gone.txt; printf two > later.txt"} {
+		res, err := qc.Prompt(ctx, cfg, signals.PromptRequest{Text: text, ClientMessageID: fmt.Sprintf("origin-%d", i)})
+		require.NoError(t, err)
+		endedWith(t, origin, res.TurnID, "end_turn")
+	}
+
+	fork := origin + "-fork"
+	fcfg, err := qc.Fork(ctx, origin, signals.ForkRequest{SessionID: fork, BeforeTurn: 2})
+	require.NoError(t, err)
+	fcfg.Policy = signals.PolicyAllowAll
+	res, err := qc.Prompt(ctx, fcfg, signals.PromptRequest{Text: "/sh ls; printf ' more' >> kept.txt", ClientMessageID: "fork-1"})
+	require.NoError(t, err)
+	evs := endedWith(t, fork, res.TurnID, "end_turn")
+	require.Equal(t, "sh: exit 0: gone.txt kept.txt", strings.TrimSpace(strings.ReplaceAll(strings.Join(agentTexts(t, evs, 1), ""), "\n", " ")))
+
+	var restored []signals.WorkspaceRestoredData
+	var cps []signals.WorkspaceCheckpointData
+	for _, ev := range evs {
+		switch ev.Kind {
+		case signals.EventWorkspaceRestored:
+			var d signals.WorkspaceRestoredData
+			require.NoError(t, json.Unmarshal(ev.Data, &d))
+			restored = append(restored, d)
+		case signals.EventWorkspaceCheckpoint:
+			var d signals.WorkspaceCheckpointData
+			require.NoError(t, json.Unmarshal(ev.Data, &d))
+			cps = append(cps, d)
+		}
+	}
+	require.Len(t, restored, 1, "workspace.restored names the origin's checkpoint")
+	require.Equal(t, origin, restored[0].Session)
+	require.Equal(t, int64(1), restored[0].Turn)
+	require.Equal(t, commitOf(t, checkpoint.DefaultStoreURL(data), checkpoint.TurnRef(origin, 1)), restored[0].From)
+	require.Len(t, cps, 1)
+	require.Equal(t, 1, cps[0].FilesChanged, "the fork's first checkpoint counts its own change only")
 }

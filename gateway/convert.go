@@ -238,6 +238,9 @@ func noticeText(ev signals.Event) (string, bool) {
 	case signals.EventWorkspaceRestored:
 		var d signals.WorkspaceRestoredData
 		_ = json.Unmarshal(ev.Data, &d)
+		if d.Session != "" {
+			return fmt.Sprintf("\n[tacp: this fork's workspace starts with the files of session %s after its turn %d]\n", d.Session, d.Turn), true
+		}
 		return fmt.Sprintf("\n[tacp: the session's workspace was not on the worker that took this turn; it was restored from the checkpoint of turn %d]\n", d.Turn), true
 	case signals.EventWorkspaceCheckpoint:
 		var d signals.WorkspaceCheckpointData

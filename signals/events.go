@@ -180,8 +180,11 @@ type WorkspaceCheckpointData struct {
 type WorkspaceRestoredData struct {
 	From string `json:"from"`
 	Turn int64  `json:"turn"`
-	Path string `json:"path,omitempty"`
-	Host string `json:"host,omitempty"`
+	// Session is the session whose checkpoint it was, when not this one: the origin of a
+	// fork, whose files the fork's first turn starts with.
+	Session string `json:"session,omitempty"`
+	Path    string `json:"path,omitempty"`
+	Host    string `json:"host,omitempty"`
 }
 
 // MaxJournalTextBytes caps prompt and steer text copied into journal events.

@@ -33,8 +33,9 @@ type ForkRequest struct {
 	// BeforeTurn takes the origin's conversation before this turn (0: all of it).
 	BeforeTurn int64
 	// Workspace is the fork's workspace ("": a folder of its own, as for any new session).
-	// The origin's files are not copied: a fork that should see them names the origin's
-	// workspace, and then both sessions write there.
+	// On workers with workspace checkpoints, the fork's first turn finds an empty workspace
+	// filled with the origin's files as they were before BeforeTurn (workspace.restored
+	// names the origin's checkpoint); a workspace with files keeps them.
 	Workspace string
 	// McpServers are the fork's (the origin's are its secret and are not copied).
 	McpServers json.RawMessage
