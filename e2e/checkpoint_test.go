@@ -280,4 +280,21 @@ func TestAForkStartsWithTheFilesOfItsForkPoint(t *testing.T) {
 	require.Equal(t, commitOf(t, checkpoint.DefaultStoreURL(data), checkpoint.TurnRef(origin, 1)), restored[0].From)
 	require.Len(t, cps, 1)
 	require.Equal(t, 1, cps[0].FilesChanged, "the fork's first checkpoint counts its own change only")
+
+	// starter rewind --to-turn 1 is the same fork, by the CLI: turn 1's conversation and files.
+	rewound := origin + "-rewound"
+	cmd := starterCmd(ctx, "rewind", "--session", origin, "--to-turn", "1", "--new", rewound)
+	cmd.Env = append(cmd.Env, "TACP_TASK_QUEUE="+queue)
+	out, err := cmd.CombinedOutput()
+	require.NoError(t, err, "%s", out)
+	require.Contains(t, string(out), "rewound "+origin+" to the end of turn 1 as "+rewound)
+	res, err = qc.Prompt(ctx, signals.SessionConfig{SessionID: rewound, Policy: signals.PolicyAllowAll}, signals.PromptRequest{Text: "/sh ls", ClientMessageID: "rewound-1"})
+	require.NoError(t, err)
+	evs = endedWith(t, rewound, res.TurnID, "end_turn")
+	require.Equal(t, "sh: exit 0: gone.txt kept.txt", strings.TrimSpace(strings.ReplaceAll(strings.Join(agentTexts(t, evs, 1), ""), "\n", " ")))
+	cmd = starterCmd(ctx, "rewind", "--session", origin, "--to-turn", "3")
+	cmd.Env = append(cmd.Env, "TACP_TASK_QUEUE="+queue)
+	out, err = cmd.CombinedOutput()
+	require.Error(t, err, "a turn past the last is refused")
+	require.Contains(t, string(out), "has 2 turns")
 }

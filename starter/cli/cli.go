@@ -55,6 +55,7 @@ var commands = []command{
 	{"deployment", "[current BUILD_ID | drained BUILD_ID [--wait D]]", "show the workers' Worker Deployment (current version, pinned runs left on each), make a build current, or say whether an old build may be stopped", cmdDeployment},
 	{"profiles", "", "list the agent profiles the workers offer (what --agent may name)", cmdProfiles},
 	{"fork", "[--before-turn N] [--new ID] [--workspace DIR]", "start a new session whose agent starts from this one's conversation (before turn N)", cmdFork},
+	{"rewind", "--to-turn N [--new ID]", "go back to the end of turn N as a new session: its conversation to turn N and the files turn N left (a fork before turn N+1; this session is untouched)", cmdRewind},
 	{"diff", "[--turn N] [--stat] [--checkpoint-store URL]", "show what a turn changed in the session's workspace, from its workspace checkpoints", cmdDiff},
 	{"export", "--branch NAME [--repo DIR] [--turn N] [--checkpoint-store URL]", "write the session's workspace checkpoints into a git repository as a new branch, one commit a turn (its index and work tree untouched)", cmdExport},
 	{"close", "[--reason TEXT]", "close the session (cancels its turn, drops its queue)", cmdClose},
