@@ -351,3 +351,17 @@ func act[Req, Res any](s *Server, w http.ResponseWriter, r *http.Request, what s
 	s.log.Info(what, append([]any{"session", id}, logged(res)...)...)
 	writeJSON(w, http.StatusOK, res)
 }
+
+type rewindRequest struct {
+	ToTurn int64 `json:"to_turn"`
+}
+
+// rewind goes back to the end of a turn of the session as a new session of the person's
+// (signals.Client.Rewind, starter rewind): its agent remembers the conversation to that turn
+// and its first turn starts with the files the turn left. It needs watch on the session and
+// a controller's token: it reads the session and starts another.
+func (s *Server) rewind(w http.ResponseWriter, r *http.Request, _ string) {
+	act(s, w, r, "deck rewind", func(ctx context.Context, id string, req rewindRequest) (signals.SessionConfig, error) {
+		return s.c.Rewind(ctx, id, req.ToTurn, signals.ForkRequest{Owner: s.person(r).Name})
+	}, func(cfg signals.SessionConfig) []any { return []any{"new", cfg.SessionID} })
+}

@@ -243,6 +243,7 @@ func New(o Options) (*Server, error) {
 	m.HandleFunc("POST /api/sessions/{id}/retry", s.write(s.control(false, s.retryNow)))
 	m.HandleFunc("POST /api/sessions/{id}/policy", s.write(s.control(false, s.setPolicy)))
 	m.HandleFunc("POST /api/sessions/{id}/forget", s.write(s.control(false, s.forget)))
+	m.HandleFunc("POST /api/sessions/{id}/rewind", s.write(s.watch(s.rewind)))
 	m.HandleFunc("GET /acp", s.authenticated(s.acp))
 	files := http.FileServerFS(static)
 	m.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {

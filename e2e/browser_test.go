@@ -446,6 +446,20 @@ func TestBrowserShowsPeopleNotRoles(t *testing.T) {
 		}
 		require.Equal(t, []string{"deck:alice"}, by, kind)
 	}
+
+	// She rewinds to the end of turn 1: the page opens the new session, hers.
+	require.NoError(t, chromedp.Do(ctx,
+		chromedp.Click(css(`details.settings summary`)),
+		chromedp.WaitVisible(css(`#rewind-turn`)),
+		chromedp.SendKeys(css(`#rewind-turn`), "1"),
+		chromedp.Click(css(`#rewind-btn`)),
+	))
+	waitText(t, ctx, "#toast", "Rewound to turn 1 as ")
+	waitText(t, ctx, "#app h1", "fork-")
+	fork := strings.TrimSpace(textOf(t, ctx, "#app h1"))
+	acc, err := sc.Access(ctxFor(t, 10*time.Second), fork)
+	require.NoError(t, err)
+	require.Equal(t, "alice", acc.Owner)
 }
 
 // openRunningTurn starts a session whose first turn sleeps, opens it on the page and types

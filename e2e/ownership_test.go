@@ -347,3 +347,36 @@ func TestOwnershipListQueryMatchesTheRule(t *testing.T) {
 		}
 	}
 }
+
+// Rewind at the deck: the end of one of alice's turns as a new session, hers, a fork before
+// the next turn; bob, who may not see her private session, and carol, whose token only
+// reads, start nothing.
+func TestOwnershipRewindAtTheDeck(t *testing.T) {
+	t.Parallel()
+	d := newTeamDeck(t, signals.SharingPrivate)
+	id := session(t)
+	for _, text := range []string{"/chunks 1", "/chunks 2"} {
+		r := d.call(t, "POST", sessPath(id, "/prompt"), d.alice, map[string]any{"text": text})
+		require.Equal(t, http.StatusOK, r.Code, string(r.Body))
+		var res signals.PromptResult
+		r.decode(t, &res)
+		endedWith(t, id, res.TurnID, "end_turn")
+	}
+	require.Equal(t, http.StatusNotFound, d.call(t, "POST", sessPath(id, "/rewind"), d.bob, map[string]any{"to_turn": 1}).Code)
+	require.Equal(t, http.StatusForbidden, d.call(t, "POST", sessPath(id, "/rewind"), d.carol, map[string]any{"to_turn": 1}).Code)
+	for _, bad := range []any{map[string]any{"to_turn": 3}, map[string]any{"to_turn": 0}, map[string]any{"to_turn": "one"}} {
+		r := d.call(t, "POST", sessPath(id, "/rewind"), d.alice, bad)
+		require.Equal(t, http.StatusBadRequest, r.Code, "%v: %s", bad, r.Body)
+	}
+
+	r := d.call(t, "POST", sessPath(id, "/rewind"), d.alice, map[string]any{"to_turn": 1})
+	require.Equal(t, http.StatusOK, r.Code, string(r.Body))
+	var cfg signals.SessionConfig
+	r.decode(t, &cfg)
+	require.Equal(t, &signals.ForkOrigin{SessionID: id, BeforeTurn: 2}, cfg.ForkOf)
+	require.Equal(t, "alice", cfg.Owner, "the rewound session is the person's who rewound")
+	acc, err := sc.Access(ctxFor(t, 10*time.Second), cfg.SessionID)
+	require.NoError(t, err)
+	require.Equal(t, "alice", acc.Owner)
+	require.Equal(t, may{false, false, false}, d.tried(t, d.bob, cfg.SessionID), "bob does not see it under the deck's private rule")
+}

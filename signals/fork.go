@@ -93,3 +93,23 @@ func (c *Client) Transcript(ctx context.Context, sessionID string, req Transcrip
 	var res TranscriptResult
 	return res, c.query(ctx, sessionID, QueryTranscript, &res, req)
 }
+
+// Rewind goes back to the end of session origin's turn toTurn as a new session: a fork before
+// turn toTurn+1 (req.BeforeTurn is set here), so its agent remembers the conversation to that
+// turn and, on workers with workspace checkpoints, its first turn starts with the files that
+// turn left. The origin is untouched. A turn the origin has not had is refused and starts
+// nothing.
+func (c *Client) Rewind(ctx context.Context, origin string, toTurn int64, req ForkRequest) (SessionConfig, error) {
+	if toTurn <= 0 {
+		return SessionConfig{}, Reject(RejectInvalidRequest, "to_turn %d: want the turn of session %s whose end to go back to", toTurn, origin)
+	}
+	tr, err := c.Transcript(ctx, origin, TranscriptRequest{MaxBytes: 1})
+	if err != nil {
+		return SessionConfig{}, err
+	}
+	if toTurn > int64(tr.Turns) {
+		return SessionConfig{}, Reject(RejectInvalidRequest, "to_turn %d: session %s has %d turns", toTurn, origin, tr.Turns)
+	}
+	req.BeforeTurn = toTurn + 1
+	return c.Fork(ctx, origin, req)
+}

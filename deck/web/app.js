@@ -266,9 +266,15 @@
       if (sb.state && sb.state.length) line += ` · state per session ${sb.state.join(', ')}`;
       return line;
     };
+    // Rewind: the end of a turn as a new session of this person's (a fork with that turn's
+    // files); this session stays as it is.
+    const rewindTurn = h('input', { type: 'number', id: 'rewind-turn', min: '1', inputmode: 'numeric', class: 'grow', 'aria-label': 'turn to rewind to', disabled: !operator });
+    const rewindBtn = h('button', { class: 'btn', id: 'rewind-btn', type: 'button', text: 'Rewind', title: 'A new session from the end of this turn: its conversation and files', disabled: !operator });
     const settings = h('details', { class: 'card settings' },
       h('summary', { text: 'Permissions: policy and remembered rules' }),
-      h('label', { for: 'policy', text: 'Policy' }), policy, rules, profiles);
+      h('label', { for: 'policy', text: 'Policy' }), policy, rules, profiles,
+      h('label', { for: 'rewind-turn', text: 'Rewind to the end of turn (a new session; this one stays)' }),
+      h('div', { class: 'row' }, rewindTurn, rewindBtn));
     const note = h('div', { class: 'note', id: 'composer-note' });
     const text = h('textarea', { id: 'composer-text', rows: 2, placeholder: 'Steer the running turn, or send a prompt', 'aria-label': 'message' });
     const steerBtn = h('button', { class: 'btn primary', id: 'steer-btn', type: 'button', text: 'Steer' });
@@ -923,6 +929,18 @@
         toast(`${e.type}: ${e.message}`, true);
       }
       refreshStatus();
+    });
+
+    rewindBtn.addEventListener('click', async () => {
+      const n = Number(rewindTurn.value);
+      if (!Number.isInteger(n) || n < 1) { toast('Name a turn to rewind to.', true); return; }
+      try {
+        const r = await api('POST', `/api/sessions/${enc(id)}/rewind`, { to_turn: n });
+        toast(`Rewound to turn ${n} as ${r.session_id}`);
+        location.hash = '#/s/' + enc(r.session_id);
+      } catch (e) {
+        toast(`${e.type}: ${e.message}`, true);
+      }
     });
 
     async function forget(rule) {

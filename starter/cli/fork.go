@@ -61,14 +61,7 @@ func cmdRewind(ctx context.Context, e *env, fs *flag.FlagSet, args []string) int
 	if err := e.connect(ctx); err != nil {
 		return e.fail(err)
 	}
-	tr, err := e.c.Transcript(ctx, e.session, signals.TranscriptRequest{MaxBytes: 1})
-	if err != nil {
-		return e.fail(err)
-	}
-	if *to > int64(tr.Turns) {
-		return e.fail(signals.Reject(signals.RejectInvalidRequest, "--to-turn %d: session %s has %d turns", *to, e.session, tr.Turns))
-	}
-	cfg, err := e.c.Fork(ctx, e.session, signals.ForkRequest{SessionID: *id, BeforeTurn: *to + 1, Workspace: e.workspace, Owner: *owner})
+	cfg, err := e.c.Rewind(ctx, e.session, *to, signals.ForkRequest{SessionID: *id, Workspace: e.workspace, Owner: *owner})
 	if err != nil {
 		return e.fail(err)
 	}
