@@ -65,7 +65,7 @@ func (rd Reader) Diff(ctx context.Context, session string, turn int64, stat bool
 	r := &repo{gitDir: gitDir}
 	id, err := r.revParse(ctx, ref(session, turn))
 	if err != nil || id == "" {
-		return "", fmt.Errorf("no checkpoint of session %s%s in %s", session, turnText(turn), rd.URL)
+		return "", fmt.Errorf("no checkpoint of session %s%s in %s: %w", session, turnText(turn), rd.URL, ErrNone)
 	}
 	args := []string{"--git-dir=" + gitDir, "show", "--format=", "--no-color", "--no-ext-diff"}
 	if stat {

@@ -17,6 +17,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/tacp-dev/tacp/checkpoint"
 	"github.com/tacp-dev/tacp/signals"
 )
 
@@ -364,4 +365,44 @@ func (s *Server) rewind(w http.ResponseWriter, r *http.Request, _ string) {
 	act(s, w, r, "deck rewind", func(ctx context.Context, id string, req rewindRequest) (signals.SessionConfig, error) {
 		return s.c.Rewind(ctx, id, req.ToTurn, signals.ForkRequest{Owner: s.person(r).Name})
 	}, func(cfg signals.SessionConfig) []any { return []any{"new", cfg.SessionID} })
+}
+
+// maxDiffBytes bounds the diff one answer carries: a turn that rewrote a large tree is
+// shown in part, and says so.
+const maxDiffBytes = 1 << 20
+
+type diffResult struct {
+	Turn      int64  `json:"turn"`
+	Diff      string `json:"diff"`
+	Truncated bool   `json:"truncated,omitempty"`
+}
+
+// diff answers with what a turn changed in the session's workspace (starter diff), from the
+// workers' checkpoint store: ?turn=N (default: the last checkpointed turn), ?stat=1 for a
+// diffstat. 404 no_checkpoint when the store holds none.
+func (s *Server) diff(w http.ResponseWriter, r *http.Request, _ string) {
+	turn, ok := intParam(w, r, "turn", 0, 0, 1<<40)
+	if !ok {
+		return
+	}
+	if s.checkpoints == "" {
+		writeError(w, http.StatusNotFound, "no_checkpoint", "this deck reads no checkpoint store (starter web --checkpoint-store)", nil)
+		return
+	}
+	ctx, cancel := callCtx(r)
+	defer cancel()
+	out, err := checkpoint.Reader{URL: s.checkpoints}.Diff(ctx, r.PathValue("id"), turn, r.URL.Query().Get("stat") == "1")
+	if errors.Is(err, checkpoint.ErrNone) {
+		writeError(w, http.StatusNotFound, "no_checkpoint", err.Error(), nil)
+		return
+	}
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	res := diffResult{Turn: turn, Diff: out}
+	if len(out) > maxDiffBytes {
+		res.Diff, res.Truncated = strings.ToValidUTF8(out[:maxDiffBytes], ""), true
+	}
+	writeJSON(w, http.StatusOK, res)
 }

@@ -113,6 +113,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/tacp-dev/tacp/checkpoint"
 	"github.com/tacp-dev/tacp/gateway"
 	"github.com/tacp-dev/tacp/signals"
 )
@@ -169,19 +170,24 @@ type Options struct {
 	// present each second after (default 1).
 	LoginBurst int
 	LoginRate  float64
+	// CheckpointStore is the workers' workspace checkpoint store (their -checkpoint.store),
+	// which the page's per-turn changes read (GET …/diff); "" or checkpoint.StoreOff: none.
+	CheckpointStore string
 }
 
 // Server is the deck: an http.Handler serving the API and the web app.
 type Server struct {
-	c       *signals.Client
-	tokens  *keyring
-	limits  *limiter
-	log     *slog.Logger
-	poll    time.Duration
-	alive   time.Duration
-	gw      *gateway.Gateway
-	mux     *http.ServeMux
-	sharing string
+	c      *signals.Client
+	tokens *keyring
+	limits *limiter
+	log    *slog.Logger
+	// checkpoints is the checkpoint store's URL ("": none).
+	checkpoints string
+	poll        time.Duration
+	alive       time.Duration
+	gw          *gateway.Gateway
+	mux         *http.ServeMux
+	sharing     string
 
 	// streams and sockets count each token's open SSE streams and /acp sockets (caps.go);
 	// ownQueries the events queries streams send besides their shared feeds (stream.go).
@@ -199,6 +205,9 @@ func New(o Options) (*Server, error) {
 		return nil, err
 	}
 	s := &Server{c: o.Client, log: o.Logger, poll: o.PollInterval, alive: o.KeepAlive, gw: o.Gateway}
+	if o.CheckpointStore != "" && o.CheckpointStore != checkpoint.StoreOff {
+		s.checkpoints = checkpoint.NormalizeStoreURL(o.CheckpointStore)
+	}
 	if s.log == nil {
 		s.log = slog.New(slog.DiscardHandler)
 	}
@@ -235,6 +244,7 @@ func New(o Options) (*Server, error) {
 	m.HandleFunc("GET /api/sessions/{id}", s.read(s.watch(s.status)))
 	m.HandleFunc("GET /api/sessions/{id}/events", s.read(s.watch(s.events)))
 	m.HandleFunc("GET /api/sessions/{id}/stream", s.read(s.watch(s.stream)))
+	m.HandleFunc("GET /api/sessions/{id}/diff", s.read(s.watch(s.diff)))
 	m.HandleFunc("POST /api/sessions/{id}/prompt", s.write(s.control(true, s.prompt)))
 	m.HandleFunc("POST /api/sessions/{id}/steer", s.write(s.control(false, s.steer)))
 	m.HandleFunc("POST /api/sessions/{id}/cancel", s.write(s.control(false, s.cancel)))

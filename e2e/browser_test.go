@@ -31,7 +31,9 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/tacp-dev/tacp/checkpoint"
 	"github.com/tacp-dev/tacp/deck"
+	"github.com/tacp-dev/tacp/internal/tacpworker"
 	"github.com/tacp-dev/tacp/signals"
 )
 
@@ -788,4 +790,47 @@ func TestBrowserDeckRestartedMidStream(t *testing.T) {
 	got, err := chromedp.Run(ctx, chromedp.Evaluate[string](`[...document.querySelectorAll(`+jsString(out)+`)].map((el) => el.textContent).join('')`))
 	require.NoError(t, err)
 	require.Equal(t, want, got, "the page shows the journal's reply, no chunk doubled or missing")
+}
+
+// Each turn's changes to the workspace stand in the transcript, counted; opened, the diff
+// itself, read by the deck from the workers' checkpoint store.
+func TestBrowserShowsWhatATurnChanged(t *testing.T) {
+	queue := "tacp-deckdiff-" + signals.NewID()[:8]
+	data := t.TempDir()
+	store := checkpoint.DefaultStoreURL(data)
+	extraWorker(t, tc, tacpworker.Options{TaskQueue: queue, DataDir: data, CheckpointStore: store})
+	qc := signals.NewClient(tc, queue)
+	id := session(t)
+	res, err := qc.Prompt(ctxFor(t, 30*time.Second), signals.SessionConfig{SessionID: id, Policy: signals.PolicyAllowAll},
+		signals.PromptRequest{Text: "/sh printf 'hello from turn one\\n' > notes.txt", ClientMessageID: signals.NewID()})
+	require.NoError(t, err)
+	endedWith(t, id, res.TurnID, "end_turn")
+
+	secret := "s-" + signals.NewID()
+	h, err := deck.New(deck.Options{Client: sc, ControllerTokens: []string{secret}, PollInterval: 50 * time.Millisecond, CheckpointStore: store})
+	require.NoError(t, err)
+	d := &testDeck{Server: httptest.NewServer(h), operator: secret}
+	t.Cleanup(func() { d.CloseClientConnections(); d.Close() })
+	ctx := browser(t)
+	require.NoError(t, chromedp.Do(ctx,
+		chromedp.EmulateViewport(390, 844, chromedp.EmulateScale(2), chromedp.EmulateMobile),
+		chromedp.Navigate(d.URL+"/#token="+d.operator),
+		chromedp.WaitVisible(css(`#sessions`)),
+		chromedp.Evaluate[chromedp.Void](`location.hash = '#/s/' + encodeURIComponent(`+jsString(id)+`); undefined`),
+	))
+	card := `#transcript details.changes[data-turn="1"]`
+	waitText(t, ctx, card+" summary", "files: 1 changed, +1 −0")
+	require.NoError(t, chromedp.Do(ctx, chromedp.Click(css(card+" summary"))))
+	waitText(t, ctx, card+" pre", "+hello from turn one")
+	waitText(t, ctx, card+" pre", "notes.txt")
+	noOverflow(t, ctx, "a diff opened at 390px")
+
+	// A turn with no checkpoint, and a deck that reads no store, say so.
+	r := d.call(t, "GET", sessPath(id, "/diff")+"?turn=9", d.operator, nil)
+	require.Equal(t, http.StatusNotFound, r.Code, string(r.Body))
+	require.Equal(t, "no_checkpoint", r.errType(t))
+	plain := newTestDeck(t)
+	r = plain.call(t, "GET", sessPath(id, "/diff"), plain.operator, nil)
+	require.Equal(t, http.StatusNotFound, r.Code, string(r.Body))
+	require.Equal(t, "no_checkpoint", r.errType(t))
 }

@@ -399,6 +399,29 @@
       closeBlock();
       return add(h('div', { class: 'ev meta ' + (cls || ''), data: turn ? { turn: String(turn) } : undefined, text: msg }));
     }
+    // changes shows a turn's workspace checkpoint: what it changed, counted; opened, the
+    // diff itself, read from the checkpoint store once (GET …/diff).
+    function changes(t, d) {
+      if (d.error) { meta(`the workspace checkpoint of turn ${t} failed: ${d.error}`, 'bad', t); return; }
+      closeBlock();
+      const skipped = (d.skipped || []).length;
+      const pre = h('pre', { class: 'diff-text' });
+      const card = h('details', { class: 'ev changes', data: { turn: String(t) } },
+        h('summary', { text: `files: ${d.files_changed} changed, +${d.insertions} −${d.deletions}${skipped ? `, ${skipped} skipped (too large or excluded)` : ''}` }), pre);
+      card.addEventListener('toggle', async () => {
+        if (!card.open || pre.dataset.loaded) return;
+        pre.dataset.loaded = '1';
+        pre.textContent = 'Loading…';
+        try {
+          const r = await api('GET', `/api/sessions/${enc(id)}/diff?turn=${d.turn || t}`);
+          pre.textContent = (r.diff || '(no changes)') + (r.truncated ? '\n… (the diff goes on: starter diff shows all of it)' : '');
+        } catch (e) {
+          pre.textContent = `${e.type}: ${e.message}`;
+          delete pre.dataset.loaded;
+        }
+      });
+      add(card);
+    }
     function chunk(kind, turn, txt) {
       if (!block || block.kind !== kind || block.turn !== turn) {
         closeBlock();
@@ -494,6 +517,10 @@
         case 'workspace.missing':
           meta(`the workspace ${d.path} is not on the worker that took turn ${t} (${d.action})`, 'bad', t);
           break;
+        case 'workspace.restored':
+          meta(d.session ? `this fork starts with the files of ${d.session} after its turn ${d.turn}` : `the workspace was restored from the checkpoint of turn ${d.turn}`, '', t);
+          break;
+        case 'workspace.checkpoint': changes(t, d); break;
         case 'agent.update': agentUpdate(ev); break;
         case 'steer.accepted':
           closeBlock();

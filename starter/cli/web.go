@@ -38,6 +38,7 @@ func cmdWeb(ctx context.Context, e *env, fs *flag.FlagSet, args []string) int {
 	bodyTimeout := fs.Duration("body-timeout", 30*time.Second, "bound on reading a request's body: a client that withholds it loses its connection")
 	poll := fs.Duration("poll", 250*time.Millisecond, "the pause before a live view tries a failed events query again (new events wake it through the session's history)")
 	maxStreams := fs.Int("max-streams-per-token", deck.DefaultMaxStreamsPerToken, "live views (SSE streams) one token may hold open at once; one more is refused with 429")
+	store := checkpointStoreFlag(fs)
 	maxACP := fs.Int("max-acp-per-token", deck.DefaultMaxACPPerToken, "/acp sockets one token may hold open at once; one more is refused with 429")
 	logLevel := fs.String("log.level", "info", "log level: debug, info, warn, error")
 	publicURL := fs.String("public-url", "", "the deck's URL as people open it, for the links in notifications (default: http://LISTEN/)")
@@ -86,6 +87,7 @@ func cmdWeb(ctx context.Context, e *env, fs *flag.FlagSet, args []string) int {
 		Logger: logger, PollInterval: *poll, Gateway: gw, Sharing: *sharing,
 		TokensFile: *tokensFile, LoginBurst: *loginBurst, LoginRate: *loginRate,
 		MaxStreamsPerToken: *maxStreams, MaxACPPerToken: *maxACP,
+		CheckpointStore: checkpointReader(*store).URL,
 	})
 	if err != nil {
 		return e.fail(err)
