@@ -479,6 +479,17 @@ func openRunningTurn(t *testing.T, ctx context.Context, text string) string {
 	return id
 }
 
+// openOnAPhone signs in to the deck at deckURL with token on a 390 px phone and opens
+// session id.
+func openOnAPhone(deckURL, token, id string) []chromedp.Action[chromedp.Void] {
+	return []chromedp.Action[chromedp.Void]{
+		chromedp.EmulateViewport(390, 844, chromedp.EmulateScale(2), chromedp.EmulateMobile),
+		chromedp.Navigate(deckURL + "/#token=" + token),
+		chromedp.WaitVisible(css(`#sessions`)),
+		chromedp.Evaluate[chromedp.Void](`location.hash = '#/s/' + encodeURIComponent(` + jsString(id) + `); undefined`),
+	}
+}
+
 // tapCancel taps Cancel on the open session and waits for the page to say the deck took it.
 // The dock stands at the bottom of the screen however short the transcript is: were it to
 // follow the transcript, each streamed line would move the button, and a tap aimed a moment
@@ -719,13 +730,7 @@ func TestBrowserDenyAnswerObserveAndHostileText(t *testing.T) {
 
 	// An observer, in a browser of its own, sees the same card and cannot answer it.
 	obs := browser(t)
-	require.NoError(t, chromedp.Do(obs,
-		chromedp.EmulateViewport(390, 844, chromedp.EmulateScale(2), chromedp.EmulateMobile),
-		chromedp.Navigate(d.URL+"/#token="+d.observer),
-		chromedp.WaitVisible(css(`#sessions`)),
-		chromedp.Evaluate[chromedp.Void](`location.hash = '#/s/' + encodeURIComponent(`+jsString(id)+`); undefined`),
-		chromedp.WaitVisible(css(question)),
-	))
+	require.NoError(t, chromedp.Do(obs, append(openOnAPhone(d.URL, d.observer, id), chromedp.WaitVisible(css(question)))...))
 	require.Equal(t, signals.RoleObserver, textOf(t, obs, "#who"))
 	waitText(t, obs, question, "Observers cannot answer.")
 	enabled, err := chromedp.Run(obs, chromedp.Evaluate[string](`[...document.querySelectorAll("#pending button, #composer button")].filter((b) => !b.disabled && b.getClientRects().length).map((b) => b.id + ":" + b.textContent).join(", ")`))
@@ -812,12 +817,7 @@ func TestBrowserShowsWhatATurnChanged(t *testing.T) {
 	d := &testDeck{Server: httptest.NewServer(h), operator: secret}
 	t.Cleanup(func() { d.CloseClientConnections(); d.Close() })
 	ctx := browser(t)
-	require.NoError(t, chromedp.Do(ctx,
-		chromedp.EmulateViewport(390, 844, chromedp.EmulateScale(2), chromedp.EmulateMobile),
-		chromedp.Navigate(d.URL+"/#token="+d.operator),
-		chromedp.WaitVisible(css(`#sessions`)),
-		chromedp.Evaluate[chromedp.Void](`location.hash = '#/s/' + encodeURIComponent(`+jsString(id)+`); undefined`),
-	))
+	require.NoError(t, chromedp.Do(ctx, openOnAPhone(d.URL, d.operator, id)...))
 	card := `#transcript details.changes[data-turn="1"]`
 	waitText(t, ctx, card+" summary", "files: 1 changed, +1 −0")
 	require.NoError(t, chromedp.Do(ctx, chromedp.Click(css(card+" summary"))))
