@@ -17,6 +17,8 @@ import (
 	"strings"
 	"time"
 
+	"go.temporal.io/api/serviceerror"
+
 	"github.com/tacp-dev/tacp/checkpoint"
 	"github.com/tacp-dev/tacp/signals"
 )
@@ -67,7 +69,10 @@ func (s *Server) fail(w http.ResponseWriter, r *http.Request, err error) {
 		writeError(w, RejectionStatus(rej.Type), rej.Type, rej.Message, rej.Details)
 		return
 	}
-	if errors.Is(err, context.DeadlineExceeded) {
+	// The call's own deadline passed (context), or the server's did while it waited on its
+	// store (a DeadlineExceeded status); either way Temporal was slow, not wrong.
+	var serverDeadline *serviceerror.DeadlineExceeded
+	if errors.Is(err, context.DeadlineExceeded) || errors.As(err, &serverDeadline) {
 		s.log.Warn("deck call timed out", "path", r.URL.Path, "err", err)
 		writeError(w, http.StatusGatewayTimeout, "timeout", "Temporal did not answer in time", nil)
 		return

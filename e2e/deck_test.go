@@ -12,6 +12,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -40,12 +41,17 @@ type testDeck struct {
 func newTestDeck(t *testing.T) *testDeck {
 	t.Helper()
 	d := &testDeck{operator: "op-" + signals.NewID(), observer: "obs-" + signals.NewID()}
-	h, err := deck.New(deck.Options{Client: sc, ControllerTokens: []string{d.operator}, ObserverTokens: []string{d.observer}, PollInterval: 50 * time.Millisecond})
+	h, err := deck.New(deck.Options{Client: sc, ControllerTokens: []string{d.operator}, ObserverTokens: []string{d.observer}, PollInterval: 50 * time.Millisecond, Logger: deckLog(t)})
 	require.NoError(t, err)
 	d.Server = httptest.NewServer(h)
 	// Open streams end only when their client goes: cut them, or Close waits for them.
 	t.Cleanup(func() { d.CloseClientConnections(); d.Close() })
 	return d
+}
+
+// deckLog writes the deck's warnings into the test's log, so that a 502 names its cause.
+func deckLog(t *testing.T) *slog.Logger {
+	return slog.New(slog.NewTextHandler(&testLog{t: t, prefix: "deck: "}, &slog.HandlerOptions{Level: slog.LevelWarn}))
 }
 
 type apiReply struct {

@@ -32,7 +32,7 @@ func newTeamDeck(t *testing.T, sharing string) *teamDeck {
 	gw := gateway.New(gateway.Options{Client: sc, Agent: gatewayAgent(), Workspace: projectDir(t), IgnoreClientCwd: true})
 	h, err := deck.New(deck.Options{
 		Client: sc, ControllerTokens: []string{"alice=" + d.alice, "bob=" + d.bob}, ObserverTokens: []string{"carol=" + d.carol},
-		PollInterval: 50 * time.Millisecond, Sharing: sharing, Gateway: gw,
+		PollInterval: 50 * time.Millisecond, Sharing: sharing, Gateway: gw, Logger: deckLog(t),
 	})
 	require.NoError(t, err)
 	d.Server = httptest.NewServer(h)

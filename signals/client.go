@@ -441,7 +441,8 @@ func (c *Client) ListOnVersion(ctx context.Context, version string, limit int) (
 }
 
 // ListWhere lists sessions matching a visibility query (ANDed with the session workflow
-// type; empty: all sessions), newest first.
+// type; empty: all sessions), newest first. A page the server is too busy to read is asked
+// again until ctx ends (askWhileBusy): a slow visibility store is late, not an error.
 func (c *Client) ListWhere(ctx context.Context, where string, limit int) ([]SessionInfo, error) {
 	if limit <= 0 {
 		limit = 100
@@ -482,10 +483,14 @@ func (c *Client) listPage(ctx context.Context, where string, pageSize int, token
 	if where != "" {
 		query += " AND " + where
 	}
-	resp, err := c.Temporal.ListWorkflow(ctx, &workflowservice.ListWorkflowExecutionsRequest{
-		Query:         query,
-		PageSize:      int32(pageSize),
-		NextPageToken: token,
+	var resp *workflowservice.ListWorkflowExecutionsResponse
+	err := askWhileBusy(ctx, func(ctx context.Context) (err error) {
+		resp, err = c.Temporal.ListWorkflow(ctx, &workflowservice.ListWorkflowExecutionsRequest{
+			Query:         query,
+			PageSize:      int32(pageSize),
+			NextPageToken: token,
+		})
+		return err
 	})
 	if err != nil {
 		return nil, nil, fmt.Errorf("list sessions: %w", err)
@@ -587,22 +592,34 @@ func (c *Client) query(ctx context.Context, sessionID, name string, res any, arg
 	if err := ValidateSessionID(sessionID); err != nil {
 		return Reject(RejectInvalidRequest, "%v", err)
 	}
+	var v converter.EncodedValue
+	err := askWhileBusy(ctx, func(ctx context.Context) (err error) {
+		v, err = c.Temporal.QueryWorkflow(ctx, SessionWorkflowID(sessionID), "", name, args...)
+		return err
+	})
+	if err != nil {
+		return c.mapErr(ctx, sessionID, err)
+	}
+	return v.Get(res)
+}
+
+// askWhileBusy calls read, a call that changes nothing, again with a growing pause while it
+// fails busy (the server or worker said "not now"), until it answers or ctx ends, or for
+// QueryPatience when ctx has no deadline.
+func askWhileBusy(ctx context.Context, read func(context.Context) error) error {
 	if _, ok := ctx.Deadline(); !ok {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeout(ctx, QueryPatience)
 		defer cancel()
 	}
 	for pause := 50 * time.Millisecond; ; pause = min(2*pause, 2*time.Second) {
-		v, err := c.Temporal.QueryWorkflow(ctx, SessionWorkflowID(sessionID), "", name, args...)
-		if err == nil {
-			return v.Get(res)
-		}
-		if !busy(err) || ctx.Err() != nil {
-			return c.mapErr(ctx, sessionID, err)
+		err := read(ctx)
+		if err == nil || !busy(err) || ctx.Err() != nil {
+			return err
 		}
 		select {
 		case <-ctx.Done():
-			return c.mapErr(ctx, sessionID, err)
+			return err
 		case <-time.After(pause):
 		}
 	}

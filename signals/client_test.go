@@ -104,3 +104,34 @@ func TestQueryAsksAgainWhatABusyServerDidNotAnswer(t *testing.T) {
 	_, err = NewClient(q, "").Status(ctx, "s1")
 	require.Error(t, err, "the caller's context bounds the retries")
 }
+
+func TestAskWhileBusyAsksAgainOnlyWhileTheServerSaysNotNow(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		fails []error
+		want  error
+		calls int
+	}{
+		{"answered", nil, nil, 1},
+		{"a busy store, then an answer", []error{serviceerror.NewUnavailable("store busy"), serviceerror.NewDeadlineExceeded("store slow")}, nil, 3},
+		{"load shed, then an answer", []error{serviceerror.NewResourceExhausted(0, "visibility rps")}, nil, 2},
+		{"a refusal is an answer", []error{serviceerror.NewInvalidArgument("bad query")}, serviceerror.NewInvalidArgument("bad query"), 1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			calls := 0
+			err := askWhileBusy(context.Background(), func(context.Context) error {
+				calls++
+				if calls <= len(tc.fails) {
+					return tc.fails[calls-1]
+				}
+				return nil
+			})
+			require.Equal(t, tc.want, err)
+			require.Equal(t, tc.calls, calls)
+		})
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	busyErr := serviceerror.NewUnavailable("store busy")
+	require.Equal(t, busyErr, askWhileBusy(ctx, func(context.Context) error { return busyErr }), "a caller gone ends the asking")
+}
