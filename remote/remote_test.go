@@ -303,7 +303,7 @@ func TestShimBindsAPermissionRequestAskedAgainToTheEditorsCopy(t *testing.T) {
 	asked = e.recv()
 	_ = c.c.CloseNow()
 	c = d.accept()
-	load = c.recv()
+	require.Equal(t, "session/load", c.recv().method(), "the editor loads the session again")
 	c.send(`{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"s1","update":{"sessionUpdate":"tool_call_update","toolCallId":"t1","_meta":{"tacp":{"permission_resolved":{"request_id":"r3","outcome":"selected","decided_by":"user"}}}},"_meta":{"tacp":{"seq":5}}}}`)
 	require.Equal(t, "session/update", e.recv().method())
 	withdrawn := e.recv()

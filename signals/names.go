@@ -123,7 +123,7 @@ var sessionIDPattern = regexp.MustCompile(`^[A-Za-z0-9._-]{1,128}$`)
 // and not "." or ".." (a session id names the session's default workspace directory).
 func ValidateSessionID(id string) error {
 	if !sessionIDPattern.MatchString(id) || id == "." || id == ".." {
-		return fmt.Errorf("invalid session id %q: want 1-128 characters of [A-Za-z0-9._-], not . or ..", id)
+		return fmt.Errorf("invalid session id %q: want 1-128 characters of [A-Za-z0-9._-] other than \".\" and \"..\"", id)
 	}
 	return nil
 }

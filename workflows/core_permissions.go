@@ -304,7 +304,7 @@ func (s *sessionCore) setPolicy(now time.Time, req signals.SetPolicyRequest) (si
 func (s *sessionCore) forget(now time.Time, req signals.PermissionForgetRequest) (signals.PermissionForgetResult, error) {
 	forgotten := s.Policy.Forget(req.Tool)
 	if forgotten {
-		s.journal(now, signals.EventPermissionForgotten, s.turnID(), signals.PermissionForgottenData{Tool: req.Tool})
+		s.journal(now, signals.EventPermissionForgotten, s.turnID(), signals.PermissionForgottenData(req))
 	}
 	return signals.PermissionForgetResult{Forgotten: forgotten}, nil
 }
