@@ -7,6 +7,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"flag"
 	"fmt"
 	"os"
 	"os/exec"
@@ -50,6 +51,11 @@ func TestMain(m *testing.M) {
 const starterSchemaLogEnv = "STARTER_ACP_SCHEMA_LOG"
 
 func runMain(m *testing.M) (code int) {
+	flag.Parse()
+	if testing.Short() {
+		fmt.Println("e2e: skipped under -short (the embedded server, the real agents and a browser); go test ./e2e runs it")
+		return 0
+	}
 	ctx := context.Background()
 	var err error
 	if binDir, err = os.MkdirTemp("", "tacp-e2e-"); err != nil {
