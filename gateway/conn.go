@@ -5,11 +5,8 @@ package gateway
 
 import (
 	"context"
-	"encoding/base64"
 	"encoding/json"
 	"errors"
-	"fmt"
-	"path/filepath"
 	"sync"
 	"time"
 
@@ -306,82 +303,6 @@ func writeAfter(meta map[string]any, def int64) (int64, error) {
 	return *m.AfterSeq, nil
 }
 
-func (c *conn) ListSessions(ctx context.Context, p acp.ListSessionsRequest) (acp.ListSessionsResponse, error) {
-	var token []byte
-	if p.Cursor != nil && *p.Cursor != "" {
-		var err error
-		if token, err = base64.RawURLEncoding.DecodeString(*p.Cursor); err != nil {
-			return acp.ListSessionsResponse{}, invalidParams("cursor %q is not one this agent gave", *p.Cursor)
-		}
-	}
-	filter := ""
-	if p.Cwd != nil && *p.Cwd != "" {
-		if !filepath.IsAbs(*p.Cwd) {
-			return acp.ListSessionsResponse{}, invalidParams("cwd %q is not an absolute path", *p.Cwd)
-		}
-		filter = filepath.Clean(*p.Cwd)
-	}
-	cctx, cancel := c.callCtx(ctx)
-	defer cancel()
-	out := acp.ListSessionsResponse{Sessions: []acp.SessionInfo{}}
-	// Visibility pages until one has a session to show (a cwd filter may leave pages
-	// empty), at most listPages of them per request: the cursor carries on from there.
-	for range listPages {
-		infos, next, err := c.client().ListPage(cctx, c.visibleWhere(), listPageSize, token)
-		if err != nil {
-			return acp.ListSessionsResponse{}, rpcErr(err)
-		}
-		for _, s := range infos {
-			if si, ok := sessionInfo(s, filter); ok && c.listable(s) {
-				out.Sessions = append(out.Sessions, si)
-			}
-		}
-		token = next
-		if len(token) == 0 || len(out.Sessions) > 0 {
-			break
-		}
-	}
-	if len(token) > 0 {
-		cursor := base64.RawURLEncoding.EncodeToString(token)
-		out.NextCursor = &cursor
-	}
-	return out, nil
-}
-
-// session/list reads visibility listPageSize sessions at a time, at most listPages pages
-// per request.
-const (
-	listPageSize = 100
-	listPages    = 10
-)
-
-// sessionInfo is how session/list shows s: its cwd is the absolute workspace it was
-// started with (a session without one — the worker's default, a path relative to the
-// worker's roots — has no directory a client can name, and is not listed), updatedAt its
-// last activity. filter, when set, keeps only the sessions whose cwd it is.
-func sessionInfo(s signals.SessionInfo, filter string) (acp.SessionInfo, bool) {
-	if !filepath.IsAbs(s.Workspace) {
-		return acp.SessionInfo{}, false
-	}
-	cwd := filepath.Clean(s.Workspace)
-	if filter != "" && cwd != filter {
-		return acp.SessionInfo{}, false
-	}
-	title := fmt.Sprintf("%s (%s, turn %d)", s.SessionID, s.State, s.Turn)
-	at := s.LastActivity
-	if at.IsZero() {
-		at = s.StartedAt
-	}
-	updated := at.UTC().Format(time.RFC3339)
-	return acp.SessionInfo{
-		SessionId: acp.SessionId(s.SessionID),
-		Cwd:       cwd,
-		Title:     &title,
-		UpdatedAt: &updated,
-		Meta:      map[string]any{"tacp": s},
-	}, true
-}
-
 func (c *conn) Prompt(ctx context.Context, p acp.PromptRequest) (acp.PromptResponse, error) {
 	rpcID := rpcIDOf(p.Meta)
 	defer c.w.prompts.drop(rpcID)
@@ -463,119 +384,6 @@ func (c *conn) cancelTurn(id string, turn int64) {
 	if err != nil {
 		c.g.o.Logger.Info("$/cancel_request: the prompt's turn was not cancelled", "session", id, "turn", turn, "error", err)
 	}
-}
-
-// HandleExtensionMethod serves the steering extensions.
-func (c *conn) HandleExtensionMethod(ctx context.Context, method string, params json.RawMessage) (any, error) {
-	switch method {
-	case signals.SteeringMethod:
-		return c.steering(ctx, params)
-	case signals.TacpSteerMethod:
-		return c.tacpSteer(ctx, params)
-	}
-	return nil, acp.NewMethodNotFound(method)
-}
-
-// steering serves _session/steering {sessionId, prompt}: the text steers the running turn
-// by signals.SteerLive's rule ("injected"), or, when no turn runs, is sent as a prompt
-// ("startedNewTurn"), as the agents that serve the extension do.
-func (c *conn) steering(ctx context.Context, params json.RawMessage) (any, error) {
-	var p struct {
-		SessionID string          `json:"sessionId"`
-		Prompt    json.RawMessage `json:"prompt"`
-	}
-	if err := json.Unmarshal(params, &p); err != nil {
-		return nil, invalidParams("%v", err)
-	}
-	text, err := steeringText(p.Prompt)
-	if err != nil {
-		return nil, invalidParams("%v", err)
-	}
-	if c.observer() {
-		return nil, forbidden("steer")
-	}
-	cctx, cancel := c.callCtx(ctx)
-	defer cancel()
-	if err := c.mayAct(cctx, p.SessionID, "steer"); err != nil {
-		return nil, err
-	}
-	a, err := c.attached(cctx, p.SessionID)
-	if err != nil {
-		return nil, err
-	}
-	_, err = c.client().SteerLive(cctx, p.SessionID, text, signals.SteerLiveOptions{ViewerID: c.viewer})
-	rej, _ := signals.AsRejection(err)
-	switch {
-	case err == nil:
-		return map[string]string{"outcome": signals.SteerInjected}, nil
-	case rej != nil && rej.Type == signals.RejectNoLiveTurn:
-		msgID := signals.NewID()
-		a.markMine(msgID)
-		if _, err := c.client().Prompt(cctx, signals.SessionConfig{SessionID: p.SessionID}, signals.PromptRequest{Text: text, ClientMessageID: msgID, ViewerID: c.viewer, By: c.answeredBy()}); err != nil {
-			return map[string]string{"outcome": signals.SteerFailed, "error": err.Error()}, nil
-		}
-		return map[string]string{"outcome": signals.SteerStartedNewTurn}, nil
-	default:
-		return map[string]string{"outcome": signals.SteerFailed, "error": err.Error()}, nil
-	}
-}
-
-// steeringText accepts the prompt of _session/steering as a string or as content blocks.
-func steeringText(raw json.RawMessage) (string, error) {
-	var s string
-	if err := json.Unmarshal(raw, &s); err == nil {
-		return s, nil
-	}
-	var blocks []acp.ContentBlock
-	if err := json.Unmarshal(raw, &blocks); err != nil {
-		return "", fmt.Errorf("prompt: want a string or text content blocks")
-	}
-	text, content, err := promptText(blocks, acp.PromptCapabilities{})
-	if err != nil || content != nil {
-		return "", fmt.Errorf("prompt: only text steers a turn")
-	}
-	return text, nil
-}
-
-// tacpSteerResult answers _tacp/session.steer with contract §3's vocabulary: outcome is
-// "accepted" or "duplicate" (with ref and nextExpectedTurnId), or the rejection type
-// (stale_turn, no_live_turn, client_msg_id_reuse, no_steer_channel, invalid_request, ...)
-// with message and details.
-type tacpSteerResult struct {
-	Outcome            string            `json:"outcome"`
-	Ref                *signals.SteerRef `json:"ref,omitempty"`
-	NextExpectedTurnID string            `json:"nextExpectedTurnId,omitempty"`
-	Message            string            `json:"message,omitempty"`
-	Details            any               `json:"details,omitempty"`
-}
-
-func (c *conn) tacpSteer(ctx context.Context, params json.RawMessage) (any, error) {
-	var p struct {
-		SessionID      string `json:"sessionId"`
-		Text           string `json:"text"`
-		ExpectedTurnID string `json:"expectedTurnId"`
-		ClientMsgID    string `json:"clientMsgId"`
-	}
-	if err := json.Unmarshal(params, &p); err != nil {
-		return nil, invalidParams("%v", err)
-	}
-	if c.observer() {
-		return nil, forbidden("steer")
-	}
-	cctx, cancel := c.callCtx(ctx)
-	defer cancel()
-	if err := c.mayAct(cctx, p.SessionID, "steer"); err != nil {
-		return nil, err
-	}
-	res, err := c.client().Steer(cctx, p.SessionID, signals.SteerRequest{Text: p.Text, ExpectedTurnID: p.ExpectedTurnID, ClientMsgID: p.ClientMsgID, ViewerID: c.viewer, By: c.answeredBy()})
-	if err == nil {
-		return tacpSteerResult{Outcome: res.Outcome, Ref: &res.Ref, NextExpectedTurnID: res.NextExpectedTurnID}, nil
-	}
-	rej, ok := signals.AsRejection(err)
-	if !ok || rej.Type == signals.RejectUnknownSession {
-		return nil, rpcErr(err)
-	}
-	return tacpSteerResult{Outcome: rej.Type, Message: rej.Message, Details: rej.Details}, nil
 }
 
 // --- attachments ---
