@@ -5,7 +5,9 @@
 // talks to the runtime. The cores import neither go.temporal.io/sdk/workflow nor the ACP
 // SDK; they read no clock (the time comes in as `now`) and draw no random number, so tests
 // drive them synchronously (table tests, fuzz targets, and the data-driven scenario files
-// of testdata/scenarios, each citing the contract section it proves).
+// of testdata/scenarios, each citing the contract section it proves). A test holds every
+// file of the list below to it (purity_test.go): no Temporal import, no process, socket or
+// random source, no clock read, no goroutine.
 //
 // The cores (pure):
 //
@@ -42,7 +44,7 @@
 //     the agent's offer and the clients' choices, set_mcp_servers, a limited turn's wait,
 //     set_title, the agent's questions.
 //   - steer.go (the steer CAS of contract §6), queue.go, journal.go, dedup.go,
-//     permission.go (the policy), settings.go (the agent's offer), affinity.go,
+//     permission.go (the policy), settings.go (the agent's offer),
 //     config.go, transcript.go, metrics.go (metric names and outcomes).
 //
 // The shell (uses workflow.Context):
@@ -61,6 +63,9 @@
 //   - turn.go: a turn's drive (driveTurn): the RunTurn activity with its retries and
 //     failover, its waits for limits (turn_limits.go), its end reported to the session;
 //     TurnWorkflow runs it as a child for the runs recorded before Here turns.
+//   - affinity.go: where a turn runs after its attempt on the previous host's queue,
+//     decided from how that attempt ended (Temporal's timeout, cancel and application
+//     errors, so it is the shell's).
 //   - turn_here.go: a Here turn: the session drives its turn itself, and the next run
 //     adopts the attempt a run that continued as new left running (ResumeTurn).
 //
