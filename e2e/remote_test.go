@@ -272,6 +272,10 @@ func TestRemoteACPOpenPermissionIsAskedAgainAfterAReconnect(t *testing.T) {
 	msgID := signals.NewID()
 	go func() { _, _ = a.promptID(id, msgID, "/permission edit") }()
 	require.Eventually(t, func() bool { return a.askedCount() == 1 }, 60*time.Second, 10*time.Millisecond)
+	// The SDK hands a notification and a request to their handlers concurrently: the seq a
+	// resumes from is taken once a holds every update the journal has before the request.
+	before := lastUpdateBeforeAsk(t, id)
+	require.Eventually(t, func() bool { return a.lastSeq() >= before }, 60*time.Second, 10*time.Millisecond)
 	seen := a.lastSeq()
 	d.cut()
 
@@ -290,6 +294,23 @@ func TestRemoteACPOpenPermissionIsAskedAgainAfterAReconnect(t *testing.T) {
 	evs := allEvents(t, id)
 	require.Contains(t, agentTexts(t, evs, 1), "permission: selected allow")
 	require.Equal(t, updateSeqs(evs, seen), b.seqs())
+}
+
+// lastUpdateBeforeAsk is the seq of session id's last agent update before its first
+// permission request.
+func lastUpdateBeforeAsk(t *testing.T, id string) int64 {
+	t.Helper()
+	var last int64
+	for _, ev := range allEvents(t, id) {
+		if ev.Kind == signals.EventPermissionRequested {
+			return last
+		}
+		if ev.Kind == signals.EventAgentUpdate {
+			last = ev.Seq
+		}
+	}
+	t.Fatalf("session %s journaled no permission request", id)
+	return 0
 }
 
 func TestRemoteACPObserverTokenCannotPrompt(t *testing.T) {
