@@ -41,7 +41,7 @@ func TestCheckpointTable(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	st, err := checkpoint.OpenStore(ctx, checkpoint.DefaultStoreURL(data))
+	st, err := checkpoint.OpenStore(ctx, checkpoint.DefaultStoreURL(data), nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -89,7 +89,7 @@ func userGit(t *testing.T, dir string, args ...string) {
 func newShadows(t *testing.T) (*Shadows, string) {
 	t.Helper()
 	data := t.TempDir()
-	st, err := OpenStore(context.Background(), DefaultStoreURL(data))
+	st, err := OpenStore(context.Background(), DefaultStoreURL(data), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -110,7 +110,7 @@ func TestCheckpointRestoresOnAnotherWorker(t *testing.T) {
 		if _, err := run(context.Background(), isolatedEnv(), nil, "init", "-q", "--bare", dir); err != nil {
 			t.Fatal(err)
 		}
-		st, err := OpenStore(context.Background(), "file://"+dir)
+		st, err := OpenStore(context.Background(), "file://"+dir, nil)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -466,8 +466,12 @@ func TestBehindAndRestoreOverAStaleWorkspace(t *testing.T) {
 // A fork starts with the files of the turn before its fork point, from the store, on any
 // worker; its first checkpoint shows only what changed since.
 func TestRestoreFromForksTheFiles(t *testing.T) {
-	ctx := context.Background()
 	a, _ := newShadows(t)
+	testRestoreFromForks(t, a)
+}
+
+func testRestoreFromForks(t *testing.T, a *Shadows) {
+	ctx := context.Background()
 	ws := t.TempDir()
 	write(t, ws, "kept.txt", "one\n")
 	write(t, ws, "gone.txt", "bye\n")

@@ -9,12 +9,18 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+
+	"github.com/tacp-dev/tacp/codec"
 )
 
 // Reader reads the checkpoints of a store.
 type Reader struct {
 	// URL is the store, as the workers' -checkpoint.store names it.
 	URL string
+	// Keys open an S3 store's sealed objects (nil: the store is not sealed).
+	Keys *codec.Keys
+	// Getenv reads an S3 store's credentials (TACP_S3_…; nil: os.Getenv).
+	Getenv func(string) string
 }
 
 // view is a git dir holding the session's refs: the store itself when it is on this machine,
@@ -38,6 +44,21 @@ func (rd Reader) view(ctx context.Context, session string) (gitDir string, done 
 		done()
 		return "", nil, err
 	}
+	if isS3(rd.URL) {
+		getenv := rd.Getenv
+		if getenv == nil {
+			getenv = os.Getenv
+		}
+		st, err := openStore(ctx, rd.URL, rd.Keys, getenv)
+		if err == nil {
+			err = st.fetch(ctx, &repo{gitDir: tmp}, session)
+		}
+		if err != nil {
+			done()
+			return "", nil, err
+		}
+		return tmp, done, nil
+	}
 	prefix := "refs/tacp/" + session + "/"
 	if _, err := run(ctx, remoteEnv(), nil, "--git-dir="+tmp, "fetch", "-q", "--no-tags", rd.URL, "+"+prefix+"*:"+prefix+"*"); err != nil {
 		done()
@@ -52,6 +73,20 @@ func ref(session string, turn int64) string {
 		return HeadRef(session)
 	}
 	return TurnRef(session, turn)
+}
+
+// Commit is the checkpoint of the session's turn (0: its last) in the store.
+func (rd Reader) Commit(ctx context.Context, session string, turn int64) (string, error) {
+	gitDir, done, err := rd.view(ctx, session)
+	if err != nil {
+		return "", err
+	}
+	defer done()
+	id, err := (&repo{gitDir: gitDir}).revParse(ctx, ref(session, turn))
+	if err != nil || id == "" {
+		return "", fmt.Errorf("no checkpoint of session %s%s in %s: %w", session, turnText(turn), rd.URL, ErrNone)
+	}
+	return id, nil
 }
 
 // Diff is what the session's turn changed in its workspace (0: its last turn), as a unified

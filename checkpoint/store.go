@@ -1,25 +1,29 @@
 package checkpoint
 
-// The store: a git repository every worker of a deployment reaches, where each checkpoint's
-// refs are pushed and from which a worker without the workspace fetches them. By default a
-// bare repository in the worker's data dir (one machine, no set-up); for many machines any
-// git remote (a path on shared storage, ssh://, https://), reached with the worker's own
-// git configuration and credentials. The agent runs none of this and sees none of it.
+// The store: where each checkpoint is pushed and from which a worker without the workspace
+// fetches it, reached by every worker of a deployment. By default a bare repository in the
+// worker's data dir (one machine, no set-up); for many machines any git remote (a path on
+// shared storage, ssh://, https://), reached with the worker's own git configuration and
+// credentials, or an S3-compatible bucket (s3.go). The agent runs none of this and sees none
+// of it.
 
 import (
 	"context"
 	"os"
 	"path/filepath"
 	"strings"
+
+	"github.com/tacp-dev/tacp/codec"
 )
 
 // StoreOff is the -checkpoint.store value that turns checkpoints off.
 const StoreOff = "off"
 
-// Store is a git remote holding the checkpoints of sessions.
+// Store holds the checkpoints of sessions: a git remote, or an S3-compatible bucket (s3.go).
 type Store struct {
-	// URL is the remote: a path or any URL git fetches from and pushes to.
+	// URL is the remote: a path, any URL git fetches from and pushes to, or s3://….
 	URL string
+	s3  *s3Store
 }
 
 // DefaultStoreURL is the embedded store of a worker: a bare repository in its data dir.
@@ -28,8 +32,21 @@ func DefaultStoreURL(dataDir string) string {
 }
 
 // OpenStore prepares the store at url: a local path that does not exist yet is created as
-// a bare repository; a remote URL is taken as it is.
-func OpenStore(ctx context.Context, url string) (*Store, error) {
+// a bare repository; an s3:// URL is reached (its bucket created when missing) and seals
+// what it stores with keys when they are set; a git URL is taken as it is.
+func OpenStore(ctx context.Context, url string, keys *codec.Keys) (*Store, error) {
+	return openStore(ctx, url, keys, os.Getenv)
+}
+
+// openStore is OpenStore with the S3 store's credentials read through getenv.
+func openStore(ctx context.Context, url string, keys *codec.Keys, getenv func(string) string) (*Store, error) {
+	if isS3(url) {
+		st, err := openS3(ctx, url, keys, getenv)
+		if err != nil {
+			return nil, err
+		}
+		return &Store{URL: url, s3: st}, nil
+	}
 	if isLocalPath(url) {
 		if _, err := os.Stat(filepath.Join(url, "HEAD")); err != nil {
 			if err := os.MkdirAll(filepath.Dir(url), 0o700); err != nil {
@@ -82,6 +99,9 @@ func remoteEnv() []string { return baseEnv() }
 // of the same turn may have pushed. refs are their update-ref --stdin lines: a store on this
 // machine holds the objects already (repo.objects) and takes them as they are.
 func (s *Store) push(ctx context.Context, r *repo, session string, turn int64, refs []byte) error {
+	if s.s3 != nil {
+		return s.s3.push(ctx, r, session, turn)
+	}
 	if isLocalPath(s.URL) {
 		_, err := run(ctx, isolatedEnv(), refs, "--git-dir="+s.URL, "update-ref", "--stdin")
 		return err
@@ -93,6 +113,9 @@ func (s *Store) push(ctx context.Context, r *repo, session string, turn int64, r
 
 // fetch brings the session's refs from the store into r.
 func (s *Store) fetch(ctx context.Context, r *repo, session string) error {
+	if s.s3 != nil {
+		return s.s3.fetch(ctx, r, session)
+	}
 	prefix := "refs/tacp/" + session + "/"
 	if isLocalPath(s.URL) {
 		out, err := run(ctx, isolatedEnv(), nil, "--git-dir="+s.URL, "for-each-ref", "--format=update %(refname) %(objectname)", prefix)
@@ -108,6 +131,9 @@ func (s *Store) fetch(ctx context.Context, r *repo, session string) error {
 
 // head is the commit of the session's last checkpoint in the store ("": none).
 func (s *Store) head(ctx context.Context, session string) (string, error) {
+	if s.s3 != nil {
+		return s.s3.head(ctx, session)
+	}
 	if isLocalPath(s.URL) {
 		out, err := run(ctx, isolatedEnv(), nil, "--git-dir="+s.URL, "for-each-ref", "--format=%(objectname)", HeadRef(session))
 		return out, err
@@ -121,7 +147,8 @@ func (s *Store) head(ctx context.Context, session string) (string, error) {
 }
 
 // Delete removes the session's checkpoints: its refs in the store and its shadow repository
-// on this worker. The objects no other ref reaches go at the store's next git gc.
+// on this worker. In a git store the objects no other ref reaches go at its next git gc; in
+// an S3 store every object of the session goes now.
 func (s *Shadows) Delete(ctx context.Context, session string) error {
 	if err := validSession(session); err != nil {
 		return err
@@ -136,6 +163,9 @@ func (s *Shadows) Delete(ctx context.Context, session string) error {
 
 // deleteRefs removes the session's refs from the store.
 func (s *Store) deleteRefs(ctx context.Context, session string) error {
+	if s.s3 != nil {
+		return s.s3.deleteSession(ctx, session)
+	}
 	prefix := "refs/tacp/" + session + "/"
 	if isLocalPath(s.URL) {
 		out, err := run(ctx, isolatedEnv(), nil, "--git-dir="+s.URL, "for-each-ref", "--format=delete %(refname)", prefix)

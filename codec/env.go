@@ -29,3 +29,13 @@ func DataConverterFromEnv() (converter.DataConverter, error) {
 	}
 	return DataConverter(keys), nil
 }
+
+// KeysFromEnv is the keyring of TACP_CODEC_KEYS or TACP_CODEC_KEY_FILE (nil when neither is
+// set): what seals a workspace checkpoint store as it seals history.
+func KeysFromEnv() (*Keys, error) {
+	keys, ok, err := LoadKeys(os.Getenv)
+	if err != nil || !ok {
+		return nil, err
+	}
+	return &keys, nil
+}

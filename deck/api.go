@@ -390,13 +390,13 @@ func (s *Server) diff(w http.ResponseWriter, r *http.Request, _ string) {
 	if !ok {
 		return
 	}
-	if s.checkpoints == "" {
+	if s.checkpoints.URL == "" {
 		writeError(w, http.StatusNotFound, "no_checkpoint", "this deck reads no checkpoint store (starter web --checkpoint-store)", nil)
 		return
 	}
 	ctx, cancel := callCtx(r)
 	defer cancel()
-	out, err := checkpoint.Reader{URL: s.checkpoints}.Diff(ctx, r.PathValue("id"), turn, r.URL.Query().Get("stat") == "1")
+	out, err := s.checkpoints.Diff(ctx, r.PathValue("id"), turn, r.URL.Query().Get("stat") == "1")
 	if errors.Is(err, checkpoint.ErrNone) {
 		writeError(w, http.StatusNotFound, "no_checkpoint", err.Error(), nil)
 		return

@@ -170,9 +170,9 @@ type Options struct {
 	// present each second after (default 1).
 	LoginBurst int
 	LoginRate  float64
-	// CheckpointStore is the workers' workspace checkpoint store (their -checkpoint.store),
-	// which the page's per-turn changes read (GET …/diff); "" or checkpoint.StoreOff: none.
-	CheckpointStore string
+	// Checkpoints reads the workers' workspace checkpoint store (their -checkpoint.store),
+	// for the page's per-turn changes (GET …/diff); a URL "" or checkpoint.StoreOff: none.
+	Checkpoints checkpoint.Reader
 }
 
 // Server is the deck: an http.Handler serving the API and the web app.
@@ -181,8 +181,8 @@ type Server struct {
 	tokens *keyring
 	limits *limiter
 	log    *slog.Logger
-	// checkpoints is the checkpoint store's URL ("": none).
-	checkpoints string
+	// checkpoints reads the checkpoint store (URL "": none).
+	checkpoints checkpoint.Reader
 	poll        time.Duration
 	alive       time.Duration
 	gw          *gateway.Gateway
@@ -205,8 +205,9 @@ func New(o Options) (*Server, error) {
 		return nil, err
 	}
 	s := &Server{c: o.Client, log: o.Logger, poll: o.PollInterval, alive: o.KeepAlive, gw: o.Gateway}
-	if o.CheckpointStore != "" && o.CheckpointStore != checkpoint.StoreOff {
-		s.checkpoints = checkpoint.NormalizeStoreURL(o.CheckpointStore)
+	if u := o.Checkpoints.URL; u != "" && u != checkpoint.StoreOff {
+		s.checkpoints = o.Checkpoints
+		s.checkpoints.URL = checkpoint.NormalizeStoreURL(u)
 	}
 	if s.log == nil {
 		s.log = slog.New(slog.DiscardHandler)

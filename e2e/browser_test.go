@@ -812,7 +812,7 @@ func TestBrowserShowsWhatATurnChanged(t *testing.T) {
 	endedWith(t, id, res.TurnID, "end_turn")
 
 	secret := "s-" + signals.NewID()
-	h, err := deck.New(deck.Options{Client: sc, ControllerTokens: []string{secret}, PollInterval: 50 * time.Millisecond, CheckpointStore: store})
+	h, err := deck.New(deck.Options{Client: sc, ControllerTokens: []string{secret}, PollInterval: 50 * time.Millisecond, Checkpoints: checkpoint.Reader{URL: store}})
 	require.NoError(t, err)
 	d := &testDeck{Server: httptest.NewServer(h), operator: secret}
 	t.Cleanup(func() { d.CloseClientConnections(); d.Close() })

@@ -14,23 +14,38 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/tacp-dev/tacp/checkpoint"
+	"github.com/tacp-dev/tacp/codec"
+	"github.com/tacp-dev/tacp/internal/seaweedfs"
 	"github.com/tacp-dev/tacp/internal/tacpworker"
 	"github.com/tacp-dev/tacp/signals"
 )
 
 // Issue 37: two workers with data dirs of their own (no workspace storage shared) and one
-// checkpoint store, a bare git repository both reach. Turn 1 writes a file with the agent's
-// edit tool (fs/write_text_file) and another with a shell command; its worker is killed -9;
-// turn 2 lands on the other worker, which restores the workspace from the checkpoint, and
-// reads both files. The journal says checkpoint and restored, never missing.
+// checkpoint store both reach: a bare git repository, or a real S3-compatible server
+// (SeaweedFS) that no agent holds the keys to. Turn 1 writes a file with the agent's edit
+// tool (fs/write_text_file) and another with a shell command; its worker is killed -9; turn
+// 2 lands on the other worker, which restores the workspace from the checkpoint, and reads
+// both files. The journal says checkpoint and restored, never missing.
 func TestWorkspaceFollowsTheSessionToAnotherWorker(t *testing.T) {
 	t.Parallel()
+	t.Run("git", func(t *testing.T) {
+		t.Parallel()
+		store := filepath.Join(t.TempDir(), "store.git")
+		testWorkspaceFollows(t, store, nil)
+	})
+	t.Run("s3", func(t *testing.T) {
+		t.Parallel()
+		s3 := seaweedfs.Start(t)
+		testWorkspaceFollows(t, s3.URL("tacp-e2e", "follows"), s3.Env())
+	})
+}
+
+func testWorkspaceFollows(t *testing.T, store string, env []string) {
 	queue := "tacp-checkpoint-" + signals.NewID()[:8]
 	qc := signals.NewClient(tc, queue)
-	store := filepath.Join(t.TempDir(), "store.git")
 	worker := func() (*os.Process, string) {
 		data := t.TempDir()
-		cmd := startWorkerProcess(t, queue, "TACP_E2E_DATA="+data, "TACP_E2E_CHECKPOINT_STORE="+store)
+		cmd := startWorkerProcess(t, queue, append([]string{"TACP_E2E_DATA=" + data, "TACP_E2E_CHECKPOINT_STORE=" + store}, env...)...)
 		return cmd.Process, data
 	}
 	first, firstData := worker()
@@ -48,16 +63,16 @@ func TestWorkspaceFollowsTheSessionToAnotherWorker(t *testing.T) {
 	require.NoError(t, err, "the first worker's workspace holds the file")
 	require.Equal(t, "written by the edit tool", string(edited))
 
-	startWorkerProcess(t, queue, "TACP_E2E_DATA="+t.TempDir(), "TACP_E2E_CHECKPOINT_STORE="+store)
+	worker()
 	require.NoError(t, first.Signal(syscall.SIGKILL))
 	_, _ = first.Wait()
 
-	_, err = qc.Prompt(ctx, cfg, signals.PromptRequest{Text: "/sh cat notes/edited.txt; echo; cat shelled.txt", ClientMessageID: "turn-3"})
+	_, err = qc.Prompt(ctx, cfg, signals.PromptRequest{Text: "/sh cat notes/edited.txt; echo; cat shelled.txt; echo; env | grep -c ^TACP_S3_ || true", ClientMessageID: "turn-3"})
 	require.NoError(t, err)
 	evs = turnEnd(t, id, 3)
 	kind, data := terminalData(t, evs)
 	require.Equal(t, signals.EventTurnEnded, kind, data)
-	require.Equal(t, "sh: exit 0: written by the edit tool written by sh", strings.Join(agentTexts(t, evs, 3), ""))
+	require.Equal(t, "sh: exit 0: written by the edit tool written by sh 0", strings.Join(agentTexts(t, evs, 3), ""), "both files, and no store credential in the agent's environment")
 
 	var checkpoints []signals.WorkspaceCheckpointData
 	var restored []signals.WorkspaceRestoredData
@@ -83,8 +98,24 @@ func TestWorkspaceFollowsTheSessionToAnotherWorker(t *testing.T) {
 	require.Equal(t, 1, checkpoints[1].FilesChanged, "turn 2 wrote one file")
 	require.Equal(t, 0, checkpoints[2].FilesChanged, "turn 3 only read")
 	require.Equal(t, []signals.WorkspaceRestoredData{{From: checkpoints[1].ID, Turn: 2, Path: restored[0].Path, Host: restored[0].Host}}, restored)
-	require.Equal(t, checkpoints[1].ID, commitOf(t, store, checkpoint.TurnRef(id, 2)), "the store holds turn 2's checkpoint")
+	keys, err := codec.KeysFromEnv()
+	require.NoError(t, err)
+	held, err := checkpoint.Reader{URL: store, Keys: keys, Getenv: envOf(env)}.Commit(ctx, id, 2)
+	require.NoError(t, err)
+	require.Equal(t, checkpoints[1].ID, held, "the store holds turn 2's checkpoint")
 	checkInvariants(t, allEvents(t, id))
+}
+
+// envOf reads env's NAME=VALUE entries as os.Getenv reads the environment.
+func envOf(env []string) func(string) string {
+	return func(name string) string {
+		for _, kv := range env {
+			if k, v, _ := strings.Cut(kv, "="); k == name {
+				return v
+			}
+		}
+		return ""
+	}
 }
 
 // commitOf is the commit ref names in the git repository dir.

@@ -29,6 +29,7 @@ import (
 	"github.com/tacp-dev/tacp/activities"
 	"github.com/tacp-dev/tacp/internal/fakemodel"
 	"github.com/tacp-dev/tacp/internal/proctree"
+	"github.com/tacp-dev/tacp/internal/seaweedfs"
 	"github.com/tacp-dev/tacp/internal/tacpworker"
 	"github.com/tacp-dev/tacp/signals"
 )
@@ -163,6 +164,10 @@ func TestRealAgent(t *testing.T) {
 			t.Run("SteerIsDeliveredIntoTheRunningTurn", func(t *testing.T) { realSteer(t, w) })
 			t.Run("WorkerKilledMidTurnTheTurnFinishesOnAnotherWorker", func(t *testing.T) { realFailover(t, w) })
 			t.Run("WorkerStoppedMidTurnShutsDownCleanly", func(t *testing.T) { realSIGTERM(t, w) })
+			if a.Name == fakemodel.Claude.Name || a.Name == fakemodel.Codex.Name {
+				// Files follow whatever wrote them; two agents' edit and shell tools show it.
+				t.Run("FilesFollowTheSessionToAWorkerWithAnotherDisk", func(t *testing.T) { realFilesFollow(t, w) })
+			}
 		})
 	}
 }
@@ -664,4 +669,65 @@ func realUpdatesJournaled(t *testing.T, w *realAgentWorker) {
 	t.Logf("%s: updates over a direct pipe %v, journaled %v", w.agent.Name, direct, journaled)
 	require.Equal(t, direct["agent_message_chunk"], journaled["agent_message_chunk"])
 	require.Equal(t, direct["available_commands_update"], journaled["available_commands_update"])
+}
+
+// realFilesFollow is issue 37 with a real agent: two workers with data dirs of their own and
+// one S3-compatible store (SeaweedFS). Turn 1 writes a file with the agent's edit tool,
+// turn 2 one with a shell command; the first worker is killed -9; turn 3 lands on the
+// second, whose workspace was restored from the store, and its shell command reads both.
+func realFilesFollow(t *testing.T, w *realAgentWorker) {
+	s3 := seaweedfs.Start(t)
+	store := s3.URL("tacp-real", w.agent.Name)
+	queue := "tacp-real-files-" + signals.NewID()[:8]
+	qc := signals.NewClient(tc, queue)
+	start := func() (*exec.Cmd, string) {
+		data := t.TempDir()
+		env := append([]string{"TACP_E2E_AGENT=" + w.cmdline, "TACP_E2E_DATA=" + data, "TACP_E2E_CHECKPOINT_STORE=" + store}, s3.Env()...)
+		return startWorkerProcess(t, queue, env...), filepath.Join(data, "workspaces")
+	}
+	first, roots1 := start()
+	id := session(t)
+	cfg := signals.SessionConfig{SessionID: id, Policy: signals.PolicyAllowAll}
+	prompt := func(text string) int64 {
+		res, err := qc.Prompt(ctxFor(t, time.Minute), cfg, signals.PromptRequest{Text: text, ClientMessageID: signals.NewID()})
+		require.NoError(t, err)
+		return res.TurnID
+	}
+	ws1 := filepath.Join(roots1, id)
+	endedWith(t, id, prompt("tool: write "+filepath.Join(ws1, "edited.txt")+" written by the edit tool"), "end_turn")
+	endedWith(t, id, prompt("tool: bash printf 'written by sh' > "+filepath.Join(ws1, "shelled.txt")), "end_turn")
+	require.FileExists(t, filepath.Join(ws1, "edited.txt"))
+	require.FileExists(t, filepath.Join(ws1, "shelled.txt"))
+
+	agents := proctree.Descendants(first.Process.Pid)
+	_, roots2 := start()
+	require.NoError(t, first.Process.Signal(syscall.SIGKILL))
+	_ = first.Wait()
+	for _, p := range agents {
+		_ = syscall.Kill(p, syscall.SIGKILL)
+	}
+	ws2 := filepath.Join(roots2, id)
+	both := filepath.Join(ws2, "both.txt")
+	turn := prompt("tool: bash cat " + filepath.Join(ws2, "edited.txt") + " " + filepath.Join(ws2, "shelled.txt") + " > " + both)
+	evs := endedWith(t, id, turn, "end_turn")
+	got, err := os.ReadFile(both)
+	require.NoError(t, err, "turn 3 ran on the second worker, in its own workspace")
+	require.Contains(t, string(got), "written by the edit tool")
+	require.Contains(t, string(got), "written by sh")
+
+	checkpoints := 0
+	for _, ev := range evs {
+		switch ev.Kind {
+		case signals.EventWorkspaceMissing:
+			t.Fatalf("workspace.missing journaled: %s", ev.Data)
+		case signals.EventWorkspaceCheckpoint:
+			var d signals.WorkspaceCheckpointData
+			require.NoError(t, json.Unmarshal(ev.Data, &d))
+			require.Empty(t, d.Error, "turn %d's checkpoint", ev.TurnID)
+			checkpoints++
+		}
+	}
+	require.Equal(t, 3, checkpoints, "one checkpoint a turn")
+	require.Equal(t, 1, countKindIn(evs, signals.EventWorkspaceRestored, turn), "turn 3 restored the workspace")
+	checkInvariants(t, allEvents(t, id))
 }

@@ -20,6 +20,7 @@ import (
 
 	"github.com/tacp-dev/tacp/activities"
 	"github.com/tacp-dev/tacp/checkpoint"
+	"github.com/tacp-dev/tacp/codec"
 	"github.com/tacp-dev/tacp/internal/sandbox"
 	"github.com/tacp-dev/tacp/signals"
 	"github.com/tacp-dev/tacp/workflows"
@@ -318,7 +319,11 @@ func checkpoints(opts Options) (*checkpoint.Shadows, error) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	st, err := checkpoint.OpenStore(ctx, checkpoint.NormalizeStoreURL(opts.CheckpointStore))
+	keys, err := codec.KeysFromEnv()
+	if err != nil {
+		return nil, fmt.Errorf("checkpoint store: %w", err)
+	}
+	st, err := checkpoint.OpenStore(ctx, checkpoint.NormalizeStoreURL(opts.CheckpointStore), keys)
 	if err != nil {
 		return nil, fmt.Errorf("checkpoint store: %w", err)
 	}

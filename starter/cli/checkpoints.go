@@ -10,6 +10,7 @@ import (
 	"fmt"
 
 	"github.com/tacp-dev/tacp/checkpoint"
+	"github.com/tacp-dev/tacp/codec"
 	"github.com/tacp-dev/tacp/internal/datadir"
 )
 
@@ -19,11 +20,12 @@ func checkpointStoreFlag(fs *flag.FlagSet) *string {
 	return fs.String("checkpoint-store", "", "the checkpoint store, as the workers' -checkpoint.store names it (default: the bare repository in this machine's tacp data dir)")
 }
 
-func checkpointReader(store string) checkpoint.Reader {
+func checkpointReader(store string) (checkpoint.Reader, error) {
 	if store == "" || store == checkpoint.StoreOff {
 		store = checkpoint.DefaultStoreURL(datadir.Default())
 	}
-	return checkpoint.Reader{URL: checkpoint.NormalizeStoreURL(store)}
+	keys, err := codec.KeysFromEnv()
+	return checkpoint.Reader{URL: checkpoint.NormalizeStoreURL(store), Keys: keys}, err
 }
 
 func cmdDiff(ctx context.Context, e *env, fs *flag.FlagSet, args []string) int {
@@ -33,7 +35,11 @@ func cmdDiff(ctx context.Context, e *env, fs *flag.FlagSet, args []string) int {
 	if !e.parse(fs, args, true) {
 		return exitError
 	}
-	out, err := checkpointReader(*store).Diff(ctx, e.session, *turn, *stat)
+	rd, err := checkpointReader(*store)
+	if err != nil {
+		return e.fail(err)
+	}
+	out, err := rd.Diff(ctx, e.session, *turn, *stat)
 	if err != nil {
 		return e.fail(err)
 	}
@@ -57,7 +63,11 @@ func cmdExport(ctx context.Context, e *env, fs *flag.FlagSet, args []string) int
 		fmt.Fprintf(e.err, "%s export: --branch is required\n", Name)
 		return exitError
 	}
-	id, err := checkpointReader(*store).Export(ctx, e.session, *turn, *branch, *repo)
+	rd, err := checkpointReader(*store)
+	if err != nil {
+		return e.fail(err)
+	}
+	id, err := rd.Export(ctx, e.session, *turn, *branch, *repo)
 	if err != nil {
 		return e.fail(err)
 	}

@@ -18,7 +18,7 @@ import (
 func TestDiffAndExportReadTheCheckpointStore(t *testing.T) {
 	ctx := context.Background()
 	data := t.TempDir()
-	st, err := checkpoint.OpenStore(ctx, checkpoint.DefaultStoreURL(data))
+	st, err := checkpoint.OpenStore(ctx, checkpoint.DefaultStoreURL(data), nil)
 	require.NoError(t, err)
 	sh := &checkpoint.Shadows{Dir: filepath.Join(data, "checkpoints", "sessions"), Store: st}
 	ws := t.TempDir()

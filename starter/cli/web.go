@@ -81,13 +81,17 @@ func cmdWeb(ctx context.Context, e *env, fs *flag.FlagSet, args []string) int {
 	}
 	// /acp: sessions that remote editors create take --agent and --workspace (or the
 	// worker's); the client's cwd names a directory on its own machine.
+	checkpoints, err := checkpointReader(*store)
+	if err != nil {
+		return e.fail(err)
+	}
 	gw := gateway.New(gateway.Options{Client: e.c, Agent: e.agent, Workspace: e.workspace, IgnoreClientCwd: true, Logger: logger})
 	d, err := deck.New(deck.Options{
 		Client: e.c, ControllerTokens: controllerTokens, ObserverTokens: observers,
 		Logger: logger, PollInterval: *poll, Gateway: gw, Sharing: *sharing,
 		TokensFile: *tokensFile, LoginBurst: *loginBurst, LoginRate: *loginRate,
 		MaxStreamsPerToken: *maxStreams, MaxACPPerToken: *maxACP,
-		CheckpointStore: checkpointReader(*store).URL,
+		Checkpoints: checkpoints,
 	})
 	if err != nil {
 		return e.fail(err)
