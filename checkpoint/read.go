@@ -45,11 +45,7 @@ func (rd Reader) view(ctx context.Context, session string) (gitDir string, done 
 		return "", nil, err
 	}
 	if isS3(rd.URL) {
-		getenv := rd.Getenv
-		if getenv == nil {
-			getenv = os.Getenv
-		}
-		st, err := openStore(ctx, rd.URL, rd.Keys, getenv)
+		st, err := rd.openS3(ctx)
 		if err == nil {
 			err = st.fetch(ctx, &repo{gitDir: tmp}, session)
 		}

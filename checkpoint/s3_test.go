@@ -5,10 +5,12 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/base64"
+	"errors"
 	"io"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
@@ -112,6 +114,32 @@ func TestS3Store(t *testing.T) {
 		first, second := len(objs["s6/"+bundleName(1)]), len(objs["s6/"+bundleName(2)])
 		if first < 512<<10 || second == 0 || second > 4<<10 {
 			t.Errorf("bundles: turn 1 %d bytes, turn 2 %d bytes; want turn 1 over 512 KiB, turn 2 a few hundred bytes", first, second)
+		}
+	})
+
+	// Retention reads which sessions the bucket holds and removes them with every object.
+	t.Run("sessions and delete", func(t *testing.T) {
+		a := open(t, "retention", keys)
+		ws := t.TempDir()
+		write(t, ws, "a.txt", "a\n")
+		for _, s := range []string{"r1", "r2"} {
+			if _, err := a.Checkpoint(ctx, s, ws, 1, "one"); err != nil {
+				t.Fatal(err)
+			}
+		}
+		rd := Reader{URL: a.Store.URL, Keys: keys}
+		got, err := rd.Sessions(ctx)
+		if err != nil || len(got) != 2 || got[0].ID != "r1" || got[1].ID != "r2" || time.Since(got[0].Last) > time.Hour {
+			t.Fatalf("sessions = %+v, %v; want r1 and r2, just checkpointed", got, err)
+		}
+		if err := rd.Delete(ctx, "r1"); err != nil {
+			t.Fatal(err)
+		}
+		if got, err := rd.Sessions(ctx); err != nil || len(got) != 1 || got[0].ID != "r2" {
+			t.Errorf("sessions after deleting r1 = %+v, %v", got, err)
+		}
+		if _, err := rd.Commit(ctx, "r1", 0); !errors.Is(err, ErrNone) {
+			t.Errorf("r1's checkpoint after delete: %v, want ErrNone", err)
 		}
 	})
 

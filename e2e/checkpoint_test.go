@@ -6,11 +6,13 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
 
+	acp "github.com/coder/acp-go-sdk"
 	"github.com/stretchr/testify/require"
 
 	"github.com/tacp-dev/tacp/checkpoint"
@@ -323,9 +325,67 @@ func TestAForkStartsWithTheFilesOfItsForkPoint(t *testing.T) {
 	require.NoError(t, err)
 	evs = endedWith(t, rewound, res.TurnID, "end_turn")
 	require.Equal(t, "sh: exit 0: gone.txt kept.txt", strings.TrimSpace(strings.ReplaceAll(strings.Join(agentTexts(t, evs, 1), ""), "\n", " ")))
+
+	// An ACP client rewinds the same way: session/fork before turn 2, in a folder of its own
+	// (_meta.tacp.own_workspace), has turn 1's files; a bad value is refused.
+	p := startACP(t, "--task-queue", queue)
+	fres, err := p.conn.UnstableForkSession(ctx, acp.UnstableForkSessionRequest{
+		SessionId: acp.SessionId(origin), Cwd: editorCwd(), Meta: map[string]any{"tacp": map[string]any{"before_turn": 2, "own_workspace": true}},
+	})
+	require.NoError(t, err)
+	_, err = p.conn.Prompt(ctx, acp.PromptRequest{SessionId: fres.SessionId, Prompt: []acp.ContentBlock{acp.TextBlock("/sh ls")}})
+	require.NoError(t, err)
+	evs = endedWith(t, string(fres.SessionId), 1, "end_turn")
+	require.Equal(t, "sh: exit 0: gone.txt kept.txt", strings.TrimSpace(strings.ReplaceAll(strings.Join(agentTexts(t, evs, 1), ""), "\n", " ")))
+	_, err = p.conn.UnstableForkSession(ctx, acp.UnstableForkSessionRequest{
+		SessionId: acp.SessionId(origin), Cwd: editorCwd(), Meta: map[string]any{"tacp": map[string]any{"own_workspace": "yes"}},
+	})
+	require.ErrorContains(t, err, "own_workspace")
+
 	cmd = starterCmd(ctx, "rewind", "--session", origin, "--to-turn", "3")
 	cmd.Env = append(cmd.Env, "TACP_TASK_QUEUE="+queue)
 	out, err = cmd.CombinedOutput()
 	require.Error(t, err, "a turn past the last is refused")
 	require.Contains(t, string(out), "has 2 turns")
+}
+
+// The store's retention: starter checkpoints lists the sessions a store holds, and prune
+// removes those of sessions Temporal no longer runs (their last checkpoint older than
+// --older-than), never a running one's.
+func TestCheckpointsPruneKeepsRunningSessions(t *testing.T) {
+	t.Parallel()
+	store := filepath.Join(t.TempDir(), "store.git")
+	_, qc := extraWorker(t, tc, tacpworker.Options{DataDir: t.TempDir(), CheckpointStore: store})
+	closed, running := session(t), session(t)
+	for _, id := range []string{closed, running} {
+		_, err := qc.Prompt(ctxFor(t, time.Minute), signals.SessionConfig{SessionID: id}, signals.PromptRequest{Text: "/sh echo x > x.txt", ClientMessageID: "turn-1"})
+		require.NoError(t, err)
+		turnEnd(t, id, 1)
+	}
+	_, err := qc.Close(ctxFor(t, time.Minute), closed, signals.CloseRequest{Reason: "done"})
+	require.NoError(t, err)
+
+	out, errOut, code := starter(t, "checkpoints", "--checkpoint-store", store)
+	require.Equal(t, 0, code, errOut)
+	require.Regexp(t, closed+` +last checkpoint .*  closed\n`, out)
+	require.Regexp(t, running+` +last checkpoint .*  running\n`, out)
+
+	// Visibility shows the close a moment later: until then the session counts as running
+	// and keeps its checkpoints.
+	require.Eventually(t, func() bool {
+		out, _, _ = starter(t, "checkpoints", "prune", "--older-than", "0s", "--dry-run", "--checkpoint-store", store)
+		return strings.Contains(out, closed) && regexp.MustCompile(closed+` .*would prune`).MatchString(out)
+	}, time.Minute, 200*time.Millisecond, "the closed session is pruned: %s", out)
+	require.Regexp(t, running+` .*  running\n`, out)
+	require.NotEmpty(t, sessionRefs(t, store, closed), "a dry run removes nothing")
+
+	out, errOut, code = starter(t, "checkpoints", "prune", "--older-than", "0s", "--checkpoint-store", store, "--json")
+	require.Equal(t, 0, code, errOut)
+	require.Contains(t, out, `"state":"pruned"`)
+	require.Empty(t, sessionRefs(t, store, closed), "the closed session's checkpoints are gone")
+	require.NotEmpty(t, sessionRefs(t, store, running), "the running session's stay")
+
+	_, errOut, code = starter(t, "checkpoints", "prune", "now", "--checkpoint-store", store)
+	require.NotEqual(t, 0, code)
+	require.Contains(t, errOut, "want no argument or prune")
 }

@@ -148,6 +148,11 @@ func (c *conn) NewSession(ctx context.Context, p acp.NewSessionRequest) (acp.New
 // this one's conversation (signals.Client.Fork; _meta.tacp.before_turn takes it before that
 // turn), attached like session/new's. The origin's agent session is not forked on the
 // agent: tacp carries the conversation from its journal, as it does to any new agent.
+//
+// The fork works in the client's cwd, as session/new does, whose files are the client's and
+// stay as they are; _meta.tacp.own_workspace: true gives it a folder of its own on the
+// worker instead, which its first turn fills with the files of the fork point from the
+// workspace checkpoints: a rewind of conversation and files together.
 func (c *conn) UnstableForkSession(ctx context.Context, p acp.UnstableForkSessionRequest) (acp.UnstableForkSessionResponse, error) {
 	if c.observer() {
 		return acp.UnstableForkSessionResponse{}, forbidden("fork sessions")
@@ -156,8 +161,12 @@ func (c *conn) UnstableForkSession(ctx context.Context, p acp.UnstableForkSessio
 	if err != nil {
 		return acp.UnstableForkSessionResponse{}, err
 	}
+	own, err := metaOwnWorkspace(p.Meta)
+	if err != nil {
+		return acp.UnstableForkSessionResponse{}, err
+	}
 	req := signals.ForkRequest{BeforeTurn: before, Workspace: c.g.o.Workspace}
-	if req.Workspace == "" && !c.g.o.IgnoreClientCwd {
+	if req.Workspace == "" && !c.g.o.IgnoreClientCwd && !own {
 		req.Workspace = p.Cwd
 	}
 	if len(p.McpServers) > 0 {
@@ -203,6 +212,20 @@ func metaBeforeTurn(meta map[string]any) (int64, error) {
 		return 0, invalidParams("_meta.tacp.before_turn: want a turn number, got %v", v)
 	}
 	return int64(n), nil
+}
+
+// metaOwnWorkspace reads session/fork's _meta.tacp.own_workspace (false when absent).
+func metaOwnWorkspace(meta map[string]any) (bool, error) {
+	t, _ := meta["tacp"].(map[string]any)
+	v, ok := t["own_workspace"]
+	if !ok {
+		return false, nil
+	}
+	own, ok := v.(bool)
+	if !ok {
+		return false, invalidParams("_meta.tacp.own_workspace: want true or false, got %v", v)
+	}
+	return own, nil
 }
 
 // metaPolicy is the permission level a client asks for a new session in

@@ -58,6 +58,7 @@ var commands = []command{
 	{"rewind", "--to-turn N [--new ID]", "go back to the end of turn N as a new session: its conversation to turn N and the files turn N left (a fork before turn N+1; this session is untouched)", cmdRewind},
 	{"diff", "[--turn N] [--stat] [--checkpoint-store URL]", "show what a turn changed in the session's workspace, from its workspace checkpoints", cmdDiff},
 	{"export", "--branch NAME [--repo DIR] [--turn N] [--checkpoint-store URL]", "write the session's workspace checkpoints into a git repository as a new branch, one commit a turn (its index and work tree untouched)", cmdExport},
+	{"checkpoints", "[prune [--older-than D] [--dry-run]] [--checkpoint-store URL]", "list the sessions the workspace checkpoint store holds; prune removes those of sessions not running whose last checkpoint is older than --older-than (default 720h)", cmdCheckpoints},
 	{"close", "[--reason TEXT]", "close the session (cancels its turn, drops its queue)", cmdClose},
 	{"delete", "[--with-workspace] [--history]", "close the session and remove what tacp keeps of it on the worker that holds it (its agent's per-session state; its workspace; its history)", cmdDelete},
 	{"demo", "", "moved: the demo is 'go run ./demo' (this binary does not carry the Temporal server)", cmdDemo},
