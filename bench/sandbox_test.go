@@ -6,7 +6,7 @@ package bench
 // protects .git/hooks and the marker, then exec). The bound: at most 20 ms more.
 // "sandboxed" is network all: its 65,000 port rules (every port but the denied ones) are
 // built once per worker, but the kernel copies them into every agent's Landlock domain
-// (once: the file layer is stacked below them, apply_linux.go).
+// (once: the file layer is stacked below them, internal/sandbox/apply_linux.go).
 //
 //	go test ./bench -run '^$' -bench BenchmarkAgentStart -benchtime 50x
 

@@ -4,7 +4,7 @@ package workflows
 // §7): an accepted steer, a cancel, an answer to a permission request (core_permissions.go),
 // a settings choice. Handlers only queue them; the lane sends them one at a time, in order
 // (the shell runs each as a short Deliver activity on the task queue of the worker hosting
-// the turn, delivery.go).
+// the turn, activities/delivery.go).
 
 import (
 	"fmt"

@@ -4,7 +4,7 @@ package workflows
 // session/load and session/resume, and expects the session to use them, as session/new's.
 // The worker's MCP policy (Admission) checks them — the core asks it (Ask.McpServers) and
 // the shell answers: in the update's validator, which never runs on replay, and for the
-// signal twin inside a SideEffect (mcp.go) — and the session keeps them in its config
+// signal twin inside a SideEffect (session.go, signalIn) — and the session keeps them in its config
 // (carried across continue-as-new, never journaled). The next turn's TurnInput carries them;
 // the runner loads the agent session again when they changed.
 
