@@ -38,6 +38,16 @@ func OpenStore(ctx context.Context, url string, keys *codec.Keys) (*Store, error
 	return openStore(ctx, url, keys, os.Getenv)
 }
 
+// OpenStoreWith is OpenStore for rd's store, with rd's keys and its Getenv (nil: os.Getenv)
+// for an S3 store's credentials.
+func OpenStoreWith(ctx context.Context, rd Reader) (*Store, error) {
+	getenv := rd.Getenv
+	if getenv == nil {
+		getenv = os.Getenv
+	}
+	return openStore(ctx, rd.URL, rd.Keys, getenv)
+}
+
 // openStore is OpenStore with the S3 store's credentials read through getenv.
 func openStore(ctx context.Context, url string, keys *codec.Keys, getenv func(string) string) (*Store, error) {
 	if isS3(url) {

@@ -127,17 +127,26 @@ func chaos(ctx context.Context, st *State, o options) (*ChaosReport, error) {
 	return runChaos(ctx, st, o, bin)
 }
 
-// workerEnv is the environment of a tacp worker on the cluster.
+// workerEnv is the environment of a tacp worker on the cluster: the cluster's address, and
+// the keys of its checkpoint store.
 func (st *State) workerEnv() []string {
-	return []string{"TEMPORAL_ADDRESS=" + st.Frontend(), "TEMPORAL_NAMESPACE=" + namespace}
+	env := []string{"TEMPORAL_ADDRESS=" + st.Frontend(), "TEMPORAL_NAMESPACE=" + namespace}
+	if st.S3 != nil {
+		env = append(env, st.S3.Env()...)
+	}
+	return env
 }
 
 // workerFlags are the flags every tacp worker of a run takes: queue, a data dir the run's
 // workers share, logs at info (its "worker polling" line), versioned as in production
 // (deployment "tacp", the binary's build id), its build made current also over an earlier
-// run's build.
-func workerFlags(queue, data string) []string {
-	return []string{"-task-queue", queue, "-data-dir", data, "-log.level", "info", "-deployment.current"}
+// run's build, and the cluster's checkpoint store.
+func (st *State) workerFlags(queue, data string) []string {
+	args := []string{"-task-queue", queue, "-data-dir", data, "-log.level", "info", "-deployment.current"}
+	if store := st.checkpointStore(); store != "" {
+		args = append(args, "-checkpoint.store", store)
+	}
+	return args
 }
 
 // runChaos runs the kills with the worker binary in bin.
@@ -155,7 +164,7 @@ func runChaos(ctx context.Context, st *State, o options, bin string) (rep *Chaos
 	rctx, fail := context.WithCancelCause(ctx)
 	defer fail(nil)
 	queue := "tacp-chaos-" + signals.NewID()[:8]
-	args := workerFlags(queue, filepath.Join(st.Dir, "chaos", "data"))
+	args := st.workerFlags(queue, filepath.Join(st.Dir, "chaos", "data"))
 	if o.agent != "" {
 		args = append(args, "-agent", o.agent)
 	}

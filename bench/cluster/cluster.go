@@ -23,6 +23,7 @@ import (
 	"time"
 
 	"github.com/tacp-dev/tacp/internal/freeport"
+	"github.com/tacp-dev/tacp/internal/seaweedfs"
 )
 
 // Services are the Temporal services, each run as its own process, in start order. They
@@ -58,6 +59,8 @@ type State struct {
 	LogLevel  string           `json:"log_level"`
 	Shards    int              `json:"shards"`
 	StartedAt time.Time        `json:"started_at"`
+	// S3 is the workers' checkpoint store (s3.go; nil: none runs).
+	S3 *seaweedfs.Server `json:"s3,omitempty"`
 }
 
 // Frontend is the frontend's gRPC address, the cluster's TEMPORAL_ADDRESS.
@@ -149,6 +152,12 @@ func up(ctx context.Context, o options) (st *State, err error) {
 	}
 	if err := st.save(); err != nil {
 		return st, err
+	}
+	if err := st.startS3(ctx); err != nil {
+		return st, err
+	}
+	if st.S3 != nil {
+		logf("the workers' checkpoint store is up: %s", st.checkpointStore())
 	}
 	logf("setting up the temporal and temporal_visibility schemas")
 	if err := st.setupSchema(ctx); err != nil {

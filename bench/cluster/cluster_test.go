@@ -197,7 +197,7 @@ func claudeFailover(ctx context.Context, t *testing.T, st *State, bin string) {
 	rctx, fail := context.WithCancelCause(ctx)
 	defer fail(nil)
 	queue := "tacp-claude-" + signals.NewID()[:8]
-	args := append(workerFlags(queue, filepath.Join(base, "data")), "-agent.profiles", profiles, "-agent.start-timeout", "2m")
+	args := append(st.workerFlags(queue, filepath.Join(base, "data")), "-agent.profiles", profiles, "-agent.start-timeout", "2m")
 	r := &harness{ctx: rctx, ws: newWorkers(st, "claude-worker", filepath.Join(bin, "worker"), args, st.workerEnv(), fail)}
 	defer r.ws.stop()
 	// Each worker starts Claude Code once to learn it; the turn starts once they have, so
@@ -254,6 +254,13 @@ func claudeFailover(ctx context.Context, t *testing.T, st *State, bin string) {
 		return err
 	}))
 	require.Equal(t, "end_turn", outcome(term))
+	if st.S3 != nil {
+		// The turn's workspace checkpoint is in the cluster's S3 store, where any worker
+		// restores it from.
+		id, err := st.checkpoints().Commit(rctx, s.cfg.SessionID, res.TurnID)
+		require.NoError(t, err, "turn %d's workspace checkpoint in %s", res.TurnID, st.checkpointStore())
+		require.NotEmpty(t, id)
+	}
 	_, restarts := s.countTurn(res.TurnID)
 	require.Positive(t, restarts, "the turn restarted on the other worker")
 	var after signals.Status

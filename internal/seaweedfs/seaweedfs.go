@@ -50,18 +50,9 @@ func Binary() string {
 	return ""
 }
 
-// Start runs a store until the test ends.
-func Start(t testing.TB) *Server {
-	t.Helper()
-	bin := Binary()
-	if bin == "" {
-		const missing = "no SeaweedFS weed binary ($TACP_WEED, .ci/bin/weed or PATH): run `bash .ci/peers`"
-		if os.Getenv("TACP_REQUIRE_PEERS") == "1" {
-			t.Fatal("TACP_REQUIRE_PEERS=1 but " + missing)
-		}
-		t.Skip(missing + " (TACP_REQUIRE_PEERS=1 makes this a failure)")
-	}
-	dir := t.TempDir()
+// Command prepares a store in dir (its S3 identity and data) on free loopback ports, and
+// returns it with the command that runs it, not started; bin is the weed binary.
+func Command(bin, dir string) (*Server, *exec.Cmd, error) {
 	s := &Server{AccessKeyID: "tacp-test", SecretAccessKey: "tacp-test-secret-" + strconv.Itoa(os.Getpid())}
 	cfg, _ := json.Marshal(map[string]any{"identities": []any{map[string]any{
 		"name":        "tacp",
@@ -69,22 +60,18 @@ func Start(t testing.TB) *Server {
 		"actions":     []string{"Admin", "Read", "Write", "List", "Tagging"},
 	}}})
 	cfgFile := filepath.Join(dir, "s3.json")
+	data := filepath.Join(dir, "data")
+	if err := os.MkdirAll(data, 0o700); err != nil {
+		return nil, nil, err
+	}
 	if err := os.WriteFile(cfgFile, cfg, 0o600); err != nil {
-		t.Fatal(err)
+		return nil, nil, err
 	}
 	ports, err := freeport.Take("127.0.0.1", 8)
 	if err != nil {
-		t.Fatal(err)
+		return nil, nil, err
 	}
 	s.Endpoint = fmt.Sprintf("http://127.0.0.1:%d", ports[6])
-	data := filepath.Join(dir, "data")
-	if err := os.MkdirAll(data, 0o700); err != nil {
-		t.Fatal(err)
-	}
-	log, err := os.Create(filepath.Join(dir, "weed.log"))
-	if err != nil {
-		t.Fatal(err)
-	}
 	cmd := exec.Command(bin, "mini", "-dir="+data, "-ip=127.0.0.1", "-ip.bind=127.0.0.1",
 		"-webdav=false", "-admin.ui=false", "-master.telemetry=false",
 		"-s3.port.iceberg=0", "-s3.port.lance=0", "-s3.config="+cfgFile,
@@ -93,8 +80,49 @@ func Start(t testing.TB) *Server {
 		"-filer.port="+strconv.Itoa(ports[4]), "-filer.port.grpc="+strconv.Itoa(ports[5]),
 		"-s3.port="+strconv.Itoa(ports[6]), "-s3.port.grpc="+strconv.Itoa(ports[7]))
 	cmd.Dir = dir
-	cmd.Stdout, cmd.Stderr = log, log
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	return s, cmd, nil
+}
+
+// Ready waits until the store's S3 gateway answers, exited closes (with the process's end)
+// or ctx ends.
+func (s *Server) Ready(ctx context.Context, exited <-chan error) error {
+	for {
+		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, s.Endpoint+"/", nil)
+		if resp, err := http.DefaultClient.Do(req); err == nil {
+			_ = resp.Body.Close()
+			return nil
+		}
+		select {
+		case err := <-exited:
+			return fmt.Errorf("weed mini exited before it served S3: %v", err)
+		case <-ctx.Done():
+			return fmt.Errorf("weed mini did not serve S3 at %s: %w", s.Endpoint, ctx.Err())
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+}
+
+// Start runs a store until the test ends.
+func Start(t testing.TB) *Server {
+	t.Helper()
+	bin := Binary()
+	if bin == "" {
+		if os.Getenv("TACP_REQUIRE_PEERS") == "1" {
+			t.Fatal("TACP_REQUIRE_PEERS=1 but " + Missing)
+		}
+		t.Skip(Missing + " (TACP_REQUIRE_PEERS=1 makes this a failure)")
+	}
+	dir := t.TempDir()
+	s, cmd, err := Command(bin, dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	log, err := os.Create(filepath.Join(dir, "weed.log"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd.Stdout, cmd.Stderr = log, log
 	if err := cmd.Start(); err != nil {
 		t.Fatalf("start %s: %v", bin, err)
 	}
@@ -105,27 +133,17 @@ func Start(t testing.TB) *Server {
 		<-exited
 		_ = log.Close()
 	})
-	// Ready when the S3 gateway answers a signed-or-not request with any HTTP status and a
-	// bucket can be written: the filer behind it is up.
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	for {
-		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, s.Endpoint+"/", nil)
-		if resp, err := http.DefaultClient.Do(req); err == nil {
-			_ = resp.Body.Close()
-			return s
-		}
-		select {
-		case err := <-exited:
-			b, _ := os.ReadFile(log.Name())
-			t.Fatalf("weed mini exited before it served S3: %v\n%s", err, tail(b, 4000))
-		case <-ctx.Done():
-			b, _ := os.ReadFile(log.Name())
-			t.Fatalf("weed mini did not serve S3 at %s: %s", s.Endpoint, tail(b, 4000))
-		case <-time.After(100 * time.Millisecond):
-		}
+	if err := s.Ready(ctx, exited); err != nil {
+		b, _ := os.ReadFile(log.Name())
+		t.Fatalf("%v\n%s", err, tail(b, 4000))
 	}
+	return s
 }
+
+// Missing says how to get the weed binary.
+const Missing = "no SeaweedFS weed binary ($TACP_WEED, .ci/bin/weed or PATH): run `bash .ci/peers`"
 
 // Env is the worker's environment that reaches the store with its keys.
 func (s *Server) Env() []string {
