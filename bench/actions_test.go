@@ -30,7 +30,7 @@ import (
 	sdklog "go.temporal.io/sdk/log"
 	"google.golang.org/grpc"
 
-	"github.com/tacp-dev/tacp/internal/fakemodel"
+	"github.com/tacp-dev/tacp/internal/testkit/fakemodel"
 	"github.com/tacp-dev/tacp/signals"
 )
 

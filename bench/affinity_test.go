@@ -27,9 +27,9 @@ import (
 	"time"
 
 	"github.com/tacp-dev/tacp/activities"
-	"github.com/tacp-dev/tacp/internal/tacpworker"
 	"github.com/tacp-dev/tacp/signals"
 	"github.com/tacp-dev/tacp/testagent/agent"
+	"github.com/tacp-dev/tacp/worker/tacpworker"
 	"github.com/tacp-dev/tacp/workflows"
 )
 

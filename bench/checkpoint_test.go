@@ -24,7 +24,7 @@ import (
 
 	"github.com/tacp-dev/tacp/checkpoint"
 	"github.com/tacp-dev/tacp/codec"
-	"github.com/tacp-dev/tacp/internal/seaweedfs"
+	"github.com/tacp-dev/tacp/internal/testkit/seaweedfs"
 )
 
 // TestCheckpointTable prints the checkpoint time (p50, p90) and the bytes stored per turn

@@ -3,7 +3,7 @@ package bench
 // Time to first token of the real agents (issue 28): a short reply on a warm session, the
 // first agent_message_chunk and the whole turn, at an ACP client of the agent itself (a
 // direct pipe, the baseline) and at an ACP client of `starter acp` (the gateway) in front of
-// a tacp worker running the same agent, round by round in one run, on internal/fakemodel's
+// a tacp worker running the same agent, round by round in one run, on internal/testkit/fakemodel's
 // fake model servers. Both agents run behind stdiotap (bench/internal/stdiotap), which
 // timestamps every JSON-RPC line on the agent's stdin and stdout, so each first token splits
 // into: the client's prompt → the agent's stdin (for tacp: the gateway, the prompt update,
@@ -43,9 +43,9 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"github.com/tacp-dev/tacp/internal/fakemodel"
-	"github.com/tacp-dev/tacp/internal/tacpworker"
+	"github.com/tacp-dev/tacp/internal/testkit/fakemodel"
 	"github.com/tacp-dev/tacp/signals"
+	"github.com/tacp-dev/tacp/worker/tacpworker"
 )
 
 // tapLine is one JSON-RPC line stdiotap saw.

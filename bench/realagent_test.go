@@ -3,7 +3,7 @@ package bench
 // Real agents on a fake model (issue 17): the per-prompt cost of a short reply with
 // codex-acp and claude-agent-acp (and Gemini CLI and OpenCode when asked), through tacp
 // against the same agent over a direct ACP pipe, side by side, on warm sessions. The model
-// is internal/fakemodel on loopback, so the figures are the agent's own work plus tacp's,
+// is internal/testkit/fakemodel on loopback, so the figures are the agent's own work plus tacp's,
 // with no model time in them. Also the agent's resident memory, its whole process tree.
 //
 //	TACP_BENCH=1 go test ./bench -run TestRealAgentTable -v
@@ -26,10 +26,10 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"github.com/tacp-dev/tacp/internal/fakemodel"
 	"github.com/tacp-dev/tacp/internal/proctree"
-	"github.com/tacp-dev/tacp/internal/tacpworker"
+	"github.com/tacp-dev/tacp/internal/testkit/fakemodel"
 	"github.com/tacp-dev/tacp/signals"
+	"github.com/tacp-dev/tacp/worker/tacpworker"
 )
 
 // shortReply is the prompt measured: a reply of a few streamed chunks, no tools.

@@ -46,8 +46,8 @@ import (
 	enumspb "go.temporal.io/api/enums/v1"
 
 	"github.com/tacp-dev/tacp/activities"
-	"github.com/tacp-dev/tacp/internal/tacpworker"
 	"github.com/tacp-dev/tacp/signals"
+	"github.com/tacp-dev/tacp/worker/tacpworker"
 )
 
 // scalePoll, when set (TACP_BENCH_SCALE_POLL_MS), is how often each viewer of the scale

@@ -49,8 +49,8 @@ import (
 	"go.temporal.io/sdk/converter"
 
 	"github.com/tacp-dev/tacp/activities"
-	"github.com/tacp-dev/tacp/internal/tacpworker"
 	"github.com/tacp-dev/tacp/signals"
+	"github.com/tacp-dev/tacp/worker/tacpworker"
 )
 
 const (

@@ -16,7 +16,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 
 	"github.com/tacp-dev/tacp/codec"
-	"github.com/tacp-dev/tacp/internal/seaweedfs"
+	"github.com/tacp-dev/tacp/internal/testkit/seaweedfs"
 )
 
 // The S3-compatible store against a real one: SeaweedFS's S3 gateway, started here. Each

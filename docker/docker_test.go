@@ -20,7 +20,7 @@ import (
 	"gopkg.in/yaml.v3"
 
 	"github.com/tacp-dev/tacp/checkpoint"
-	"github.com/tacp-dev/tacp/internal/seaweedfs"
+	"github.com/tacp-dev/tacp/internal/testkit/seaweedfs"
 )
 
 type compose struct {

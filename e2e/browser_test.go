@@ -33,8 +33,8 @@ import (
 
 	"github.com/tacp-dev/tacp/checkpoint"
 	"github.com/tacp-dev/tacp/deck"
-	"github.com/tacp-dev/tacp/internal/tacpworker"
 	"github.com/tacp-dev/tacp/signals"
+	"github.com/tacp-dev/tacp/worker/tacpworker"
 )
 
 const chromiumPath = "/usr/bin/chromium"

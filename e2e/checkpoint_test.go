@@ -17,9 +17,9 @@ import (
 
 	"github.com/tacp-dev/tacp/checkpoint"
 	"github.com/tacp-dev/tacp/codec"
-	"github.com/tacp-dev/tacp/internal/seaweedfs"
-	"github.com/tacp-dev/tacp/internal/tacpworker"
+	"github.com/tacp-dev/tacp/internal/testkit/seaweedfs"
 	"github.com/tacp-dev/tacp/signals"
+	"github.com/tacp-dev/tacp/worker/tacpworker"
 )
 
 // Issue 37: two workers with data dirs of their own (no workspace storage shared) and one

@@ -6,8 +6,8 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/tacp-dev/tacp/internal/tacpworker"
 	"github.com/tacp-dev/tacp/signals"
+	"github.com/tacp-dev/tacp/worker/tacpworker"
 )
 
 // auxWorker starts an in-process worker on its own task queue with a short agent idle TTL,

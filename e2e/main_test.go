@@ -23,9 +23,9 @@ import (
 	"github.com/tacp-dev/tacp/activities"
 	"github.com/tacp-dev/tacp/devserver"
 	"github.com/tacp-dev/tacp/internal/freeport"
-	"github.com/tacp-dev/tacp/internal/tacpworker"
 	"github.com/tacp-dev/tacp/signals"
 	"github.com/tacp-dev/tacp/testagent/agent"
+	"github.com/tacp-dev/tacp/worker/tacpworker"
 )
 
 // Shared by every test: one server, one worker, the built binaries.

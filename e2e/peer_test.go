@@ -8,8 +8,8 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/tacp-dev/tacp/internal/tacpworker"
 	"github.com/tacp-dev/tacp/signals"
+	"github.com/tacp-dev/tacp/worker/tacpworker"
 )
 
 // peerAgent is the official TypeScript ACP SDK's example agent (@agentclientprotocol/sdk

@@ -2,7 +2,7 @@ package e2e
 
 // The real coding agents over a direct ACP pipe, no tacp in between: each agent started as
 // a subprocess on real stdio pipes, spoken to with acp-go-sdk (the SDK tacp's turn runner
-// uses), its model a fake one (internal/fakemodel) scripted by the prompt. These pin down
+// uses), its model a fake one (internal/testkit/fakemodel) scripted by the prompt. These pin down
 // what the agents themselves do, so that a failure of e2e/realagents_test.go (the same
 // agents through tacp) can be told apart from a change in the agent.
 
@@ -22,7 +22,7 @@ import (
 	acp "github.com/coder/acp-go-sdk"
 	"github.com/stretchr/testify/require"
 
-	"github.com/tacp-dev/tacp/internal/fakemodel"
+	"github.com/tacp-dev/tacp/internal/testkit/fakemodel"
 )
 
 // realAgents are the agents tested, each against its provider's fake.

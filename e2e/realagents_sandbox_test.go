@@ -22,11 +22,11 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/tacp-dev/tacp/activities"
-	"github.com/tacp-dev/tacp/internal/fakemodel"
 	"github.com/tacp-dev/tacp/internal/proctree"
 	"github.com/tacp-dev/tacp/internal/sandbox"
-	"github.com/tacp-dev/tacp/internal/tacpworker"
+	"github.com/tacp-dev/tacp/internal/testkit/fakemodel"
 	"github.com/tacp-dev/tacp/signals"
+	"github.com/tacp-dev/tacp/worker/tacpworker"
 )
 
 // sandboxedAgents are the real agents these tests run sandboxed: all four.

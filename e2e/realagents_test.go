@@ -3,7 +3,7 @@ package e2e
 // The real coding agents behind tacp (issue 17): claude-agent-acp, codex-acp, Gemini CLI
 // and OpenCode, installed by .ci/peers, each run by a worker of its own that the operator configured with the
 // agent's command line and environment (the session names no agent), each agent's model a
-// fake one (internal/fakemodel) scripted by the prompt. Each agent gets the same flows the
+// fake one (internal/testkit/fakemodel) scripted by the prompt. Each agent gets the same flows the
 // test agent is held to: a reply streams; a write is asked, and performed only when
 // approved; allow_all lets it through unasked; cancel mid-stream, then a prompt answered in
 // its own turn; two turns in one conversation; usage summed; a steer delivered into the
@@ -27,11 +27,11 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/tacp-dev/tacp/activities"
-	"github.com/tacp-dev/tacp/internal/fakemodel"
 	"github.com/tacp-dev/tacp/internal/proctree"
-	"github.com/tacp-dev/tacp/internal/seaweedfs"
-	"github.com/tacp-dev/tacp/internal/tacpworker"
+	"github.com/tacp-dev/tacp/internal/testkit/fakemodel"
+	"github.com/tacp-dev/tacp/internal/testkit/seaweedfs"
 	"github.com/tacp-dev/tacp/signals"
+	"github.com/tacp-dev/tacp/worker/tacpworker"
 )
 
 // realAgentWorker is one real agent behind a tacp worker of its own.

@@ -21,9 +21,9 @@ import (
 
 	"github.com/tacp-dev/tacp/activities"
 	"github.com/tacp-dev/tacp/internal/sandbox"
-	"github.com/tacp-dev/tacp/internal/tacpworker"
 	"github.com/tacp-dev/tacp/signals"
 	"github.com/tacp-dev/tacp/testagent/agent"
+	"github.com/tacp-dev/tacp/worker/tacpworker"
 )
 
 // sandboxWorker is a worker whose only profile is the test agent, sandboxed, with a data

@@ -25,7 +25,7 @@ const (
 	// it moves there (continue-as-new with AutoUpgrade) at its next idle safe point. The
 	// server flags a target's change on every workflow task of a pinned run, but an idle
 	// session has none of its own, and an older server flags nothing. Workers of the current
-	// version send it to the sessions pinned to other versions (internal/tacpworker); the
+	// version send it to the sessions pinned to other versions (worker/tacpworker); the
 	// payload is ignored, and a wake that went stale (a rollback since) costs one
 	// continue-as-new onto the current version.
 	SignalWake = "wake"

@@ -23,7 +23,7 @@ import (
 	"time"
 
 	"github.com/tacp-dev/tacp/internal/freeport"
-	"github.com/tacp-dev/tacp/internal/seaweedfs"
+	"github.com/tacp-dev/tacp/internal/testkit/seaweedfs"
 )
 
 // Services are the Temporal services, each run as its own process, in start order. They

@@ -14,7 +14,7 @@ import (
 	"time"
 
 	"github.com/tacp-dev/tacp/checkpoint"
-	"github.com/tacp-dev/tacp/internal/seaweedfs"
+	"github.com/tacp-dev/tacp/internal/testkit/seaweedfs"
 )
 
 // s3Name is the store's name among the cluster's processes (State.PIDs).

@@ -24,9 +24,9 @@ import (
 	"github.com/tacp-dev/tacp/codec"
 	"github.com/tacp-dev/tacp/devserver"
 	"github.com/tacp-dev/tacp/internal/flagenv"
-	"github.com/tacp-dev/tacp/internal/tacpworker"
 	"github.com/tacp-dev/tacp/internal/transcript"
 	"github.com/tacp-dev/tacp/signals"
+	"github.com/tacp-dev/tacp/worker/tacpworker"
 )
 
 // Run runs the demo with args (without the program name); name is how usage calls it

@@ -28,9 +28,9 @@ import (
 	"github.com/tacp-dev/tacp/internal/flagenv"
 	"github.com/tacp-dev/tacp/internal/logging"
 	"github.com/tacp-dev/tacp/internal/sandbox"
-	"github.com/tacp-dev/tacp/internal/tacpworker"
 	"github.com/tacp-dev/tacp/internal/telemetry"
 	"github.com/tacp-dev/tacp/signals"
+	"github.com/tacp-dev/tacp/worker/tacpworker"
 	"github.com/tacp-dev/tacp/workflows"
 )
 

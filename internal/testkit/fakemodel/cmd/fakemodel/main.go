@@ -1,7 +1,7 @@
-// Command fakemodel serves one of internal/fakemodel's fake model APIs on a fixed address,
+// Command fakemodel serves one of internal/testkit/fakemodel's fake model APIs on a fixed address,
 // to point a real agent at by hand, and logs each request it answers:
 //
-//	go run ./internal/fakemodel/cmd/fakemodel -provider anthropic -addr 127.0.0.1:18081
+//	go run ./internal/testkit/fakemodel/cmd/fakemodel -provider anthropic -addr 127.0.0.1:18081
 package main
 
 import (
@@ -12,7 +12,7 @@ import (
 	"path/filepath"
 	"strings"
 
-	"github.com/tacp-dev/tacp/internal/fakemodel"
+	"github.com/tacp-dev/tacp/internal/testkit/fakemodel"
 )
 
 func main() {

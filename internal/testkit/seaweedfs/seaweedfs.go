@@ -39,7 +39,7 @@ func Binary() string {
 		return b
 	}
 	if _, file, _, ok := runtime.Caller(0); ok {
-		b := filepath.Join(filepath.Dir(file), "..", "..", ".ci", "bin", "weed")
+		b := filepath.Join(filepath.Dir(file), "..", "..", "..", ".ci", "bin", "weed")
 		if _, err := os.Stat(b); err == nil {
 			return b
 		}
