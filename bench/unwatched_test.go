@@ -145,3 +145,74 @@ func TestPermissionCostTable(t *testing.T) {
 	}
 	fmt.Println("(the asking client's own queries and the agent's heartbeats are not in history)")
 }
+
+// TestIdleCostTable prints what an idle session costs in billable actions: after one short
+// turn, a session nobody holds, beside one an editor holds open (a viewer lease of 2 minutes
+// renewed every 40 s, as `starter acp` and the deck's /acp do), each for
+// TACP_BENCH_IDLE_SECONDS (120), read from their histories and taken to a day.
+//
+//	TACP_BENCH=1 go test ./bench -run TestIdleCostTable -v
+func TestIdleCostTable(t *testing.T) {
+	if os.Getenv("TACP_BENCH") != "1" {
+		t.Skip("set TACP_BENCH=1 to measure an idle session's actions")
+	}
+	secs := 120
+	if v, err := strconv.Atoi(os.Getenv("TACP_BENCH_IDLE_SECONDS")); err == nil && v > 0 {
+		secs = v
+	}
+	const lease = 2 * time.Minute
+	ctx, cancel := context.WithTimeout(context.Background(), time.Duration(secs)*time.Second+3*time.Minute)
+	defer cancel()
+	idle := func(held bool) (before, after signals.Actions) {
+		id := fmt.Sprintf("bench-idle-%v-%s", held, signals.NewID()[:8])
+		res, err := env.sc.Prompt(ctx, signals.SessionConfig{SessionID: id}, signals.PromptRequest{Text: "/chunks 1", ClientMessageID: signals.NewID()})
+		require.NoError(t, err)
+		require.NoError(t, env.sc.Watch(ctx, id, 0, func(ev signals.Event) bool {
+			return !(ev.TurnID == res.TurnID && signals.IsTerminal(ev.Kind))
+		}))
+		attach := func() {
+			_, err := env.sc.Attach(ctx, id, signals.AttachRequest{ViewerID: "bench-editor", Role: "controller", LeaseSeconds: int(lease / time.Second)})
+			require.NoError(t, err)
+		}
+		if held {
+			attach()
+		}
+		before, err = env.sc.Actions(ctx, id)
+		require.NoError(t, err)
+		end := time.After(time.Duration(secs) * time.Second)
+		renew := time.NewTicker(lease / 3)
+		defer renew.Stop()
+	wait:
+		for {
+			select {
+			case <-end:
+				break wait
+			case <-renew.C:
+				if held {
+					attach()
+				}
+			}
+		}
+		after, err = env.sc.Actions(ctx, id)
+		require.NoError(t, err)
+		return before, after
+	}
+	type result struct{ before, after signals.Actions }
+	done := make(chan result, 1)
+	go func() { b, a := idle(true); done <- result{b, a} }()
+	b, a := idle(false)
+	held := <-done
+	perDay := func(before, after signals.Actions) float64 {
+		return float64(after.Total-before.Total) * 86400 / float64(secs)
+	}
+	fmt.Printf("\nAn idle session's billable actions, from its history (%d s each, side by side; load %s)\n", secs, loadAvg())
+	fmt.Printf("| idle | actions in %d s | per day | at $50 per million |\n|---|---|---|---|\n", secs)
+	for _, r := range []struct {
+		name          string
+		before, after signals.Actions
+	}{{"nobody holds it", b, a}, {"an editor holds it open (lease renewed every 40 s)", held.before, held.after}} {
+		d := perDay(r.before, r.after)
+		fmt.Printf("| %s | %d (updates %d, timers %d) | %.0f | $%.4f |\n", r.name, r.after.Total-r.before.Total,
+			r.after.Updates-r.before.Updates, r.after.Timers-r.before.Timers, d, d*50/1e6)
+	}
+}

@@ -204,6 +204,20 @@ func TestCLIStatusCountsTheSessionsActionsFromItsHistory(t *testing.T) {
 	require.Equal(t, 0, code, errOut)
 	require.Contains(t, out, fmt.Sprintf("actions       %d\n", a.Total))
 	require.Contains(t, out, "not counted: queries and activity heartbeats")
+	require.Contains(t, out, fmt.Sprintf("cost          $%.6f at $50 per million actions", float64(a.Total)*50/1e6), "the list price by default")
+	out, errOut, code = starter(t, "status", "--actions", "--session", id, "--price", "25", "--json")
+	require.Equal(t, 0, code, errOut)
+	var priced struct {
+		Total int64   `json:"total"`
+		Price float64 `json:"price_per_million"`
+		Cost  float64 `json:"cost"`
+	}
+	require.NoError(t, json.Unmarshal([]byte(out), &priced))
+	require.Equal(t, 25.0, priced.Price)
+	require.InDelta(t, float64(priced.Total)*25/1e6, priced.Cost, 1e-12)
+	_, errOut, code = starter(t, "status", "--actions", "--session", id, "--price", "-1")
+	require.NotEqual(t, 0, code)
+	require.Contains(t, errOut, "negative")
 
 	_, errOut, code = starter(t, "status", "--actions", "--session", "no-such-"+id)
 	require.Equal(t, 2, code)

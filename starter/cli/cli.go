@@ -48,7 +48,7 @@ var commands = []command{
 	{"mode", "[MODE_ID]", "show the agent's modes or set the session's (re-applied to every new agent process)", cmdMode},
 	{"config", "[ID VALUE]", "show the agent's config options (model, effort, ...) or set one for the session", cmdConfig},
 	{"title", "[TEXT... | --clear]", "show or set the session's title (status and the Temporal UI's Current Details show it)", cmdTitle},
-	{"status", "[--actions]", "show the session's status, or with --actions its billable actions on Temporal Cloud so far (from its history)", cmdStatus},
+	{"status", "[--actions [--price P]]", "show the session's status, or with --actions its billable actions on Temporal Cloud so far (from its history) and their cost at --price dollars a million", cmdStatus},
 	{"tail", "[--after SEQ] [--follow]", "print journal events after SEQ", cmdTail},
 	{"replay", "", "print the session's transcript from the journal", cmdReplay},
 	{"list", "[--awaiting-approval]", "list sessions (from visibility)", cmdList},

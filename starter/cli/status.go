@@ -17,14 +17,19 @@ import (
 
 func cmdStatus(ctx context.Context, e *env, fs *flag.FlagSet, args []string) int {
 	actions := fs.Bool("actions", false, "count the session's billable actions on Temporal Cloud from its history, over every run it still keeps")
+	price := fs.Float64("price", 50, "with --actions: the price of a million actions in dollars, for the cost line (Temporal Cloud's list price, first tier: 50)")
 	if !e.parse(fs, args, true) {
+		return exitError
+	}
+	if *price < 0 {
+		fmt.Fprintf(e.err, "%s status: --price %v is negative\n", Name, *price)
 		return exitError
 	}
 	if err := e.connect(ctx); err != nil {
 		return e.fail(err)
 	}
 	if *actions {
-		return printActions(ctx, e)
+		return printActions(ctx, e, *price)
 	}
 	st, err := e.c.Status(ctx, e.session)
 	if err != nil {
@@ -125,14 +130,20 @@ func policyLine(st signals.Status) string {
 	return line
 }
 
-// printActions prints what session e.session has cost in billable actions.
-func printActions(ctx context.Context, e *env) int {
+// printActions prints what session e.session has cost in billable actions, and in dollars at
+// price per million actions.
+func printActions(ctx context.Context, e *env, price float64) int {
 	a, err := e.c.Actions(ctx, e.session)
 	if err != nil {
 		return e.fail(err)
 	}
+	cost := float64(a.Total) * price / 1e6
 	if e.json {
-		e.printJSON(a)
+		e.printJSON(struct {
+			signals.Actions
+			Price float64 `json:"price_per_million"`
+			Cost  float64 `json:"cost"`
+		}{a, price, cost})
 		return exitOK
 	}
 	runs := fmt.Sprintf("%d", a.Runs)
@@ -146,6 +157,7 @@ func printActions(ctx context.Context, e *env) int {
 	}
 	fmt.Fprintf(e.out, "  updates     %d\n  timers      %d\n  activities  %d\n  other       %d (search attributes, side effects, local activities)\n",
 		a.Updates, a.Timers, a.Activities, a.Other)
+	fmt.Fprintf(e.out, "cost          $%.6f at $%g per million actions (--price)\n", cost, price)
 	fmt.Fprintln(e.out, "not counted: queries and activity heartbeats (billed, but written in no history)")
 	return exitOK
 }
