@@ -71,33 +71,39 @@ func ref(session string, turn int64) string {
 	return TurnRef(session, turn)
 }
 
+// find is view with the checkpoint of the session's turn (0: its last) in it: ErrNone when
+// the store holds none.
+func (rd Reader) find(ctx context.Context, session string, turn int64) (gitDir, id string, done func(), err error) {
+	gitDir, done, err = rd.view(ctx, session)
+	if err != nil {
+		return "", "", nil, err
+	}
+	id, err = (&repo{gitDir: gitDir}).revParse(ctx, ref(session, turn))
+	if err != nil || id == "" {
+		done()
+		return "", "", nil, fmt.Errorf("no checkpoint of session %s%s in %s: %w", session, turnText(turn), rd.URL, ErrNone)
+	}
+	return gitDir, id, done, nil
+}
+
 // Commit is the checkpoint of the session's turn (0: its last) in the store.
 func (rd Reader) Commit(ctx context.Context, session string, turn int64) (string, error) {
-	gitDir, done, err := rd.view(ctx, session)
+	_, id, done, err := rd.find(ctx, session, turn)
 	if err != nil {
 		return "", err
 	}
-	defer done()
-	id, err := (&repo{gitDir: gitDir}).revParse(ctx, ref(session, turn))
-	if err != nil || id == "" {
-		return "", fmt.Errorf("no checkpoint of session %s%s in %s: %w", session, turnText(turn), rd.URL, ErrNone)
-	}
+	done()
 	return id, nil
 }
 
 // Diff is what the session's turn changed in its workspace (0: its last turn), as a unified
 // diff, or with stat its diffstat. The first checkpoint is diffed against an empty tree.
 func (rd Reader) Diff(ctx context.Context, session string, turn int64, stat bool) (string, error) {
-	gitDir, done, err := rd.view(ctx, session)
+	gitDir, id, done, err := rd.find(ctx, session, turn)
 	if err != nil {
 		return "", err
 	}
 	defer done()
-	r := &repo{gitDir: gitDir}
-	id, err := r.revParse(ctx, ref(session, turn))
-	if err != nil || id == "" {
-		return "", fmt.Errorf("no checkpoint of session %s%s in %s: %w", session, turnText(turn), rd.URL, ErrNone)
-	}
 	args := []string{"--git-dir=" + gitDir, "show", "--format=", "--no-color", "--no-ext-diff"}
 	if stat {
 		args = append(args, "--stat")
@@ -117,15 +123,11 @@ func (rd Reader) Export(ctx context.Context, session string, turn int64, branch,
 	if _, err := run(ctx, remoteEnv(), nil, "check-ref-format", "--branch", branch); err != nil {
 		return "", fmt.Errorf("branch %q: not a valid branch name", branch)
 	}
-	gitDir, done, err := rd.view(ctx, session)
+	gitDir, id, done, err := rd.find(ctx, session, turn)
 	if err != nil {
 		return "", err
 	}
 	defer done()
-	id, err := (&repo{gitDir: gitDir}).revParse(ctx, ref(session, turn))
-	if err != nil || id == "" {
-		return "", fmt.Errorf("no checkpoint of session %s%s in %s", session, turnText(turn), rd.URL)
-	}
 	userGitDir, err := run(ctx, remoteEnv(), nil, "-C", repoDir, "rev-parse", "--absolute-git-dir")
 	if err != nil {
 		return "", err

@@ -76,8 +76,37 @@ func testWorkspaceFollows(t *testing.T, store string, env []string) {
 	require.Equal(t, signals.EventTurnEnded, kind, data)
 	require.Equal(t, "sh: exit 0: written by the edit tool written by sh 0", strings.Join(agentTexts(t, evs, 3), ""), "both files, and no store credential in the agent's environment")
 
+	checkpoints, restored := filesFollowed(t, evs)
+	for _, r := range restored {
+		require.Equal(t, int64(3), r.turnID)
+	}
+	require.Len(t, checkpoints, 3, "one checkpoint a turn")
+	require.Equal(t, 1, checkpoints[0].FilesChanged, "turn 1 wrote one file")
+	require.Equal(t, 1, checkpoints[1].FilesChanged, "turn 2 wrote one file")
+	require.Equal(t, 0, checkpoints[2].FilesChanged, "turn 3 only read")
+	require.Len(t, restored, 1)
+	require.Equal(t, signals.WorkspaceRestoredData{From: checkpoints[1].ID, Turn: 2, Path: restored[0].Path, Host: restored[0].Host}, restored[0].WorkspaceRestoredData)
+	keys, err := codec.KeysFromEnv()
+	require.NoError(t, err)
+	held, err := checkpoint.Reader{URL: store, Keys: keys, Getenv: envOf(env)}.Commit(ctx, id, 2)
+	require.NoError(t, err)
+	require.Equal(t, checkpoints[1].ID, held, "the store holds turn 2's checkpoint")
+	checkInvariants(t, allEvents(t, id))
+}
+
+// restoredIn is a workspace.restored event's data and the turn that journaled it.
+type restoredIn struct {
+	signals.WorkspaceRestoredData
+	turnID int64
+}
+
+// filesFollowed reads a journal in which a session's files followed it to another worker:
+// its checkpoints, each without error and of the turn that journaled it, and its restores.
+// A workspace.missing fails the test.
+func filesFollowed(t *testing.T, evs []signals.Event) ([]signals.WorkspaceCheckpointData, []restoredIn) {
+	t.Helper()
 	var checkpoints []signals.WorkspaceCheckpointData
-	var restored []signals.WorkspaceRestoredData
+	var restored []restoredIn
 	for _, ev := range evs {
 		switch ev.Kind {
 		case signals.EventWorkspaceMissing:
@@ -85,27 +114,16 @@ func testWorkspaceFollows(t *testing.T, store string, env []string) {
 		case signals.EventWorkspaceCheckpoint:
 			var d signals.WorkspaceCheckpointData
 			require.NoError(t, json.Unmarshal(ev.Data, &d))
-			require.Empty(t, d.Error)
+			require.Empty(t, d.Error, "turn %d's checkpoint", ev.TurnID)
 			require.Equal(t, ev.TurnID, d.Turn)
 			checkpoints = append(checkpoints, d)
 		case signals.EventWorkspaceRestored:
 			var d signals.WorkspaceRestoredData
 			require.NoError(t, json.Unmarshal(ev.Data, &d))
-			require.Equal(t, int64(3), ev.TurnID)
-			restored = append(restored, d)
+			restored = append(restored, restoredIn{d, ev.TurnID})
 		}
 	}
-	require.Len(t, checkpoints, 3, "one checkpoint a turn")
-	require.Equal(t, 1, checkpoints[0].FilesChanged, "turn 1 wrote one file")
-	require.Equal(t, 1, checkpoints[1].FilesChanged, "turn 2 wrote one file")
-	require.Equal(t, 0, checkpoints[2].FilesChanged, "turn 3 only read")
-	require.Equal(t, []signals.WorkspaceRestoredData{{From: checkpoints[1].ID, Turn: 2, Path: restored[0].Path, Host: restored[0].Host}}, restored)
-	keys, err := codec.KeysFromEnv()
-	require.NoError(t, err)
-	held, err := checkpoint.Reader{URL: store, Keys: keys, Getenv: envOf(env)}.Commit(ctx, id, 2)
-	require.NoError(t, err)
-	require.Equal(t, checkpoints[1].ID, held, "the store holds turn 2's checkpoint")
-	checkInvariants(t, allEvents(t, id))
+	return checkpoints, restored
 }
 
 // envOf reads env's NAME=VALUE entries as os.Getenv reads the environment.

@@ -715,19 +715,9 @@ func realFilesFollow(t *testing.T, w *realAgentWorker) {
 	require.Contains(t, string(got), "written by the edit tool")
 	require.Contains(t, string(got), "written by sh")
 
-	checkpoints := 0
-	for _, ev := range evs {
-		switch ev.Kind {
-		case signals.EventWorkspaceMissing:
-			t.Fatalf("workspace.missing journaled: %s", ev.Data)
-		case signals.EventWorkspaceCheckpoint:
-			var d signals.WorkspaceCheckpointData
-			require.NoError(t, json.Unmarshal(ev.Data, &d))
-			require.Empty(t, d.Error, "turn %d's checkpoint", ev.TurnID)
-			checkpoints++
-		}
-	}
-	require.Equal(t, 3, checkpoints, "one checkpoint a turn")
-	require.Equal(t, 1, countKindIn(evs, signals.EventWorkspaceRestored, turn), "turn 3 restored the workspace")
+	checkpoints, restored := filesFollowed(t, evs)
+	require.Len(t, checkpoints, 3, "one checkpoint a turn")
+	require.Len(t, restored, 1)
+	require.Equal(t, turn, restored[0].turnID, "turn 3 restored the workspace")
 	checkInvariants(t, allEvents(t, id))
 }
