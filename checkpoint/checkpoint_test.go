@@ -418,8 +418,12 @@ func TestNormalizeStoreURL(t *testing.T) {
 // turns ran elsewhere) is behind; a restore brings every file, deletions included, to the
 // store's checkpoint, and then it is not behind.
 func TestBehindAndRestoreOverAStaleWorkspace(t *testing.T) {
-	ctx := context.Background()
 	a, _ := newShadows(t)
+	testBehind(t, a)
+}
+
+func testBehind(t *testing.T, a *Shadows) {
+	ctx := context.Background()
 	wsA := t.TempDir()
 	write(t, wsA, "keep.txt", "1\n")
 	write(t, wsA, "gone.txt", "1\n")

@@ -186,9 +186,13 @@ func (st *s3Store) fetch(ctx context.Context, r *repo, session string) error {
 		return err
 	}
 	defer func() { _ = os.RemoveAll(tmp) }()
+	held, err := r.commits(ctx, refs)
+	if err != nil {
+		return err
+	}
 	for _, turn := range turns {
 		ref := TurnRef(session, turn)
-		if _, err := r.git(ctx, nil, "cat-file", "-e", refs[ref]+"^{commit}"); err == nil {
+		if held[refs[ref]] {
 			continue
 		}
 		b, err := st.get(ctx, st.key(session, bundleName(turn)))
@@ -203,9 +207,12 @@ func (st *s3Store) fetch(ctx context.Context, r *repo, session string) error {
 			return err
 		}
 	}
+	if held, err = r.commits(ctx, refs); err != nil {
+		return err
+	}
 	var up strings.Builder
 	for _, name := range sortedKeys(refs) {
-		if _, err := r.git(ctx, nil, "cat-file", "-e", refs[name]+"^{commit}"); err == nil {
+		if held[refs[name]] {
 			fmt.Fprintf(&up, "update %s %s\n", name, refs[name])
 		}
 	}
@@ -214,6 +221,25 @@ func (st *s3Store) fetch(ctx context.Context, r *repo, session string) error {
 	}
 	_, err = r.git(ctx, []byte(up.String()), "update-ref", "--stdin")
 	return err
+}
+
+// commits reports which of the refs' commits r holds, in one git process.
+func (r *repo) commits(ctx context.Context, refs map[string]string) (map[string]bool, error) {
+	var in strings.Builder
+	for _, id := range refs {
+		in.WriteString(id + "\n")
+	}
+	out, err := r.git(ctx, []byte(in.String()), "cat-file", "--batch-check=%(objectname) %(objecttype)")
+	if err != nil {
+		return nil, err
+	}
+	held := map[string]bool{}
+	for _, line := range strings.Split(out, "\n") {
+		if id, typ, _ := strings.Cut(line, " "); typ == "commit" {
+			held[id] = true
+		}
+	}
+	return held, nil
 }
 
 // head is the commit of the session's last checkpoint in the store ("": none).

@@ -44,6 +44,10 @@ func TestS3Store(t *testing.T) {
 	t.Run("sealed, restores on another worker", func(t *testing.T) {
 		testRestoresOnAnotherWorker(t, open(t, "restore-sealed", keys))
 	})
+	// A worker that holds turn 1 fetches only turn 2's bundle, whose prerequisite it has.
+	t.Run("a stale workspace catches up", func(t *testing.T) {
+		testBehind(t, open(t, "behind", keys))
+	})
 	t.Run("forks", func(t *testing.T) {
 		testRestoreFromForks(t, open(t, "fork", keys))
 	})
