@@ -147,72 +147,59 @@ func TestPermissionCostTable(t *testing.T) {
 }
 
 // TestIdleCostTable prints what an idle session costs in billable actions: after one short
-// turn, a session nobody holds, beside one an editor holds open (a viewer lease of 2 minutes
-// renewed every 40 s, as `starter acp` and the deck's /acp do), each for
-// TACP_BENCH_IDLE_SECONDS (120), read from their histories and taken to a day.
+// turn, a session nobody holds, beside one the real `starter acp` holds open for an editor
+// (its viewer lease renewed only while the session has work: gateway/leases.go). Each idles
+// for TACP_BENCH_IDLE_SECONDS (180: past the lapse of a 2-minute lease), then for a minute
+// more, which is taken to a day. Actions are read from the histories; the events queries
+// of the gateway's follower are counted on the server.
 //
 //	TACP_BENCH=1 go test ./bench -run TestIdleCostTable -v
 func TestIdleCostTable(t *testing.T) {
 	if os.Getenv("TACP_BENCH") != "1" {
 		t.Skip("set TACP_BENCH=1 to measure an idle session's actions")
 	}
-	secs := 120
+	secs := 180
 	if v, err := strconv.Atoi(os.Getenv("TACP_BENCH_IDLE_SECONDS")); err == nil && v > 0 {
 		secs = v
 	}
-	const lease = 2 * time.Minute
-	ctx, cancel := context.WithTimeout(context.Background(), time.Duration(secs)*time.Second+3*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Duration(secs)*time.Second+6*time.Minute)
 	defer cancel()
-	idle := func(held bool) (before, after signals.Actions) {
-		id := fmt.Sprintf("bench-idle-%v-%s", held, signals.NewID()[:8])
-		res, err := env.sc.Prompt(ctx, signals.SessionConfig{SessionID: id}, signals.PromptRequest{Text: "/chunks 1", ClientMessageID: signals.NewID()})
-		require.NoError(t, err)
-		require.NoError(t, env.sc.Watch(ctx, id, 0, func(ev signals.Event) bool {
-			return !(ev.TurnID == res.TurnID && signals.IsTerminal(ev.Kind))
-		}))
-		attach := func() {
-			_, err := env.sc.Attach(ctx, id, signals.AttachRequest{ViewerID: "bench-editor", Role: "controller", LeaseSeconds: int(lease / time.Second)})
-			require.NoError(t, err)
-		}
-		if held {
-			attach()
-		}
-		before, err = env.sc.Actions(ctx, id)
-		require.NoError(t, err)
-		end := time.After(time.Duration(secs) * time.Second)
-		renew := time.NewTicker(lease / 3)
-		defer renew.Stop()
-	wait:
-		for {
-			select {
-			case <-end:
-				break wait
-			case <-renew.C:
-				if held {
-					attach()
-				}
-			}
-		}
-		after, err = env.sc.Actions(ctx, id)
-		require.NoError(t, err)
-		return before, after
+	g := startGateway(ctx, t)
+	held := string(g.sid)
+	if _, err := g.prompt(ctx, "/chunks 1"); err != nil {
+		t.Fatal(err)
 	}
-	type result struct{ before, after signals.Actions }
-	done := make(chan result, 1)
-	go func() { b, a := idle(true); done <- result{b, a} }()
-	b, a := idle(false)
-	held := <-done
-	perDay := func(before, after signals.Actions) float64 {
-		return float64(after.Total-before.Total) * 86400 / float64(secs)
+	alone := fmt.Sprintf("bench-idle-%s", signals.NewID()[:8])
+	res, err := env.sc.Prompt(ctx, signals.SessionConfig{SessionID: alone}, signals.PromptRequest{Text: "/chunks 1", ClientMessageID: signals.NewID()})
+	require.NoError(t, err)
+	require.NoError(t, env.sc.Watch(ctx, alone, 0, func(ev signals.Event) bool {
+		return !(ev.TurnID == res.TurnID && signals.IsTerminal(ev.Kind))
+	}))
+	type mark struct {
+		a       signals.Actions
+		queries int64
 	}
-	fmt.Printf("\nAn idle session's billable actions, from its history (%d s each, side by side; load %s)\n", secs, loadAvg())
-	fmt.Printf("| idle | actions in %d s | per day | at $50 per million |\n|---|---|---|---|\n", secs)
+	at := func(id string) mark {
+		a, err := env.sc.Actions(ctx, id)
+		require.NoError(t, err)
+		return mark{a, env.queries.count(signals.QueryEvents, id)}
+	}
+	h0, a0 := at(held), at(alone)
+	sleepCtx(ctx, time.Duration(secs)*time.Second)
+	h1, a1 := at(held), at(alone)
+	sleepCtx(ctx, time.Minute)
+	h2, a2 := at(held), at(alone)
+
+	fmt.Printf("\nAn idle session's billable actions, from its history (%d s after a short turn, then a minute taken to a day; load %s)\n", secs, loadAvg())
+	fmt.Printf("| idle | in the first %d s: actions (updates, timers) | queries | then, per day: actions | queries | at $50 per million |\n|---|---|---|---|---|---|\n", secs)
 	for _, r := range []struct {
-		name          string
-		before, after signals.Actions
-	}{{"nobody holds it", b, a}, {"an editor holds it open (lease renewed every 40 s)", held.before, held.after}} {
-		d := perDay(r.before, r.after)
-		fmt.Printf("| %s | %d (updates %d, timers %d) | %.0f | $%.4f |\n", r.name, r.after.Total-r.before.Total,
-			r.after.Updates-r.before.Updates, r.after.Timers-r.before.Timers, d, d*50/1e6)
+		name       string
+		m0, m1, m2 mark
+	}{{"nobody holds it", a0, a1, a2}, {"`starter acp` holds it open for an editor", h0, h1, h2}} {
+		day := func(n int64) float64 { return float64(n) * 24 * 60 }
+		acts, qs := day(r.m2.a.Total-r.m1.a.Total), day(r.m2.queries-r.m1.queries)
+		fmt.Printf("| %s | %d (%d, %d) | %d | %.0f | %.0f | $%.4f |\n", r.name,
+			r.m1.a.Total-r.m0.a.Total, r.m1.a.Updates-r.m0.a.Updates, r.m1.a.Timers-r.m0.a.Timers, r.m1.queries-r.m0.queries,
+			acts, qs, (acts+qs)*50/1e6)
 	}
 }

@@ -193,6 +193,9 @@ func (a *attachment) handle(ev signals.Event, write bool) {
 			a.texts[d.ClientMessageID] = d.Text
 		}
 	case signals.EventTurnStarted:
+		if write {
+			a.c.g.wakeLease(a.id, a.role)
+		}
 		var d signals.TurnStartedData
 		_ = json.Unmarshal(ev.Data, &d)
 		text, known := a.texts[d.PromptClientMessageID]

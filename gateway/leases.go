@@ -5,6 +5,12 @@ package gateway
 // the lease, not fifty times (each attach and renewal is an update: a billable action and
 // history events of the session). The first connection of a session and role attaches
 // (or starts the session), the others wait for its answer; the last to leave detaches.
+//
+// A lease is renewed only while the session has work: a turn running or prompts queued. A
+// lease matters to a turn (its grace when the viewer goes, its cadence); an idle session's
+// renewals would buy nothing, at 2,160 actions a day for an editor left open. So the lease
+// of an idle session lapses, and the turn.started of the next turn (whoever prompted it)
+// renews it at once.
 
 import (
 	"context"
@@ -23,6 +29,8 @@ type sharedLease struct {
 	ready   chan struct{}
 	err     error
 	stop    context.CancelFunc
+	// wake asks the renewals for one now: a turn started.
+	wake chan struct{}
 }
 
 type leases struct {
@@ -57,7 +65,7 @@ func (c *conn) holdLease(ctx context.Context, id, role string, attach func() err
 		}
 		return s.err
 	}
-	s = &sharedLease{holders: 1, ready: make(chan struct{})}
+	s = &sharedLease{holders: 1, ready: make(chan struct{}), wake: make(chan struct{}, 1)}
 	l.by[k] = s
 	l.mu.Unlock()
 
@@ -70,7 +78,7 @@ func (c *conn) holdLease(ctx context.Context, id, role string, attach func() err
 	if err == nil && l.by[k] == s { // not released while it attached
 		rctx, stop := context.WithCancel(context.Background())
 		s.stop = stop
-		go c.renewLease(rctx, id, role)
+		go c.renewLease(rctx, id, role, s.wake)
 	}
 	l.mu.Unlock()
 	close(s.ready)
@@ -110,21 +118,42 @@ func (c *conn) releaseLease(id, role string, detach bool) {
 	}
 }
 
-// renewLease renews the lease every third of its length until ctx ends.
-func (c *conn) renewLease(ctx context.Context, id, role string) {
+// renewLease renews the lease every third of its length while the session has work, and
+// at once when wake says a turn started, until ctx ends.
+func (c *conn) renewLease(ctx context.Context, id, role string, wake <-chan struct{}) {
 	t := time.NewTicker(c.g.o.Lease / 3)
 	defer t.Stop()
+	idle := false // what the last renewal's answer said; the attach's is not kept
 	for {
 		select {
 		case <-ctx.Done():
 			return
 		case <-t.C:
+			if idle {
+				continue
+			}
+		case <-wake:
 		}
 		actx, cancel := context.WithTimeout(ctx, 10*time.Second)
-		_, err := c.client().Attach(actx, id, signals.AttachRequest{ViewerID: c.g.viewerFor(role), Role: role, LeaseSeconds: int(c.g.o.Lease / time.Second)})
+		st, err := c.client().Attach(actx, id, signals.AttachRequest{ViewerID: c.g.viewerFor(role), Role: role, LeaseSeconds: int(c.g.o.Lease / time.Second)})
 		cancel()
 		if err != nil && ctx.Err() == nil {
 			c.g.o.Logger.Warn("viewer lease renewal failed", "session", id, "err", err)
 		}
+		idle = err == nil && st.State == signals.StateIdle && len(st.Queue) == 0
+	}
+}
+
+// wakeLease renews the lease of (id, role) now, if this gateway holds it: a turn started.
+func (g *Gateway) wakeLease(id, role string) {
+	g.leases.mu.Lock()
+	s := g.leases.by[leaseKey{id, role}]
+	g.leases.mu.Unlock()
+	if s == nil {
+		return
+	}
+	select {
+	case s.wake <- struct{}{}:
+	default: // a renewal is asked for already
 	}
 }
