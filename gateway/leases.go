@@ -119,11 +119,14 @@ func (c *conn) releaseLease(id, role string, detach bool) {
 }
 
 // renewLease renews the lease every third of its length while the session has work, and
-// at once when wake says a turn started, until ctx ends.
+// at once when wake says a turn started and the lease is older than a third of its
+// length (a younger one holds until the next tick), until ctx ends.
 func (c *conn) renewLease(ctx context.Context, id, role string, wake <-chan struct{}) {
-	t := time.NewTicker(c.g.o.Lease / 3)
+	every := c.g.o.Lease / 3
+	t := time.NewTicker(every)
 	defer t.Stop()
-	idle := false // what the last renewal's answer said; the attach's is not kept
+	idle := false         // what the last renewal's answer said; the attach's is not kept
+	renewed := time.Now() // the attach
 	for {
 		select {
 		case <-ctx.Done():
@@ -133,14 +136,22 @@ func (c *conn) renewLease(ctx context.Context, id, role string, wake <-chan stru
 				continue
 			}
 		case <-wake:
+			idle = false // a turn runs: the ticks renew again
+			if time.Since(renewed) < every {
+				continue
+			}
 		}
 		actx, cancel := context.WithTimeout(ctx, 10*time.Second)
 		st, err := c.client().Attach(actx, id, signals.AttachRequest{ViewerID: c.g.viewerFor(role), Role: role, LeaseSeconds: int(c.g.o.Lease / time.Second)})
 		cancel()
-		if err != nil && ctx.Err() == nil {
-			c.g.o.Logger.Warn("viewer lease renewal failed", "session", id, "err", err)
+		if err != nil {
+			if ctx.Err() == nil {
+				c.g.o.Logger.Warn("viewer lease renewal failed", "session", id, "err", err)
+			}
+			continue
 		}
-		idle = err == nil && st.State == signals.StateIdle && len(st.Queue) == 0
+		renewed = time.Now()
+		idle = st.State == signals.StateIdle && len(st.Queue) == 0
 	}
 }
 
