@@ -345,16 +345,22 @@ func TestAForkStartsWithTheFilesOfItsForkPoint(t *testing.T) {
 	require.Equal(t, "sh: exit 0: gone.txt kept.txt", strings.TrimSpace(strings.ReplaceAll(strings.Join(agentTexts(t, evs, 1), ""), "\n", " ")))
 
 	// An ACP client rewinds the same way: session/fork before turn 2, in a folder of its own
-	// (_meta.tacp.own_workspace), has turn 1's files; a bad value is refused.
+	// (_meta.tacp.own_workspace), has turn 1's files, and the editor's folder, which holds
+	// files of its own, stays as it is; a bad value is refused.
 	p := startACP(t, "--task-queue", queue)
+	editor := projectDir(t)
+	require.NoError(t, os.WriteFile(filepath.Join(editor, "mine.txt"), []byte("mine"), 0o644))
 	fres, err := p.conn.UnstableForkSession(ctx, acp.UnstableForkSessionRequest{
-		SessionId: acp.SessionId(origin), Cwd: editorCwd(), Meta: map[string]any{"tacp": map[string]any{"before_turn": 2, "own_workspace": true}},
+		SessionId: acp.SessionId(origin), Cwd: editor, Meta: map[string]any{"tacp": map[string]any{"before_turn": 2, "own_workspace": true}},
 	})
 	require.NoError(t, err)
 	_, err = p.conn.Prompt(ctx, acp.PromptRequest{SessionId: fres.SessionId, Prompt: []acp.ContentBlock{acp.TextBlock("/sh ls")}})
 	require.NoError(t, err)
 	evs = endedWith(t, string(fres.SessionId), 1, "end_turn")
 	require.Equal(t, "sh: exit 0: gone.txt kept.txt", strings.TrimSpace(strings.ReplaceAll(strings.Join(agentTexts(t, evs, 1), ""), "\n", " ")))
+	entries, err := os.ReadDir(editor)
+	require.NoError(t, err)
+	require.Len(t, entries, 1, "the editor's folder holds only its own file")
 	_, err = p.conn.UnstableForkSession(ctx, acp.UnstableForkSessionRequest{
 		SessionId: acp.SessionId(origin), Cwd: editorCwd(), Meta: map[string]any{"tacp": map[string]any{"own_workspace": "yes"}},
 	})
