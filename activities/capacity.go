@@ -5,7 +5,7 @@ package activities
 // agent slows, and the server's answers with them. So a worker at capacity stops taking
 // turns and they wait, scheduled, in the session queue, where a worker with room takes them
 // (Temporal's own backpressure: a worker polls for a task only with a free slot). The
-// session's status says its turn waits for a worker (signals.Client.Status), and the
+// session's status says its turn waits for a worker (tacpclient.Client.Status), and the
 // tacp_turns_waiting_capacity gauge says how many wait, so an operator knows to add one.
 //
 // The gate counts both kinds of a worker's turns: those of the session queue, through the

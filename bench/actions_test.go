@@ -5,7 +5,7 @@ package bench
 // session cost, and the price that implies at a rate per million actions.
 //
 // What counts as an action is Temporal Cloud's published list, read off each history event
-// by signals.ActionCounter (the rule `starter status --actions` counts by). Besides:
+// by tacpclient.ActionCounter (the rule `starter status --actions` counts by). Besides:
 //
 //   - activity heartbeats that reach the server: not in any history, counted as the worker's
 //     RecordActivityHeartbeat calls (a gRPC interceptor on its client);
@@ -32,6 +32,7 @@ import (
 
 	"github.com/tacp-dev/tacp/internal/testkit/fakemodel"
 	"github.com/tacp-dev/tacp/signals"
+	"github.com/tacp-dev/tacp/tacpclient"
 )
 
 // defaultPricePerM is the price per million actions the table uses unless
@@ -98,7 +99,7 @@ func countEvents(ctx context.Context, a *actionCount, workflowID, runID string, 
 	// runID "" reads the current run of a workflow that does not continue as new.
 	for {
 		next := ""
-		var n signals.ActionCounter
+		var n tacpclient.ActionCounter
 		n.NextRun()
 		it := env.c.GetWorkflowHistory(ctx, workflowID, runID, false, enumspb.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)
 		for it.HasNext() {
@@ -235,7 +236,7 @@ func measureStreamCost(ctx context.Context, t *testing.T, s *tacpSession, g *acp
 // measureIdleCost lets the gateway's session s (its client attached, renewing its viewer
 // lease) and a session nobody watches idle for TACP_BENCH_IDLE_SECONDS and scales what they
 // cost to a day.
-func measureIdleCost(ctx context.Context, t *testing.T, s *tacpSession, sc *signals.Client) *idleCost {
+func measureIdleCost(ctx context.Context, t *testing.T, s *tacpSession, sc *tacpclient.Client) *idleCost {
 	window := time.Duration(envInt(t, "TACP_BENCH_IDLE_SECONDS", 120)) * time.Second
 	alone := &tacpSession{sc: sc, id: "bench-idle-" + signals.NewID()}
 	if _, err := sc.Start(ctx, signals.SessionConfig{SessionID: alone.id}, signals.AttachRequest{}); err != nil {

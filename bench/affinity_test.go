@@ -28,6 +28,7 @@ import (
 
 	"github.com/tacp-dev/tacp/activities"
 	"github.com/tacp-dev/tacp/signals"
+	"github.com/tacp-dev/tacp/tacpclient"
 	"github.com/tacp-dev/tacp/testagent/agent"
 	"github.com/tacp-dev/tacp/worker/tacpworker"
 	"github.com/tacp-dev/tacp/workflows"
@@ -40,7 +41,7 @@ type benchCluster struct {
 	t       testing.TB
 	name    string
 	queue   string
-	sc      *signals.Client
+	sc      *tacpclient.Client
 	starts  string
 	seq     int
 	workers map[string]*tacpworker.Worker // by host queue
@@ -51,7 +52,7 @@ func startBenchCluster(t testing.TB, name string, n int) *benchCluster {
 		t: t, name: name, queue: "tacp-bench-" + name + "-" + signals.NewID()[:8],
 		starts: filepath.Join(env.tmp, name+"-starts"), workers: map[string]*tacpworker.Worker{},
 	}
-	c.sc = signals.NewClient(env.c, c.queue)
+	c.sc = tacpclient.NewClient(env.c, c.queue)
 	// One cleanup for every worker, replacements included, registered before any session's
 	// close: the sessions close while their workers still poll.
 	t.Cleanup(func() {

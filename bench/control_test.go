@@ -40,6 +40,8 @@ import (
 
 	"github.com/tacp-dev/tacp/devserver"
 	"github.com/tacp-dev/tacp/signals"
+	"github.com/tacp-dev/tacp/signals/rejection"
+	"github.com/tacp-dev/tacp/tacpclient"
 	"github.com/tacp-dev/tacp/worker/tacpworker"
 	"github.com/tacp-dev/tacp/workflows"
 )
@@ -66,7 +68,7 @@ type fixture struct {
 	srv         *devserver.Server
 	queries     *queryCounter // the queries every bench worker answers, by workflow id
 	c           client.Client
-	sc          *signals.Client
+	sc          *tacpclient.Client
 	workers     []interface{ Stop() }
 	noop        *noopTarget
 	prompt      *promptTarget
@@ -136,7 +138,7 @@ func setup(ctx context.Context) (*fixture, error) {
 		}
 	}
 	queue := "tacp-bench-" + signals.NewID()[:8]
-	f.sc = signals.NewClient(f.c, queue)
+	f.sc = tacpclient.NewClient(f.c, queue)
 
 	w, err := tacpworker.Start(f.c, tacpworker.Options{
 		TaskQueue:     queue,
@@ -189,7 +191,7 @@ func dialExternal(ctx context.Context, addr string, logger sdklog.Logger, querie
 	if err != nil {
 		return nil, fmt.Errorf("dial TACP_BENCH_ADDRESS=%s: %w", addr, err)
 	}
-	if _, err := signals.EnsureSearchAttributes(ctx, c, ns); err != nil {
+	if _, err := tacpclient.EnsureSearchAttributes(ctx, c, ns); err != nil {
 		c.Close()
 		return nil, err
 	}
@@ -265,7 +267,7 @@ func (f *fixture) closeSession(ctx context.Context, id string) error {
 	ctx, cancel := context.WithTimeout(ctx, opTimeout)
 	defer cancel()
 	if _, err := f.sc.Close(ctx, id, signals.CloseRequest{Reason: "bench"}); err != nil {
-		if rej, ok := signals.AsRejection(err); ok && (rej.Type == signals.RejectSessionClosed || rej.Type == signals.RejectUnknownSession) {
+		if rej, ok := rejection.As(err); ok && (rej.Type == signals.RejectSessionClosed || rej.Type == signals.RejectUnknownSession) {
 			return nil
 		}
 		return fmt.Errorf("close %s: %w", id, err)
@@ -416,7 +418,7 @@ func (t *steerTarget) do(ctx context.Context) error {
 		if err == nil {
 			return fmt.Errorf("steer with stale token %q was accepted: %+v", t.token, res)
 		}
-		if rej, ok := signals.AsRejection(err); !ok || rej.Type != signals.RejectStaleTurn {
+		if rej, ok := rejection.As(err); !ok || rej.Type != signals.RejectStaleTurn {
 			return fmt.Errorf("steer with stale token %q: %w, want rejection %s", t.token, err, signals.RejectStaleTurn)
 		}
 		return nil

@@ -45,6 +45,7 @@ import (
 
 	"github.com/tacp-dev/tacp/internal/testkit/fakemodel"
 	"github.com/tacp-dev/tacp/signals"
+	"github.com/tacp-dev/tacp/tacpclient"
 	"github.com/tacp-dev/tacp/worker/tacpworker"
 )
 
@@ -239,7 +240,7 @@ func measureFirstToken(ctx context.Context, t *testing.T, a fakemodel.Agent, nic
 		t.Fatal(err)
 	}
 	t.Cleanup(w.Stop)
-	sc := signals.NewClient(c, queue)
+	sc := tacpclient.NewClient(c, queue)
 	gws := filepath.Join(dataDir, "workspaces", "gateway")
 	if err := os.MkdirAll(gws, 0o755); err != nil {
 		t.Fatal(err)

@@ -30,6 +30,7 @@ import (
 	acp "github.com/coder/acp-go-sdk"
 
 	"github.com/tacp-dev/tacp/signals"
+	"github.com/tacp-dev/tacp/tacpclient"
 )
 
 // startGateway starts the real `starter acp` (built once) against the bench's server and
@@ -268,7 +269,7 @@ func measureIdleWatch(ctx context.Context, t *testing.T, g *acpPeer, n int, wind
 	caughtUp.Wait()
 	before, start := count(), time.Now()
 	sleepCtx(ctx, window)
-	results = append(results, result{"Watch (signals.Follower), one per session", count() - before, time.Since(start)})
+	results = append(results, result{"Watch (tacpclient.Follower), one per session", count() - before, time.Since(start)})
 	stop()
 	wg.Wait()
 
@@ -283,7 +284,7 @@ func measureIdleWatch(ctx context.Context, t *testing.T, g *acpPeer, n int, wind
 	sleepCtx(ctx, window)
 	results = append(results, result{"starter acp, every session resumed", count() - before, time.Since(start)})
 
-	safety := signals.DefaultSafetyPoll
+	safety := tacpclient.DefaultSafetyPoll
 	fmt.Printf("Idle: %d watched sessions that do nothing, events queries counted by the worker (safety poll %s: %.2f/s for %d sessions)\n",
 		n, safety, float64(n)/safety.Seconds(), n)
 	tw := tabwriter.NewWriter(os.Stdout, 0, 0, 2, ' ', 0)

@@ -10,7 +10,7 @@ package bench
 // started and, past the worker's cap on live agents, evicted again. Then
 // TACP_BENCH_SCALE_TURNS of them (default 50) stream `/chunks N every 20ms stamp` at once
 // (N: TACP_BENCH_SCALE_CHUNKS, default 250), each watched by its own viewer that runs the
-// events query when its session's history grows (signals.Follower; TACP_BENCH_SCALE_POLL_MS
+// events query when its session's history grows (tacpclient.Follower; TACP_BENCH_SCALE_POLL_MS
 // makes the viewers poll on a clock instead, as they did before). A chunk's latency is the
 // time its viewer's query returned it minus the agent's stamp.
 //
@@ -47,12 +47,13 @@ import (
 
 	"github.com/tacp-dev/tacp/activities"
 	"github.com/tacp-dev/tacp/signals"
+	"github.com/tacp-dev/tacp/tacpclient"
 	"github.com/tacp-dev/tacp/worker/tacpworker"
 )
 
 // scalePoll, when set (TACP_BENCH_SCALE_POLL_MS), is how often each viewer of the scale
 // test polls the events query, as viewers did before they woke on history; 0 (the default):
-// each viewer queries when its session's history grows (signals.Follower).
+// each viewer queries when its session's history grows (tacpclient.Follower).
 var scalePoll time.Duration
 
 const (
@@ -62,7 +63,7 @@ const (
 
 // scaleBench is the scale test's worker and its sessions.
 type scaleBench struct {
-	sc     *signals.Client
+	sc     *tacpclient.Client
 	worker *tacpworker.Worker // the in-process worker; nil with worker processes
 	procs  []*workerProc
 	// servers are the Temporal services' processes by name (TACP_BENCH_SERVER_PIDS).
@@ -121,7 +122,7 @@ func (e *errTally) String() string {
 // failed or could not be followed to its end.
 func (b *scaleBench) follow(ctx context.Context, s *scaleSession, turn int64, errs *errTally) (seen []seenChunk, ok bool) {
 	var next <-chan time.Time
-	var fl *signals.Follower
+	var fl *tacpclient.Follower
 	if scalePoll > 0 {
 		tick := time.NewTicker(scalePoll)
 		defer tick.Stop()

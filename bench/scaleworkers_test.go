@@ -24,6 +24,7 @@ import (
 	enumspb "go.temporal.io/api/enums/v1"
 
 	"github.com/tacp-dev/tacp/signals"
+	"github.com/tacp-dev/tacp/tacpclient"
 )
 
 // workerProc is one worker process of the scale test.
@@ -36,7 +37,7 @@ type workerProc struct {
 // startWorkerProcs builds the worker binary and starts n of it on a task queue of their own,
 // each with at most maxAgents live agents and flushRate turn_events signals a second (0: the
 // worker's default); they are stopped when t ends.
-func startWorkerProcs(t testing.TB, name string, n, maxAgents, flushRate int) ([]*workerProc, *signals.Client) {
+func startWorkerProcs(t testing.TB, name string, n, maxAgents, flushRate int) ([]*workerProc, *tacpclient.Client) {
 	bin := filepath.Join(env.tmp, "worker")
 	if _, err := os.Stat(bin); err != nil {
 		build := exec.Command("go", "build", "-o", bin, "github.com/tacp-dev/tacp/worker")
@@ -80,7 +81,7 @@ func startWorkerProcs(t testing.TB, name string, n, maxAgents, flushRate int) ([
 		procs = append(procs, p)
 	}
 	waitPolling(t, queue, procs)
-	return procs, signals.NewClient(env.c, queue)
+	return procs, tacpclient.NewClient(env.c, queue)
 }
 
 // waitPolling returns once every worker of procs polls queue (a poller of its own identity

@@ -9,7 +9,7 @@ package bench
 //     the wall-clock time the agent sent it, so a chunk's latency is the time it was seen
 //     minus its stamp, on one machine's clock. The baseline sees it in its SessionUpdate
 //     callback; tacp's viewer sees it in the events query, which it runs when the session's
-//     history grows (signals.Follower, one per session, as the gateway and the deck have). History timestamps split tacp's latency into its parts.
+//     history grows (tacpclient.Follower, one per session, as the gateway and the deck have). History timestamps split tacp's latency into its parts.
 //   - Warm-turn overhead. A zero-work turn (`/chunks 0`: the agent answers end_turn at
 //     once) on a session whose agent is already running: tacp's Prompt until turn.ended is
 //     visible to the viewer, against the direct session/prompt round trip.
@@ -50,6 +50,7 @@ import (
 
 	"github.com/tacp-dev/tacp/activities"
 	"github.com/tacp-dev/tacp/signals"
+	"github.com/tacp-dev/tacp/tacpclient"
 	"github.com/tacp-dev/tacp/worker/tacpworker"
 )
 
@@ -326,19 +327,19 @@ func stampOf(raw json.RawMessage) (int, time.Time, bool) {
 // tacpSession is a tacp session whose agent is warm, and a viewer that has read its journal
 // up to lastSeq.
 type tacpSession struct {
-	sc       *signals.Client
+	sc       *tacpclient.Client
 	id       string
 	lastSeq  int64
 	lastTurn int64
 	// fl follows the session's history for its viewer from the first prompt on (as a
 	// gateway's or a deck's viewer does, one per session), until close.
-	fl     *signals.Follower
+	fl     *tacpclient.Follower
 	stopFl context.CancelFunc
 }
 
 // newTacpSession starts a session on sc's task queue with one zero-work turn, which starts
 // its agent. close must be called before sc's worker stops.
-func newTacpSession(ctx context.Context, sc *signals.Client) (*tacpSession, error) {
+func newTacpSession(ctx context.Context, sc *tacpclient.Client) (*tacpSession, error) {
 	s := &tacpSession{sc: sc, id: "bench-turn-" + signals.NewID()}
 	if _, err := s.turn(ctx, zeroWork); err != nil {
 		_ = s.close()
@@ -865,7 +866,7 @@ func benchFlush() time.Duration {
 
 // startSlowWorker starts a second tacp worker flushing every slowFlush on its own task
 // queue, stopped when t ends (after sessions registered later have closed).
-func startSlowWorker(t testing.TB) *signals.Client {
+func startSlowWorker(t testing.TB) *tacpclient.Client {
 	_, sc := startBenchWorker(t, "slow", tacpworker.Options{FlushInterval: slowFlush})
 	return sc
 }
@@ -873,7 +874,7 @@ func startSlowWorker(t testing.TB) *signals.Client {
 // startBenchWorker starts another tacp worker in this process on a task queue of its own,
 // with its own data and transcript directories and the testagent binary (unless opts.Agent
 // names another agent), stopped when t ends; opts sets the rest.
-func startBenchWorker(t testing.TB, name string, opts tacpworker.Options) (*tacpworker.Worker, *signals.Client) {
+func startBenchWorker(t testing.TB, name string, opts tacpworker.Options) (*tacpworker.Worker, *tacpclient.Client) {
 	opts.TaskQueue = "tacp-bench-" + name + "-" + signals.NewID()[:8]
 	opts.DataDir = filepath.Join(env.tmp, "data-"+name)
 	if opts.Agent == "" {
@@ -884,7 +885,7 @@ func startBenchWorker(t testing.TB, name string, opts tacpworker.Options) (*tacp
 		t.Fatal(err)
 	}
 	t.Cleanup(w.Stop)
-	return w, signals.NewClient(env.c, opts.TaskQueue)
+	return w, tacpclient.NewClient(env.c, opts.TaskQueue)
 }
 
 // TestTurnTable prints the turn-path figures the README quotes:
@@ -908,7 +909,7 @@ func TestTurnTable(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(d.close)
-	open := func(sc *signals.Client) *tacpSession {
+	open := func(sc *tacpclient.Client) *tacpSession {
 		s, err := newTacpSession(ctx, sc)
 		if err != nil {
 			t.Fatal(err)

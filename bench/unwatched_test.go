@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/tacp-dev/tacp/signals"
+	"github.com/tacp-dev/tacp/tacpclient"
 	"github.com/tacp-dev/tacp/workflows"
 )
 
@@ -19,7 +20,7 @@ import (
 // follows the turn and when nobody does (signals.PromptRequest.Unwatched, `starter prompt
 // --no-wait`): two sessions of the test agent stream the same reply side by side, one chunk
 // every 50 ms for TACP_BENCH_STREAM_SECONDS (60), and each session's actions are read from
-// its history (signals.Client.Actions).
+// its history (tacpclient.Client.Actions).
 //
 //	TACP_BENCH=1 go test ./bench -run TestStreamCostTable -v
 func TestStreamCostTable(t *testing.T) {
@@ -36,7 +37,7 @@ func TestStreamCostTable(t *testing.T) {
 	defer cancel()
 
 	type result struct {
-		a       signals.Actions
+		a       tacpclient.Actions
 		minutes float64
 		err     error
 	}
@@ -101,7 +102,7 @@ func TestPermissionCostTable(t *testing.T) {
 	const rounds = 5
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
-	turn := func(text string, ask bool) signals.Actions {
+	turn := func(text string, ask bool) tacpclient.Actions {
 		id := fmt.Sprintf("bench-permission-%v-%s", ask, signals.NewID()[:8])
 		res, err := env.sc.Prompt(ctx, signals.SessionConfig{SessionID: id, Policy: "ask_always"}, signals.PromptRequest{Text: text})
 		require.NoError(t, err)
@@ -119,7 +120,7 @@ func TestPermissionCostTable(t *testing.T) {
 		require.NoError(t, err)
 		return a
 	}
-	var plain, asked []signals.Actions
+	var plain, asked []tacpclient.Actions
 	for range rounds {
 		plain = append(plain, turn("/chunks 1", false))
 		asked = append(asked, turn("/permission edit", true))
@@ -128,14 +129,14 @@ func TestPermissionCostTable(t *testing.T) {
 	fmt.Printf("| a session's first turn | asks nothing | asks once, answered | the ask |\n|---|---|---|---|\n")
 	for _, r := range []struct {
 		name string
-		of   func(signals.Actions) int64
+		of   func(tacpclient.Actions) int64
 	}{
-		{"signals", func(a signals.Actions) int64 { return a.Signals }},
-		{"updates", func(a signals.Actions) int64 { return a.Updates }},
-		{"timers", func(a signals.Actions) int64 { return a.Timers }},
-		{"activities", func(a signals.Actions) int64 { return a.Activities }},
-		{"upserts, side effects, local activities", func(a signals.Actions) int64 { return a.Other }},
-		{"**actions in history**", func(a signals.Actions) int64 { return a.Total }},
+		{"signals", func(a tacpclient.Actions) int64 { return a.Signals }},
+		{"updates", func(a tacpclient.Actions) int64 { return a.Updates }},
+		{"timers", func(a tacpclient.Actions) int64 { return a.Timers }},
+		{"activities", func(a tacpclient.Actions) int64 { return a.Activities }},
+		{"upserts, side effects, local activities", func(a tacpclient.Actions) int64 { return a.Other }},
+		{"**actions in history**", func(a tacpclient.Actions) int64 { return a.Total }},
 	} {
 		var p, a int64
 		for i := range rounds {
@@ -176,7 +177,7 @@ func TestIdleCostTable(t *testing.T) {
 		return !(ev.TurnID == res.TurnID && signals.IsTerminal(ev.Kind))
 	}))
 	type mark struct {
-		a       signals.Actions
+		a       tacpclient.Actions
 		queries int64
 	}
 	at := func(id string) mark {

@@ -12,6 +12,7 @@ import (
 	"net/http"
 
 	"github.com/tacp-dev/tacp/signals"
+	"github.com/tacp-dev/tacp/signals/rejection"
 )
 
 // person is r's identity as signals names it (Name "" for an unnamed token).
@@ -32,7 +33,7 @@ func (s *Server) allowed(ctx context.Context, r *http.Request, id, need string, 
 	}
 	acc, err := s.c.Access(ctx, id)
 	if err != nil {
-		if rej, ok := signals.AsRejection(err); ok && rej.Type == signals.RejectUnknownSession && create {
+		if rej, ok := rejection.As(err); ok && rej.Type == signals.RejectUnknownSession && create {
 			return nil
 		}
 		return err

@@ -21,6 +21,8 @@ import (
 
 	"github.com/tacp-dev/tacp/checkpoint"
 	"github.com/tacp-dev/tacp/signals"
+	"github.com/tacp-dev/tacp/signals/rejection"
+	"github.com/tacp-dev/tacp/tacpclient"
 )
 
 // callTimeout bounds one call into Temporal: an update answers in well under it, and a
@@ -65,7 +67,7 @@ func RejectionStatus(typ string) int {
 // fail answers err: a rejection with its status and type, anything else as the cluster
 // being unreachable (logged here, not shown: it may name internal addresses).
 func (s *Server) fail(w http.ResponseWriter, r *http.Request, err error) {
-	if rej, ok := signals.AsRejection(err); ok {
+	if rej, ok := rejection.As(err); ok {
 		writeError(w, RejectionStatus(rej.Type), rej.Type, rej.Message, rej.Details)
 		return
 	}
@@ -133,7 +135,7 @@ func intParam(w http.ResponseWriter, r *http.Request, name string, def, lo, hi i
 }
 
 type sessionsResult struct {
-	Sessions []signals.SessionInfo `json:"sessions"`
+	Sessions []tacpclient.SessionInfo `json:"sessions"`
 }
 
 // listSessions lists sessions from visibility: those awaiting approval first (asked for on
@@ -149,7 +151,7 @@ func (s *Server) listSessions(w http.ResponseWriter, r *http.Request, _ string) 
 	// do not fall past the limit behind others'; each row is still checked (sees).
 	who := s.person(r)
 	visible := signals.VisibleWhere(*who, s.sharing)
-	awaiting, err := s.c.ListWhere(ctx, and(signals.AwaitingApprovalWhere, visible), int(limit))
+	awaiting, err := s.c.ListWhere(ctx, and(tacpclient.AwaitingApprovalWhere, visible), int(limit))
 	if err != nil {
 		s.fail(w, r, err)
 		return
@@ -160,8 +162,8 @@ func (s *Server) listSessions(w http.ResponseWriter, r *http.Request, _ string) 
 		return
 	}
 	seen := map[string]bool{}
-	out := []signals.SessionInfo{}
-	for _, l := range [][]signals.SessionInfo{awaiting, all} {
+	out := []tacpclient.SessionInfo{}
+	for _, l := range [][]tacpclient.SessionInfo{awaiting, all} {
 		for _, si := range l {
 			if !seen[si.SessionID] && s.sees(who, si.Access) {
 				seen[si.SessionID] = true
@@ -169,7 +171,7 @@ func (s *Server) listSessions(w http.ResponseWriter, r *http.Request, _ string) 
 			}
 		}
 	}
-	rank := func(si signals.SessionInfo) int {
+	rank := func(si tacpclient.SessionInfo) int {
 		switch {
 		case si.AwaitingApproval && si.Running:
 			return 0
@@ -179,7 +181,7 @@ func (s *Server) listSessions(w http.ResponseWriter, r *http.Request, _ string) 
 			return 2
 		}
 	}
-	slices.SortStableFunc(out, func(a, b signals.SessionInfo) int {
+	slices.SortStableFunc(out, func(a, b tacpclient.SessionInfo) int {
 		return cmp.Or(cmp.Compare(rank(a), rank(b)), b.StartedAt.Compare(a.StartedAt))
 	})
 	writeJSON(w, http.StatusOK, sessionsResult{Sessions: out})
@@ -289,7 +291,7 @@ func (s *Server) steer(w http.ResponseWriter, r *http.Request, _ string) {
 	act(s, w, r, "deck steer", func(ctx context.Context, id string, req steerRequest) (signals.SteerResult, error) {
 		if req.ExpectedTurnID == "" {
 			// No token: steer whatever runs, by the rule every client shares.
-			return s.c.SteerLive(ctx, id, req.Text, signals.SteerLiveOptions{ClientMsgID: req.ClientMsgID})
+			return s.c.SteerLive(ctx, id, req.Text, tacpclient.SteerLiveOptions{ClientMsgID: req.ClientMsgID})
 		}
 		if req.ClientMsgID == "" {
 			req.ClientMsgID = signals.NewID()
@@ -363,7 +365,7 @@ type rewindRequest struct {
 }
 
 // rewind goes back to the end of a turn of the session as a new session of the person's
-// (signals.Client.Rewind, starter rewind): its agent remembers the conversation to that turn
+// (tacpclient.Client.Rewind, starter rewind): its agent remembers the conversation to that turn
 // and its first turn starts with the files the turn left. It needs watch on the session and
 // a controller's token: it reads the session and starts another.
 func (s *Server) rewind(w http.ResponseWriter, r *http.Request, _ string) {

@@ -21,6 +21,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/tacp-dev/tacp/signals"
+	"github.com/tacp-dev/tacp/tacpclient"
 )
 
 // serve sends one request to s from remote ("" leaves httptest's address) and returns the
@@ -63,7 +64,7 @@ func line(t *testing.T, name, role, secret string, groups ...string) string {
 
 func TestIdentityIsTheTokensPersonRoleAndGroups(t *testing.T) {
 	path := writeTokensFile(t, line(t, "alice", "controller", "alice-secret-0123456789", "team", "reviewers"))
-	s, err := New(Options{Client: &signals.Client{}, ObserverTokens: []string{"bob=bob-secret-0123456789"}, TokensFile: path})
+	s, err := New(Options{Client: &tacpclient.Client{}, ObserverTokens: []string{"bob=bob-secret-0123456789"}, TokensFile: path})
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = s.Close() })
 	for tok, want := range map[string]identity{
@@ -93,7 +94,7 @@ func TestIdentityIsTheTokensPersonRoleAndGroups(t *testing.T) {
 // token at all is a signed-out page, answered 401 and not counted.
 func TestWrongTokensFromOneSourceRunIntoTheLimit(t *testing.T) {
 	const burst = 10
-	s, err := New(Options{Client: &signals.Client{}, ControllerTokens: []string{"alice=right-token-0123456789"}, LoginBurst: burst, LoginRate: 1})
+	s, err := New(Options{Client: &tacpclient.Client{}, ControllerTokens: []string{"alice=right-token-0123456789"}, LoginBurst: burst, LoginRate: 1})
 	require.NoError(t, err)
 	const guesser, other = "203.0.113.7:40000", "198.51.100.9:40000"
 
@@ -129,7 +130,7 @@ func TestWrongTokensFromOneSourceRunIntoTheLimit(t *testing.T) {
 // Requests that present no token never count: a signed-out page polling does not lock its
 // address out.
 func TestNoTokenIsNoFailedCredential(t *testing.T) {
-	s, err := New(Options{Client: &signals.Client{}, ControllerTokens: []string{"right-token-0123456789"}, LoginBurst: 2})
+	s, err := New(Options{Client: &tacpclient.Client{}, ControllerTokens: []string{"right-token-0123456789"}, LoginBurst: 2})
 	require.NoError(t, err)
 	for range 50 {
 		require.Equal(t, http.StatusUnauthorized, serve(s, "GET", "/api/whoami", "", "").Code)
@@ -142,7 +143,7 @@ func TestNoTokenIsNoFailedCredential(t *testing.T) {
 // /acp checks its token before the upgrade: a wrong one counts, and a limited source is
 // refused 429 before any WebSocket handshake, its right token included.
 func TestACPUpgradeIsLimitedLikeTheAPI(t *testing.T) {
-	s, err := New(Options{Client: &signals.Client{}, ControllerTokens: []string{"right-token-0123456789"}, LoginBurst: 3, LoginRate: 0.001})
+	s, err := New(Options{Client: &tacpclient.Client{}, ControllerTokens: []string{"right-token-0123456789"}, LoginBurst: 3, LoginRate: 0.001})
 	require.NoError(t, err)
 	const src = "203.0.113.8:1"
 	for range 3 {
@@ -156,7 +157,7 @@ func TestACPUpgradeIsLimitedLikeTheAPI(t *testing.T) {
 // A flood of addresses, each with one wrong token, leaves the limit remembering at most
 // maxSources of them; sources unseen for long are dropped.
 func TestTheLimitsMemoryIsBounded(t *testing.T) {
-	s, err := New(Options{Client: &signals.Client{}, ControllerTokens: []string{"right-token-0123456789"}})
+	s, err := New(Options{Client: &tacpclient.Client{}, ControllerTokens: []string{"right-token-0123456789"}})
 	require.NoError(t, err)
 	for i := range 20_000 {
 		remote := fmt.Sprintf("10.%d.%d.%d:1", i>>16&0xff, i>>8&0xff, i&0xff)

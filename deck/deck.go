@@ -1,6 +1,6 @@
 // Package deck is tacp's web deck: an HTTP server that lets a person follow sessions and act
 // on them from a browser, phone first. It owns the JSON + Server-Sent Events API over
-// signals.Client and the small web app (plain HTML, CSS and JavaScript embedded with embed;
+// tacpclient.Client and the small web app (plain HTML, CSS and JavaScript embedded with embed;
 // no build step). Every state change goes through the same updates as the CLI, so the deck
 // is refused exactly what the CLI is refused.
 //
@@ -44,7 +44,7 @@
 //
 // The streams of one session share one events poller per deck process, with the /acp
 // connections (gateway.Hub): it queries the session's events when its history grows
-// (signals.Follower) and keeps the newest events in a bounded cache, which each stream
+// (tacpclient.Follower) and keeps the newest events in a bounded cache, which each stream
 // reads by seq at its own pace, so a session costs one query per history wake-up however
 // many streams watch it, and a reader that stops reading holds up only itself. A stream
 // whose seq is older than the cache (a page opening on a long journal, a reader fallen
@@ -116,6 +116,7 @@ import (
 	"github.com/tacp-dev/tacp/checkpoint"
 	"github.com/tacp-dev/tacp/gateway"
 	"github.com/tacp-dev/tacp/signals"
+	"github.com/tacp-dev/tacp/tacpclient"
 )
 
 //go:embed web
@@ -127,7 +128,7 @@ const MaxBodyBytes = 2 << 20
 
 // Options configure a Server.
 type Options struct {
-	Client *signals.Client
+	Client *tacpclient.Client
 	// ControllerTokens may read and act (role signals.RoleController); at least one is
 	// required.
 	ControllerTokens []string
@@ -177,7 +178,7 @@ type Options struct {
 
 // Server is the deck: an http.Handler serving the API and the web app.
 type Server struct {
-	c      *signals.Client
+	c      *tacpclient.Client
 	tokens *keyring
 	limits *limiter
 	log    *slog.Logger
@@ -198,7 +199,7 @@ type Server struct {
 // New returns a deck serving o.Client's sessions.
 func New(o Options) (*Server, error) {
 	if o.Client == nil {
-		return nil, errors.New("deck: a signals.Client is required")
+		return nil, errors.New("deck: a tacpclient.Client is required")
 	}
 	toks, err := flagTokens(append(append([]string(nil), o.ControllerTokens...), o.OperatorTokens...), o.ObserverTokens)
 	if err != nil {

@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/tacp-dev/tacp/signals"
+	"github.com/tacp-dev/tacp/tacpclient"
 )
 
 func TestTokensGiveTheirRole(t *testing.T) {
@@ -29,11 +30,11 @@ func TestTokensGiveTheirRole(t *testing.T) {
 // The deck's roles are signals' viewer roles; OperatorTokens, the old name of
 // ControllerTokens, still grants the controller role.
 func TestDeprecatedOperatorTokensAreControllers(t *testing.T) {
-	s, err := New(Options{Client: &signals.Client{}, ControllerTokens: []string{"c"}, OperatorTokens: []string{"old"}})
+	s, err := New(Options{Client: &tacpclient.Client{}, ControllerTokens: []string{"c"}, OperatorTokens: []string{"old"}})
 	require.NoError(t, err)
 	require.Equal(t, signals.RoleController, s.tokens.role("c"))
 	require.Equal(t, signals.RoleController, s.tokens.role("old"))
-	_, err = New(Options{Client: &signals.Client{}, OperatorTokens: []string{"old"}})
+	_, err = New(Options{Client: &tacpclient.Client{}, OperatorTokens: []string{"old"}})
 	require.NoError(t, err, "the old field alone is enough")
 }
 
@@ -78,7 +79,7 @@ func TestDecodeRefusesWhatIsNotOneJSONObjectOfKnownFields(t *testing.T) {
 }
 
 func TestNewServesThePageAndGuardsTheAPI(t *testing.T) {
-	s, err := New(Options{Client: &signals.Client{}, ControllerTokens: []string{"op"}, ObserverTokens: []string{"obs"}})
+	s, err := New(Options{Client: &tacpclient.Client{}, ControllerTokens: []string{"op"}, ObserverTokens: []string{"obs"}})
 	require.NoError(t, err)
 	for _, c := range []struct {
 		method, path, token string
@@ -149,7 +150,7 @@ func TestTokenNames(t *testing.T) {
 // A named token is a person: whoami names them and their answers are recorded under the
 // name; an unnamed token is recorded under its role.
 func TestWhoamiNamesThePerson(t *testing.T) {
-	s, err := New(Options{Client: &signals.Client{}, ControllerTokens: []string{"alice=s3cret", "anon"}, ObserverTokens: []string{"bob=look"}})
+	s, err := New(Options{Client: &tacpclient.Client{}, ControllerTokens: []string{"alice=s3cret", "anon"}, ObserverTokens: []string{"bob=look"}})
 	require.NoError(t, err)
 	for tok, want := range map[string]string{
 		"s3cret": `{"role":"controller","name":"alice","by":"deck:alice"}`,

@@ -5,7 +5,7 @@ package deck
 //
 // The streams of one session share one events poller, the feed of the gateway's hub that
 // also serves the deck's /acp (gateway.Hub): it queries the session's events when its
-// history grows (signals.Follower), not on a clock, and keeps the newest events for its
+// history grows (tacpclient.Follower), not on a clock, and keeps the newest events for its
 // readers. A session costs one query per history wake-up however many pages watch it, and
 // a quiet one no query beyond the safety poll. Each stream reads the feed by seq at its own
 // pace, so a reader that stops reading holds up only itself; one that falls behind the
@@ -24,6 +24,7 @@ import (
 
 	"github.com/tacp-dev/tacp/gateway"
 	"github.com/tacp-dev/tacp/signals"
+	"github.com/tacp-dev/tacp/signals/rejection"
 )
 
 // streamBatch is how many events a stream's own read asks for: a replay of a long journal
@@ -163,7 +164,7 @@ func (s *Server) stream(w http.ResponseWriter, r *http.Request, _ string) {
 			_ = e.send("", "end", endData{Reason: "session closed"})
 			return
 		case covered:
-			if _, gone := signals.AsRejection(sub.Err()); gone {
+			if _, gone := rejection.As(sub.Err()); gone {
 				s.rejected(e, id, sub.Err())
 				return
 			}
@@ -188,7 +189,7 @@ func (s *Server) stream(w http.ResponseWriter, r *http.Request, _ string) {
 		case ctx.Err() != nil:
 			return
 		default:
-			if _, ok := signals.AsRejection(err); ok {
+			if _, ok := rejection.As(err); ok {
 				s.rejected(e, id, err)
 				return
 			}
@@ -231,7 +232,7 @@ func firstAnswer(ctx context.Context, sub *gateway.Subscription) error {
 // rejected ends a stream whose session answers its events query with a rejection (it is
 // gone).
 func (s *Server) rejected(e *sse, id string, err error) {
-	rej, _ := signals.AsRejection(err)
+	rej, _ := rejection.As(err)
 	s.log.Info("deck stream rejected", "session", id, "type", rej.Type)
 	_ = e.send("", "rejected", apiError{Type: rej.Type, Message: rej.Message})
 }

@@ -22,6 +22,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/tacp-dev/tacp/signals"
+	"github.com/tacp-dev/tacp/tacpclient"
 )
 
 func hashOf(secret string) string {
@@ -131,7 +132,7 @@ func watched(t *testing.T, path string, flags ...string) (*Server, *syncBuffer) 
 	t.Helper()
 	logs := &syncBuffer{}
 	s, err := New(Options{
-		Client: &signals.Client{}, ControllerTokens: flags, TokensFile: path, TokensPoll: 20 * time.Millisecond,
+		Client: &tacpclient.Client{}, ControllerTokens: flags, TokensFile: path, TokensPoll: 20 * time.Millisecond,
 		Logger: slog.New(slog.NewTextHandler(logs, nil)), LoginBurst: 1000,
 	})
 	require.NoError(t, err)
@@ -183,7 +184,7 @@ func TestAChangedTokensFileTakesEffectWithinAPoll(t *testing.T) {
 func TestReloadKeepsTheTokensWhenTheFileIsRefused(t *testing.T) {
 	path := writeTokensFile(t, line(t, "alice", "controller", aliceSecret))
 	logs := &syncBuffer{}
-	s, err := New(Options{Client: &signals.Client{}, TokensFile: path, TokensPoll: time.Hour, Logger: slog.New(slog.NewTextHandler(logs, nil))})
+	s, err := New(Options{Client: &tacpclient.Client{}, TokensFile: path, TokensPoll: time.Hour, Logger: slog.New(slog.NewTextHandler(logs, nil))})
 	require.NoError(t, err, "the file's controller is enough")
 	t.Cleanup(func() { _ = s.Close() })
 
@@ -209,17 +210,17 @@ func TestReloadKeepsTheTokensWhenTheFileIsRefused(t *testing.T) {
 
 func TestNewRefusesAFileThatLeavesNoController(t *testing.T) {
 	path := writeTokensFile(t, line(t, "bob", "observer", bobSecret))
-	_, err := New(Options{Client: &signals.Client{}, TokensFile: path})
+	_, err := New(Options{Client: &tacpclient.Client{}, TokensFile: path})
 	var fe *TokensFileError
 	require.ErrorAs(t, err, &fe)
-	_, err = New(Options{Client: &signals.Client{}})
+	_, err = New(Options{Client: &tacpclient.Client{}})
 	require.Error(t, err, "no file and no flag: no controller")
-	s, err := New(Options{Client: &signals.Client{}, ControllerTokens: []string{flagSecret}, TokensFile: path})
+	s, err := New(Options{Client: &tacpclient.Client{}, ControllerTokens: []string{flagSecret}, TokensFile: path})
 	require.NoError(t, err, "a flag's controller is enough")
 	require.NoError(t, s.Close())
-	_, err = New(Options{Client: &signals.Client{}, ControllerTokens: []string{"bob=" + flagSecret}, TokensFile: path})
+	_, err = New(Options{Client: &tacpclient.Client{}, ControllerTokens: []string{"bob=" + flagSecret}, TokensFile: path})
 	require.ErrorAs(t, err, &fe, "bob is named by a flag and by the file")
-	_, err = New(Options{Client: &signals.Client{}, ControllerTokens: []string{flagSecret}, TokensFile: path + ".missing"})
+	_, err = New(Options{Client: &tacpclient.Client{}, ControllerTokens: []string{flagSecret}, TokensFile: path + ".missing"})
 	require.ErrorIs(t, err, os.ErrNotExist)
 }
 
@@ -227,7 +228,7 @@ func TestNewRefusesAFileThatLeavesNoController(t *testing.T) {
 // editor rewrites it (truncated, part written) is not taken for one that lists fewer people.
 func TestTheWatchTakesContentThatHolds(t *testing.T) {
 	path := writeTokensFile(t, line(t, "alice", "controller", aliceSecret)+line(t, "bob", "observer", bobSecret))
-	s, err := New(Options{Client: &signals.Client{}, TokensFile: path, TokensPoll: time.Hour})
+	s, err := New(Options{Client: &tacpclient.Client{}, TokensFile: path, TokensPoll: time.Hour})
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = s.Close() })
 	log := slog.New(slog.DiscardHandler)

@@ -34,7 +34,7 @@ import (
 	uioptions "github.com/temporalio/ui-server/v2/server/server_options"
 
 	"github.com/tacp-dev/tacp/internal/freeport"
-	"github.com/tacp-dev/tacp/signals"
+	"github.com/tacp-dev/tacp/tacpclient"
 )
 
 // Options configure an embedded server. The zero value starts an in-memory server on free
@@ -125,7 +125,7 @@ func Start(ctx context.Context, opts Options) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	nsCfg, err := sqliteschema.NewNamespaceConfig(cfg.ClusterMetadata.CurrentClusterName, opts.Namespace, false, signals.SearchAttributeTypes)
+	nsCfg, err := sqliteschema.NewNamespaceConfig(cfg.ClusterMetadata.CurrentClusterName, opts.Namespace, false, tacpclient.SearchAttributeTypes)
 	if err != nil {
 		return nil, fmt.Errorf("devserver: namespace config: %w", err)
 	}
@@ -218,7 +218,7 @@ func (s *Server) ensureSearchAttributes(ctx context.Context) error {
 		return err
 	}
 	defer c.Close()
-	_, err = signals.EnsureSearchAttributes(ctx, c, s.namespace)
+	_, err = tacpclient.EnsureSearchAttributes(ctx, c, s.namespace)
 	return err
 }
 

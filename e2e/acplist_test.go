@@ -15,6 +15,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/tacp-dev/tacp/signals"
+	"github.com/tacp-dev/tacp/tacpclient"
 )
 
 func TestSessionListPagesFiltersByCwdAndDatesByLastActivity(t *testing.T) {
@@ -82,7 +83,7 @@ func TestSessionListPagesFiltersByCwdAndDatesByLastActivity(t *testing.T) {
 	require.Equal(t, inB, string(gotB[0].SessionId))
 	require.Equal(t, projB, gotB[0].Cwd)
 	// updatedAt is the last activity (the turn's end), not the start.
-	var info signals.SessionInfo
+	var info tacpclient.SessionInfo
 	require.Eventually(t, func() bool {
 		infos, err := sc.List(ctx, 1000)
 		require.NoError(t, err)

@@ -19,6 +19,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/tacp-dev/tacp/signals"
+	"github.com/tacp-dev/tacp/tacpclient"
 	"github.com/tacp-dev/tacp/testagent/agent"
 	"github.com/tacp-dev/tacp/workflows"
 )
@@ -27,7 +28,7 @@ import (
 // sharing the workspace roots and (when shared is set) the test agent's transcripts.
 type affinityCluster struct {
 	queue  string
-	qc     *signals.Client
+	qc     *tacpclient.Client
 	starts string
 	procs  map[string]*exec.Cmd // by host queue
 }
@@ -36,7 +37,7 @@ func startAffinityCluster(t *testing.T, n int, sharedTranscripts bool) *affinity
 	t.Helper()
 	base := t.TempDir()
 	c := &affinityCluster{queue: "tacp-affinity-" + signals.NewID()[:8], starts: filepath.Join(base, "starts"), procs: map[string]*exec.Cmd{}}
-	c.qc = signals.NewClient(tc, c.queue)
+	c.qc = tacpclient.NewClient(tc, c.queue)
 	for i := range n {
 		data := filepath.Join(base, fmt.Sprintf("worker-%d", i))
 		transcripts := filepath.Join(data, "transcripts")

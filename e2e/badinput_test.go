@@ -25,6 +25,7 @@ import (
 	"go.temporal.io/sdk/temporal"
 
 	"github.com/tacp-dev/tacp/signals"
+	"github.com/tacp-dev/tacp/signals/rejection"
 )
 
 // sdkDecode marks a request the SDK refuses before tacp sees it: its payload does not decode
@@ -99,12 +100,12 @@ func checkRefused(t *testing.T, c badCase, err error) {
 	if c.want == sdkDecode {
 		var appErr *temporal.ApplicationError
 		require.True(t, errors.As(err, &appErr), "want an ApplicationError, got %T %v", err, err)
-		_, isRejection := signals.AsRejection(err)
+		_, isRejection := rejection.As(err)
 		require.False(t, isRejection)
 		require.Contains(t, appErr.Error(), c.msg)
 		return
 	}
-	rej, ok := signals.AsRejection(err)
+	rej, ok := rejection.As(err)
 	require.True(t, ok, "want %s, got %T %v", c.want, err, err)
 	require.Equal(t, c.want, rej.Type, "%v", rej)
 	require.NotEmpty(t, rej.Message)

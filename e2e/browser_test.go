@@ -34,6 +34,7 @@ import (
 	"github.com/tacp-dev/tacp/checkpoint"
 	"github.com/tacp-dev/tacp/deck"
 	"github.com/tacp-dev/tacp/signals"
+	"github.com/tacp-dev/tacp/tacpclient"
 	"github.com/tacp-dev/tacp/worker/tacpworker"
 )
 
@@ -804,7 +805,7 @@ func TestBrowserShowsWhatATurnChanged(t *testing.T) {
 	data := t.TempDir()
 	store := checkpoint.DefaultStoreURL(data)
 	extraWorker(t, tc, tacpworker.Options{TaskQueue: queue, DataDir: data, CheckpointStore: store})
-	qc := signals.NewClient(tc, queue)
+	qc := tacpclient.NewClient(tc, queue)
 	id := session(t)
 	res, err := qc.Prompt(ctxFor(t, 30*time.Second), signals.SessionConfig{SessionID: id, Policy: signals.PolicyAllowAll},
 		signals.PromptRequest{Text: "/sh printf 'hello from turn one\\n' > notes.txt", ClientMessageID: signals.NewID()})

@@ -40,6 +40,7 @@ import (
 
 	"github.com/tacp-dev/tacp/devserver"
 	"github.com/tacp-dev/tacp/signals"
+	"github.com/tacp-dev/tacp/tacpclient"
 	"github.com/tacp-dev/tacp/worker/tacpworker"
 	"github.com/tacp-dev/tacp/workflows"
 )
@@ -152,7 +153,7 @@ func TestChaosWorkerKilledMidTurn(t *testing.T) {
 	t.Parallel()
 	kills := chaosKills(t)
 	queue := "tacp-chaos-" + signals.NewID()[:8]
-	qc := signals.NewClient(tc, queue)
+	qc := tacpclient.NewClient(tc, queue)
 	agentEnv := "TACP_E2E_AGENT=" + testAgentCmd("-steering")
 	procs := []*exec.Cmd{startWorkerProcess(t, queue, agentEnv), startWorkerProcess(t, queue, agentEnv)}
 
@@ -272,7 +273,7 @@ func TestChaosWorkerKilledMidTurn(t *testing.T) {
 
 // waitRunningOrSuspended waits until turn is live and steerable (running, or suspended on a
 // permission) with its agent session known.
-func waitRunningOrSuspended(t *testing.T, qc *signals.Client, id string, turn int64) signals.Status {
+func waitRunningOrSuspended(t *testing.T, qc *tacpclient.Client, id string, turn int64) signals.Status {
 	t.Helper()
 	var st signals.Status
 	require.Eventually(t, func() bool {

@@ -19,6 +19,7 @@ import (
 	"github.com/tacp-dev/tacp/codec"
 	"github.com/tacp-dev/tacp/internal/testkit/seaweedfs"
 	"github.com/tacp-dev/tacp/signals"
+	"github.com/tacp-dev/tacp/tacpclient"
 	"github.com/tacp-dev/tacp/worker/tacpworker"
 )
 
@@ -44,7 +45,7 @@ func TestWorkspaceFollowsTheSessionToAnotherWorker(t *testing.T) {
 
 func testWorkspaceFollows(t *testing.T, store string, env []string) {
 	queue := "tacp-checkpoint-" + signals.NewID()[:8]
-	qc := signals.NewClient(tc, queue)
+	qc := tacpclient.NewClient(tc, queue)
 	worker := func() (*os.Process, string) {
 		data := t.TempDir()
 		cmd := startWorkerProcess(t, queue, append([]string{"TACP_E2E_DATA=" + data, "TACP_E2E_CHECKPOINT_STORE=" + store}, env...)...)
@@ -161,7 +162,7 @@ func commitOf(t *testing.T, dir, ref string) string {
 func TestWorkspaceCheckpointFailureDoesNotFailTheTurn(t *testing.T) {
 	t.Parallel()
 	queue := "tacp-checkpoint-fail-" + signals.NewID()[:8]
-	qc := signals.NewClient(tc, queue)
+	qc := tacpclient.NewClient(tc, queue)
 	unreachable := "file://" + filepath.Join(t.TempDir(), "no-such-store.git")
 	first := startWorkerProcess(t, queue, "TACP_E2E_DATA="+t.TempDir(), "TACP_E2E_CHECKPOINT_STORE="+unreachable)
 
@@ -210,7 +211,7 @@ func TestWorkspaceCheckpointFailureDoesNotFailTheTurn(t *testing.T) {
 func TestDeleteWithWorkspaceRemovesItsCheckpoints(t *testing.T) {
 	t.Parallel()
 	queue := "tacp-checkpoint-delete-" + signals.NewID()[:8]
-	qc := signals.NewClient(tc, queue)
+	qc := tacpclient.NewClient(tc, queue)
 	store := filepath.Join(t.TempDir(), "store.git")
 	startWorkerProcess(t, queue, "TACP_E2E_DATA="+t.TempDir(), "TACP_E2E_CHECKPOINT_STORE="+store)
 	id := session(t)
@@ -239,7 +240,7 @@ func sessionRefs(t *testing.T, dir, id string) string {
 func TestAStaleWorkspaceCatchesUpWithTheStore(t *testing.T) {
 	t.Parallel()
 	queue := "tacp-checkpoint-stale-" + signals.NewID()[:8]
-	qc := signals.NewClient(tc, queue)
+	qc := tacpclient.NewClient(tc, queue)
 	store := filepath.Join(t.TempDir(), "store.git")
 	dataA, dataB := t.TempDir(), t.TempDir()
 	env := func(data string) []string {
@@ -291,7 +292,7 @@ func TestAForkStartsWithTheFilesOfItsForkPoint(t *testing.T) {
 	queue := "tacp-forkfiles-" + signals.NewID()[:8]
 	data := t.TempDir()
 	extraWorker(t, tc, tacpworker.Options{TaskQueue: queue, DataDir: data, CheckpointStore: checkpoint.DefaultStoreURL(data)})
-	qc := signals.NewClient(tc, queue)
+	qc := tacpclient.NewClient(tc, queue)
 	ctx := ctxFor(t, 120*time.Second)
 
 	origin := session(t)

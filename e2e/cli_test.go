@@ -14,6 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/tacp-dev/tacp/signals"
+	"github.com/tacp-dev/tacp/tacpclient"
 )
 
 // starter runs the real CLI binary against the test server and returns its stdout, stderr
@@ -183,7 +184,7 @@ func TestCLIStatusCountsTheSessionsActionsFromItsHistory(t *testing.T) {
 
 	out, errOut, code := starter(t, "status", "--session", id, "--actions", "--json")
 	require.Equal(t, 0, code, errOut)
-	var a signals.Actions
+	var a tacpclient.Actions
 	require.NoError(t, json.Unmarshal([]byte(out), &a))
 	require.Equal(t, id, a.SessionID)
 	require.Equal(t, st.Run, a.Runs, "every run is read")

@@ -33,6 +33,7 @@ import (
 	"github.com/tacp-dev/tacp/devserver"
 	"github.com/tacp-dev/tacp/internal/freeport"
 	"github.com/tacp-dev/tacp/signals"
+	"github.com/tacp-dev/tacp/tacpclient"
 	"github.com/tacp-dev/tacp/worker/tacpworker"
 	"github.com/tacp-dev/tacp/workflows"
 )
@@ -125,7 +126,7 @@ func TestEncryptedPayloadsHideTranscriptsFromTheRawHistory(t *testing.T) {
 	wrong, err := srv.NewClient(ctx, client.Options{DataConverter: codec.DataConverter(newKeys(t, "k1"))})
 	require.NoError(t, err)
 	defer wrong.Close()
-	_, err = signals.NewClient(wrong, ec.TaskQueue).Status(ctx, id)
+	_, err = tacpclient.NewClient(wrong, ec.TaskQueue).Status(ctx, id)
 	require.ErrorContains(t, err, "failed to decrypt")
 
 	// Through the codec server (as the Temporal UI uses it) the prompt decodes.
@@ -177,7 +178,7 @@ func uiMetadata(t *testing.T, c client.Client, dc converter.DataConverter, id st
 }
 
 // waitEncrypted waits for turn's terminal event through the codec client.
-func waitEncrypted(t *testing.T, c *signals.Client, id string, turn int64) {
+func waitEncrypted(t *testing.T, c *tacpclient.Client, id string, turn int64) {
 	t.Helper()
 	err := c.Watch(ctxFor(t, 60*time.Second), id, 0, func(ev signals.Event) bool {
 		return !(ev.TurnID == turn && signals.IsTerminal(ev.Kind))
@@ -301,7 +302,7 @@ func containsAll(s string, want []string) bool {
 // whose first turn has ended and whose title is set, both with marker text (XYZZY-PROMPT,
 // XYZZY-TITLE) that nothing unencrypted may show; it returns a confidential client of cc and
 // the session's config, asking policy.
-func confidentialSession(t *testing.T, ctx context.Context, cc client.Client, agent string) (*signals.Client, signals.SessionConfig) {
+func confidentialSession(t *testing.T, ctx context.Context, cc client.Client, agent string) (*tacpclient.Client, signals.SessionConfig) {
 	t.Helper()
 	_, ec := extraWorker(t, cc, tacpworker.Options{Agent: agent, Build: workflows.Build{Confidential: true}})
 	ec.Confidential = true
@@ -309,7 +310,7 @@ func confidentialSession(t *testing.T, ctx context.Context, cc client.Client, ag
 	_, err := ec.Prompt(ctx, cfg, signals.PromptRequest{Text: "/echo\nXYZZY-PROMPT"})
 	require.NoError(t, err)
 	waitEncrypted(t, ec, cfg.SessionID, 1)
-	_, err = signals.Call(ctx, ec, cfg.SessionID, signals.Updates.SetTitle, signals.SetTitleRequest{Title: "XYZZY-TITLE"})
+	_, err = tacpclient.Call(ctx, ec, cfg.SessionID, signals.Updates.SetTitle, signals.SetTitleRequest{Title: "XYZZY-TITLE"})
 	require.NoError(t, err)
 	return ec, cfg
 }

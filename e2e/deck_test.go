@@ -30,6 +30,8 @@ import (
 
 	"github.com/tacp-dev/tacp/deck"
 	"github.com/tacp-dev/tacp/signals"
+	"github.com/tacp-dev/tacp/signals/rejection"
+	"github.com/tacp-dev/tacp/tacpclient"
 )
 
 // testDeck is a deck over the suite's sessions, with one operator and one observer token.
@@ -235,7 +237,7 @@ func TestDeckRejectionsMapToHTTPStatus(t *testing.T) {
 	r = d.call(t, "POST", sessPath(id, "/steer"), op, map[string]any{"text": "other text", "expected_turn_id": "1.1", "client_msg_id": "deck-s1"})
 	require.Equal(t, http.StatusConflict, r.Code)
 	require.Equal(t, signals.RejectClientMsgIDReuse, r.errType(t))
-	// Without a token the deck steers whatever runs (signals.Client.SteerLive): here 1.1.
+	// Without a token the deck steers whatever runs (tacpclient.Client.SteerLive): here 1.1.
 	d.call(t, "POST", sessPath(id, "/steer"), op, map[string]any{"text": "steer whatever runs"}).decode(t, &sr)
 	require.Equal(t, "accepted", sr.Outcome)
 	require.Equal(t, "1.2", sr.NextExpectedTurnID)
@@ -298,7 +300,7 @@ func closeSession(t *testing.T, id string) {
 	require.Eventually(t, func() bool {
 		attempt++
 		_, err = sc.Close(ctxFor(t, 10*time.Second), id, signals.CloseRequest{Reason: "test"})
-		if _, rejected := signals.AsRejection(err); err == nil || rejected {
+		if _, rejected := rejection.As(err); err == nil || rejected {
 			return true
 		}
 		t.Logf("close attempt %d: %v", attempt, err)
@@ -392,7 +394,7 @@ func TestDeckSessionsListAwaitingApprovalFirst(t *testing.T) {
 	turnEnd(t, idle, 1)
 
 	require.Eventually(t, func() bool {
-		var l struct{ Sessions []signals.SessionInfo }
+		var l struct{ Sessions []tacpclient.SessionInfo }
 		d.call(t, "GET", "/api/sessions", d.observer, nil).decode(t, &l)
 		pos := map[string]int{}
 		for i, s := range l.Sessions {
@@ -597,7 +599,7 @@ func TestDeckStarterWebServesWithAGeneratedToken(t *testing.T) {
 	d.call(t, "GET", "/api/whoami", "observer-from-env-1", nil).decode(t, &who)
 	require.Equal(t, signals.RoleObserver, who.Role)
 	require.Equal(t, http.StatusUnauthorized, d.call(t, "GET", "/api/sessions", "", nil).Code)
-	var l struct{ Sessions []signals.SessionInfo }
+	var l struct{ Sessions []tacpclient.SessionInfo }
 	d.call(t, "GET", "/api/sessions", tok, nil).decode(t, &l)
 	require.NotNil(t, l.Sessions)
 }

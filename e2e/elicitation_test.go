@@ -26,6 +26,7 @@ import (
 	"github.com/tacp-dev/tacp/internal/proctree"
 	"github.com/tacp-dev/tacp/internal/testkit/fakemodel"
 	"github.com/tacp-dev/tacp/signals"
+	"github.com/tacp-dev/tacp/tacpclient"
 	"github.com/tacp-dev/tacp/worker/tacpworker"
 )
 
@@ -160,7 +161,7 @@ func TestRealAgentClaudeAsksAPersonAndTheAnswerReachesTheModel(t *testing.T) {
 func TestRealAgentClaudeQuestionSurvivesAWorkerKill(t *testing.T) {
 	w := startRealAgentWorker(t, fakemodel.Claude)
 	queue := "tacp-question-kill-" + signals.NewID()[:8]
-	qc := signals.NewClient(tc, queue)
+	qc := tacpclient.NewClient(tc, queue)
 	first := w.realWorkerProcess(t, queue)
 	id := session(t)
 	_, err := qc.Prompt(ctxFor(t, time.Minute), signals.SessionConfig{SessionID: id}, signals.PromptRequest{Text: "tool: ask Keep going? | yes | no", ClientMessageID: "turn-1"})

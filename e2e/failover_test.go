@@ -23,6 +23,7 @@ import (
 	"github.com/tacp-dev/tacp/internal/proctree"
 	"github.com/tacp-dev/tacp/internal/sandbox"
 	"github.com/tacp-dev/tacp/signals"
+	"github.com/tacp-dev/tacp/tacpclient"
 	"github.com/tacp-dev/tacp/worker/tacpworker"
 	"github.com/tacp-dev/tacp/workflows"
 )
@@ -138,7 +139,7 @@ func startReady(t *testing.T, cmd *exec.Cmd) string {
 func TestWorkerKilledMidTurnRestartsTheTurnOnAnotherWorker(t *testing.T) {
 	t.Parallel()
 	queue := "tacp-failover-" + signals.NewID()[:8]
-	qc := signals.NewClient(tc, queue)
+	qc := tacpclient.NewClient(tc, queue)
 	first := startWorkerProcess(t, queue)
 
 	id := session(t)
@@ -195,7 +196,7 @@ func TestWorkerKilledMidTurnRestartsTheTurnOnAnotherWorker(t *testing.T) {
 func TestAnAdoptedTurnWhoseHostIsKilledRestartsOnAnotherWorker(t *testing.T) {
 	t.Parallel()
 	queue := "tacp-adopt-failover-" + signals.NewID()[:8]
-	qc := signals.NewClient(tc, queue)
+	qc := tacpclient.NewClient(tc, queue)
 	first := startWorkerProcess(t, queue)
 
 	id := session(t)

@@ -1,6 +1,6 @@
 package e2e
 
-// Viewers that wake on history (signals.Follower, issue 18): a viewer long-polls the
+// Viewers that wake on history (tacpclient.Follower, issue 18): a viewer long-polls the
 // session's workflow history and runs the events query only when the history grew. These
 // tests prove the two halves: every event of a stream reaches such a viewer exactly once
 // while the session continues as new several times (with a safety poll too slow to help),
@@ -26,6 +26,7 @@ import (
 	"google.golang.org/grpc"
 
 	"github.com/tacp-dev/tacp/signals"
+	"github.com/tacp-dev/tacp/tacpclient"
 	"github.com/tacp-dev/tacp/worker/tacpworker"
 )
 
@@ -69,7 +70,7 @@ func TestFollowingViewersSeeEveryEventOnceAcrossContinueAsNew(t *testing.T) {
 	// wake-ups brought them.
 	ctx := ctxFor(t, 2*time.Minute)
 	isEnd := func(ev signals.Event) bool { return ev.TurnID == 1 && signals.IsTerminal(ev.Kind) }
-	viewer := &signals.Client{Temporal: tc, TaskQueue: sc.TaskQueue, SafetyPoll: time.Hour}
+	viewer := &tacpclient.Client{Temporal: tc, TaskQueue: sc.TaskQueue, SafetyPoll: time.Hour}
 	var watched seqRecorder
 	watchErr := make(chan error, 1)
 	go func() {
@@ -215,7 +216,7 @@ func TestAnIdleFollowedSessionIsNotQueried(t *testing.T) {
 	})
 	require.NoError(t, err)
 	defer w.Stop()
-	own := signals.NewClient(wc, queue)
+	own := tacpclient.NewClient(wc, queue)
 	cfg := signals.SessionConfig{SessionID: id}
 	_, err = own.Prompt(ctx, cfg, signals.PromptRequest{Text: "/chunks 2", ClientMessageID: signals.NewID()})
 	require.NoError(t, err)
@@ -233,7 +234,7 @@ func TestAnIdleFollowedSessionIsNotQueried(t *testing.T) {
 	}})
 	require.NoError(t, err)
 	defer vc.Close()
-	viewer := &signals.Client{Temporal: vc, TaskQueue: queue, SafetyPoll: safety}
+	viewer := &tacpclient.Client{Temporal: vc, TaskQueue: queue, SafetyPoll: safety}
 	var seen seqRecorder
 	go func() {
 		_ = viewer.Watch(ctx, id, 0, func(ev signals.Event) bool { seen.add(ev); return true })

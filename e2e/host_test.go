@@ -7,12 +7,13 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/tacp-dev/tacp/signals"
+	"github.com/tacp-dev/tacp/tacpclient"
 	"github.com/tacp-dev/tacp/worker/tacpworker"
 )
 
 // auxWorker starts an in-process worker on its own task queue with a short agent idle TTL,
 // room for two live agents, and a short setup bound.
-func auxWorker(t *testing.T) (*tacpworker.Worker, *signals.Client) {
+func auxWorker(t *testing.T) (*tacpworker.Worker, *tacpclient.Client) {
 	t.Helper()
 	return extraWorker(t, tc, tacpworker.Options{AgentIdleTTL: time.Second, MaxAgents: 2, InitTimeout: 2 * time.Second})
 }

@@ -20,17 +20,18 @@ import (
 
 	"github.com/tacp-dev/tacp/internal/proctree"
 	"github.com/tacp-dev/tacp/signals"
+	"github.com/tacp-dev/tacp/tacpclient"
 )
 
 // lifecycleWorker starts a worker process on a queue of its own whose agent has a child,
 // runs /pids in a session and returns the worker, the session's client and id, and the
 // agent's and its child's pids (killed at the end of t, should the test fail).
-func lifecycleWorker(t *testing.T, env ...string) (*exec.Cmd, *signals.Client, string, int, int) {
+func lifecycleWorker(t *testing.T, env ...string) (*exec.Cmd, *tacpclient.Client, string, int, int) {
 	t.Helper()
 	queue := "tacp-lifecycle-" + signals.NewID()[:8]
 	agent := fmt.Sprintf("%s -spawn-child -transcripts %s", testagent, filepath.Join(dataDir, "transcripts"))
 	w := startWorkerProcess(t, queue, append([]string{"TACP_E2E_AGENT=" + agent}, env...)...)
-	qc := signals.NewClient(tc, queue)
+	qc := tacpclient.NewClient(tc, queue)
 	id := session(t)
 	_, err := qc.Prompt(ctxFor(t, 30*time.Second), signals.SessionConfig{SessionID: id}, signals.PromptRequest{Text: "/pids", ClientMessageID: "pids"})
 	require.NoError(t, err)
@@ -92,7 +93,7 @@ func TestWorkerSIGTERMMidTurnShutsDownCleanly(t *testing.T) {
 }
 
 // pidsOf runs /pids as turn n of session id and returns the agent's and its child's pids.
-func pidsOf(t *testing.T, qc *signals.Client, id string, n int64) (int, int) {
+func pidsOf(t *testing.T, qc *tacpclient.Client, id string, n int64) (int, int) {
 	t.Helper()
 	_, err := qc.Prompt(ctxFor(t, 30*time.Second), signals.SessionConfig{SessionID: id}, signals.PromptRequest{Text: "/pids", ClientMessageID: fmt.Sprintf("pids-%d", n)})
 	require.NoError(t, err)

@@ -21,6 +21,7 @@ import (
 	"github.com/tacp-dev/tacp/internal/proctree"
 	"github.com/tacp-dev/tacp/internal/testkit/fakemodel"
 	"github.com/tacp-dev/tacp/signals"
+	"github.com/tacp-dev/tacp/tacpclient"
 )
 
 // limitAgents are the agents whose typed failures say a turn was limited. codex-acp 2.6.0
@@ -71,7 +72,7 @@ func (w *realAgentWorker) limitWorker(t *testing.T, queue, backoff string) int {
 
 func limitKilledDuringWait(t *testing.T, w *realAgentWorker) {
 	queue := "tacp-limits-" + signals.NewID()[:8]
-	qc := signals.NewClient(tc, queue)
+	qc := tacpclient.NewClient(tc, queue)
 	first := w.limitWorker(t, queue, "30s")
 	id := session(t)
 	before := len(w.fm.MainRequests())
@@ -145,7 +146,7 @@ func limitKilledDuringWait(t *testing.T, w *realAgentWorker) {
 
 func limitRetryNow(t *testing.T, w *realAgentWorker) {
 	queue := "tacp-limits-" + signals.NewID()[:8]
-	qc := signals.NewClient(tc, queue)
+	qc := tacpclient.NewClient(tc, queue)
 	w.limitWorker(t, queue, "10m")
 	id := session(t)
 	// A usage limit whose message says when it resets, two minutes (and a bit) ahead.

@@ -24,6 +24,7 @@ import (
 	"github.com/tacp-dev/tacp/devserver"
 	"github.com/tacp-dev/tacp/internal/freeport"
 	"github.com/tacp-dev/tacp/signals"
+	"github.com/tacp-dev/tacp/tacpclient"
 	"github.com/tacp-dev/tacp/testagent/agent"
 	"github.com/tacp-dev/tacp/worker/tacpworker"
 )
@@ -32,7 +33,7 @@ import (
 var (
 	srv        *devserver.Server
 	tc         client.Client
-	sc         *signals.Client
+	sc         *tacpclient.Client
 	binDir     string
 	testagent  string
 	starterBin string
@@ -92,7 +93,7 @@ func runMain(m *testing.M) (code int) {
 		return 1
 	}
 	defer tc.Close()
-	sc = signals.NewClient(tc, signals.DefaultTaskQueue)
+	sc = tacpclient.NewClient(tc, signals.DefaultTaskQueue)
 	// Every test agent of the suite, in this process's workers and in the worker processes
 	// tests start, holds what it is sent to the ACP schema (agent.SchemaLogEnv).
 	// So does every `starter acp` the tests start, for what it sends its editor.
@@ -344,7 +345,7 @@ func testAgentCmd(flags ...string) string {
 // extraWorker starts an in-process worker on a task queue of its own, polling with c, and
 // returns it with a session client on that queue. opts.TaskQueue, DataDir and Agent default
 // to a fresh queue, the suite's data dir and the testagent.
-func extraWorker(t *testing.T, c client.Client, opts tacpworker.Options) (*tacpworker.Worker, *signals.Client) {
+func extraWorker(t *testing.T, c client.Client, opts tacpworker.Options) (*tacpworker.Worker, *tacpclient.Client) {
 	t.Helper()
 	if opts.TaskQueue == "" {
 		opts.TaskQueue = "tacp-extra-" + signals.NewID()[:8]
@@ -361,5 +362,5 @@ func extraWorker(t *testing.T, c client.Client, opts tacpworker.Options) (*tacpw
 	w, err := tacpworker.Start(c, opts)
 	require.NoError(t, err)
 	t.Cleanup(w.Stop)
-	return w, signals.NewClient(c, opts.TaskQueue)
+	return w, tacpclient.NewClient(c, opts.TaskQueue)
 }

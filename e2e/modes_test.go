@@ -20,6 +20,8 @@ import (
 
 	"github.com/tacp-dev/tacp/activities"
 	"github.com/tacp-dev/tacp/signals"
+	"github.com/tacp-dev/tacp/signals/rejection"
+	"github.com/tacp-dev/tacp/tacpclient"
 )
 
 // claudeLike is a testagent that answers initialize as claude-agent-acp does and starts
@@ -31,7 +33,7 @@ func claudeLike(flags ...string) string {
 func TestAnAskingPolicyPutsEveryAgentProcessInItsAskingMode(t *testing.T) {
 	t.Parallel()
 	queue := "tacp-modes-" + signals.NewID()[:8]
-	qc := signals.NewClient(tc, queue)
+	qc := tacpclient.NewClient(tc, queue)
 	roots := "TACP_E2E_ROOTS=" + strings.Join(suiteRoots(), string(filepath.ListSeparator))
 	first := startWorkerProcess(t, queue, "TACP_E2E_AGENT="+claudeLike(), roots)
 	a := startACP(t, "--task-queue", queue)
@@ -104,7 +106,7 @@ func TestAnAskingPolicyPutsEveryAgentProcessInItsAskingMode(t *testing.T) {
 func TestAnAgentThatWillNotAskGetsNoPrompt(t *testing.T) {
 	t.Parallel()
 	queue := "tacp-modes-stuck-" + signals.NewID()[:8]
-	qc := signals.NewClient(tc, queue)
+	qc := tacpclient.NewClient(tc, queue)
 	startWorkerProcess(t, queue, "TACP_E2E_AGENT="+claudeLike("-ignore-set-mode"))
 	id := session(t)
 	ctx := ctxFor(t, 120*time.Second)
@@ -135,7 +137,7 @@ func TestAnAgentThatWillNotAskGetsNoPrompt(t *testing.T) {
 func TestAProfileThatForbidsAllowAllKeepsItsSessionsAsking(t *testing.T) {
 	t.Parallel()
 	queue := "tacp-modes-ceiling-" + signals.NewID()[:8]
-	qc := signals.NewClient(tc, queue)
+	qc := tacpclient.NewClient(tc, queue)
 	no := false
 	profile, err := json.Marshal(activities.Profile{Name: "managed", Command: claudeLike(), AllowAll: &no})
 	require.NoError(t, err)
@@ -156,7 +158,7 @@ func TestAProfileThatForbidsAllowAllKeepsItsSessionsAsking(t *testing.T) {
 	}
 	require.True(t, lowered, "the ceiling's change is journaled")
 	_, err = qc.SetPolicy(ctx, id, signals.SetPolicyRequest{Level: signals.PolicyAllowAll})
-	rej, ok := signals.AsRejection(err)
+	rej, ok := rejection.As(err)
 	require.True(t, ok, "%v", err)
 	require.Equal(t, signals.RejectForbidden, rej.Type)
 }

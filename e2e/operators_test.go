@@ -207,7 +207,7 @@ func TestOperatorsTemporalUIShowsTheSessionsStateAndPendingRequest(t *testing.T)
 }
 
 // TestOperatorsTitleASession: `starter title` sets a session's title through the typed
-// update call (signals.Call with signals.Updates.SetTitle, no client method of its own), status
+// update call (tacpclient.Call with signals.Updates.SetTitle, no client method of its own), status
 // shows it, the journal says who changed what, and a title the session refuses changes
 // nothing.
 func TestOperatorsTitleASession(t *testing.T) {

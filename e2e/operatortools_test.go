@@ -26,6 +26,8 @@ import (
 
 	"github.com/tacp-dev/tacp/internal/proctree"
 	"github.com/tacp-dev/tacp/signals"
+	"github.com/tacp-dev/tacp/signals/rejection"
+	"github.com/tacp-dev/tacp/tacpclient"
 )
 
 // stateListed waits until visibility lists session id with TacpSessionState = state.
@@ -72,7 +74,7 @@ func TestOperatorsCancelClosesTheSessionLikeClose(t *testing.T) {
 		10*time.Second, 50*time.Millisecond, "the cancelled session's agent %d still runs", agentPID)
 
 	_, err = qc.Prompt(ctxFor(t, 30*time.Second), signals.SessionConfig{SessionID: id}, signals.PromptRequest{Text: "/chunks 1"})
-	rej, ok := signals.AsRejection(err)
+	rej, ok := rejection.As(err)
 	require.True(t, ok, "want a rejection, got %v", err)
 	require.Equal(t, signals.RejectSessionClosed, rej.Type)
 	_, errOut, code := starter(t, "prompt", "--task-queue", qc.TaskQueue, "--session", id, "/chunks 1")
@@ -101,7 +103,7 @@ func TestOperatorsMetadataLastsAcrossContinueAsNew(t *testing.T) {
 	id := session(t)
 	cfg := signals.SessionConfig{SessionID: id, MaxRunEvents: 40}
 	turnEnd(t, id, prompt(t, cfg, "/chunks 3").TurnID)
-	_, err := signals.Call(ctxFor(t, 30*time.Second), sc, id, signals.Updates.SetTitle, signals.SetTitleRequest{Title: "parser tests"})
+	_, err := tacpclient.Call(ctxFor(t, 30*time.Second), sc, id, signals.Updates.SetTitle, signals.SetTitleRequest{Title: "parser tests"})
 	require.NoError(t, err)
 	wid := signals.SessionWorkflowID(id)
 	for i := 0; i < 4; i++ {
@@ -301,7 +303,7 @@ func TestOperatorsResetToTheLastTaskLeavesATrueSession(t *testing.T) {
 func TestOperatorsProfilesAskedThriceAreOneRun(t *testing.T) {
 	t.Parallel()
 	queue := "tacp-profiles-once-" + signals.NewID()[:8]
-	qc := signals.NewClient(tc, queue)
+	qc := tacpclient.NewClient(tc, queue)
 	startWorkerProcess(t, queue)
 	for range 3 {
 		ps, err := qc.Profiles(ctxFor(t, 60*time.Second))

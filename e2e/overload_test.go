@@ -18,6 +18,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/tacp-dev/tacp/signals"
+	"github.com/tacp-dev/tacp/tacpclient"
 )
 
 // delayProxy forwards TCP connections to target, holding every chunk of bytes for delay in
@@ -127,7 +128,7 @@ func TestAStarvedWorkerKeepsItsTurn(t *testing.T) {
 	t.Parallel()
 	const chunks = 100
 	queue := "tacp-starved-" + signals.NewID()[:8]
-	qc := signals.NewClient(tc, queue)
+	qc := tacpclient.NewClient(tc, queue)
 	// Every round trip of the worker to the server takes 1.4 s longer than it would:
 	// longer than the SDK's own heartbeat allowed itself before it gave an attempt up.
 	proxy := startDelayProxy(t, srv.HostPort(), 700*time.Millisecond)
@@ -169,7 +170,7 @@ func TestAStarvedWorkerKeepsItsTurn(t *testing.T) {
 func TestAFullWorkerLeavesNewTurnsWaitingInTheQueue(t *testing.T) {
 	t.Parallel()
 	queue := "tacp-full-" + signals.NewID()[:8]
-	qc := signals.NewClient(tc, queue)
+	qc := tacpclient.NewClient(tc, queue)
 	startWorkerProcess(t, queue, "TACP_E2E_MAX_TURNS=1")
 	ctx := ctxFor(t, 2*time.Minute)
 

@@ -18,6 +18,8 @@ import (
 	"github.com/tacp-dev/tacp/deck"
 	"github.com/tacp-dev/tacp/gateway"
 	"github.com/tacp-dev/tacp/signals"
+	"github.com/tacp-dev/tacp/signals/rejection"
+	"github.com/tacp-dev/tacp/tacpclient"
 )
 
 // teamDeck is a deck with three people: alice and bob controllers, carol an observer.
@@ -47,7 +49,7 @@ type may struct{ list, read, prompt bool }
 func (d *teamDeck) tried(t *testing.T, token, id string) may {
 	t.Helper()
 	var m may
-	var list struct{ Sessions []signals.SessionInfo }
+	var list struct{ Sessions []tacpclient.SessionInfo }
 	d.call(t, "GET", "/api/sessions?limit=1000", token, nil).decode(t, &list)
 	for _, s := range list.Sessions {
 		m.list = m.list || s.SessionID == id
@@ -134,10 +136,10 @@ func TestOwnershipSharesLiftOnePersonOrGroup(t *testing.T) {
 	r = d.call(t, "POST", sessPath(other, "/prompt"), d.alice, map[string]any{"text": "/chunks 1", "sharing": "public"})
 	require.Equal(t, http.StatusBadRequest, r.Code, "an unknown sharing rule is refused: %s", r.Body)
 	_, err := sc.Status(ctxFor(t, 10*time.Second), other)
-	rej, ok := signals.AsRejection(err)
+	rej, ok := rejection.As(err)
 	require.True(t, ok && rej.Type == signals.RejectUnknownSession, "a refused prompt starts no session: %v", err)
 
-	var list struct{ Sessions []signals.SessionInfo }
+	var list struct{ Sessions []tacpclient.SessionInfo }
 	d.call(t, "GET", "/api/sessions?limit=1000", d.alice, nil).decode(t, &list)
 	found := false
 	for _, s := range list.Sessions {

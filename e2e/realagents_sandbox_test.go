@@ -26,6 +26,7 @@ import (
 	"github.com/tacp-dev/tacp/internal/sandbox"
 	"github.com/tacp-dev/tacp/internal/testkit/fakemodel"
 	"github.com/tacp-dev/tacp/signals"
+	"github.com/tacp-dev/tacp/tacpclient"
 	"github.com/tacp-dev/tacp/worker/tacpworker"
 )
 
@@ -61,7 +62,7 @@ type realSandboxWorker struct {
 	agent   fakemodel.Agent
 	profile activities.Profile
 	fm      *fakemodel.Server
-	qc      *signals.Client
+	qc      *tacpclient.Client
 	data    string
 }
 
@@ -185,7 +186,7 @@ func TestRealAgentSandboxedFailover(t *testing.T) {
 			env := []string{"TACP_E2E_PROFILE=" + string(js), "TACP_E2E_SANDBOX=on", "TACP_E2E_DATA=" + data,
 				"TACP_E2E_ROOTS=" + filepath.Join(data, "workspaces")}
 			queue := "tacp-real-sandbox-failover-" + signals.NewID()[:8]
-			qc := signals.NewClient(tc, queue)
+			qc := tacpclient.NewClient(tc, queue)
 			first := startWorkerProcess(t, queue, env...)
 			id := session(t)
 			_, err = qc.Prompt(ctxFor(t, time.Minute), signals.SessionConfig{SessionID: id}, signals.PromptRequest{Text: "slow: 60 tick", ClientMessageID: "turn-1"})

@@ -31,6 +31,8 @@ import (
 	"github.com/tacp-dev/tacp/internal/testkit/fakemodel"
 	"github.com/tacp-dev/tacp/internal/testkit/seaweedfs"
 	"github.com/tacp-dev/tacp/signals"
+	"github.com/tacp-dev/tacp/signals/rejection"
+	"github.com/tacp-dev/tacp/tacpclient"
 	"github.com/tacp-dev/tacp/worker/tacpworker"
 )
 
@@ -38,7 +40,7 @@ import (
 type realAgentWorker struct {
 	agent   fakemodel.Agent
 	fm      *fakemodel.Server
-	sc      *signals.Client
+	sc      *tacpclient.Client
 	dataDir string
 	// cmdline is the agent's command line, for worker processes of the same agent; bin and
 	// env the same, for a direct pipe.
@@ -257,7 +259,7 @@ func realModes(t *testing.T, w *realAgentWorker) {
 	require.NoError(t, err)
 	require.Equal(t, w.agent.AskingMode, st.AgentSettings.CurrentModeID)
 	_, err = w.sc.SetMode(ctx, id, signals.SetModeRequest{ModeID: mode})
-	rej, ok := signals.AsRejection(err)
+	rej, ok := rejection.As(err)
 	require.True(t, ok, "%v", err)
 	require.Equal(t, signals.RejectForbidden, rej.Type)
 	require.Contains(t, rej.Message, "allow_all")
@@ -415,7 +417,7 @@ func (w *realAgentWorker) realWorkerProcess(t *testing.T, queue string) *exec.Cm
 
 func realFailover(t *testing.T, w *realAgentWorker) {
 	queue := "tacp-real-failover-" + signals.NewID()[:8]
-	qc := signals.NewClient(tc, queue)
+	qc := tacpclient.NewClient(tc, queue)
 	first := w.realWorkerProcess(t, queue)
 	id := session(t)
 	_, err := qc.Prompt(ctxFor(t, time.Minute), signals.SessionConfig{SessionID: id}, signals.PromptRequest{Text: "slow: 60 tick", ClientMessageID: "turn-1"})
@@ -479,7 +481,7 @@ func realFailover(t *testing.T, w *realAgentWorker) {
 
 func realSIGTERM(t *testing.T, w *realAgentWorker) {
 	queue := "tacp-real-sigterm-" + signals.NewID()[:8]
-	qc := signals.NewClient(tc, queue)
+	qc := tacpclient.NewClient(tc, queue)
 	cmd := exec.Command(os.Args[0], "-test.run=^$")
 	cmd.Env = append(os.Environ(), workerProcessEnv+"="+queue,
 		"TEMPORAL_ADDRESS="+srv.HostPort(), "TEMPORAL_NAMESPACE="+srv.Namespace(),
@@ -555,7 +557,7 @@ func commands(pids []int) string {
 
 // turnEndAcrossFailover waits for turn's terminal event like turnEnd, retrying the events
 // query when it fails: right after a worker is killed, a query routed to its sticky queue
-// can fail (signals.Client.Watch gives up at the first failed query).
+// can fail (tacpclient.Client.Watch gives up at the first failed query).
 func turnEndAcrossFailover(t *testing.T, id string, turn int64) []signals.Event {
 	t.Helper()
 	ctx := ctxFor(t, 3*time.Minute)
@@ -679,7 +681,7 @@ func realFilesFollow(t *testing.T, w *realAgentWorker) {
 	s3 := seaweedfs.Start(t)
 	store := s3.URL("tacp-real", w.agent.Name)
 	queue := "tacp-real-files-" + signals.NewID()[:8]
-	qc := signals.NewClient(tc, queue)
+	qc := tacpclient.NewClient(tc, queue)
 	start := func() (*exec.Cmd, string) {
 		data := t.TempDir()
 		env := append([]string{"TACP_E2E_AGENT=" + w.cmdline, "TACP_E2E_DATA=" + data, "TACP_E2E_CHECKPOINT_STORE=" + store}, s3.Env()...)

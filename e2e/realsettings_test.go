@@ -18,6 +18,7 @@ import (
 
 	"github.com/tacp-dev/tacp/internal/testkit/fakemodel"
 	"github.com/tacp-dev/tacp/signals"
+	"github.com/tacp-dev/tacp/tacpclient"
 )
 
 // modelOf is the model the agent asked for when it answered text (its last main request
@@ -62,7 +63,7 @@ func TestRealAgentClaudeModeAndModelChosenTogetherStand(t *testing.T) {
 	t.Parallel()
 	w := startRealAgentWorker(t, fakemodel.Claude)
 	queue := "tacp-real-settings-" + signals.NewID()[:8]
-	qc := signals.NewClient(tc, queue)
+	qc := tacpclient.NewClient(tc, queue)
 	roots := "TACP_E2E_ROOTS=" + strings.Join([]string{filepath.Join(w.dataDir, "workspaces"), filepath.Join(binDir, "projects")}, string(filepath.ListSeparator))
 	first := startWorkerProcess(t, queue, "TACP_E2E_AGENT="+w.cmdline, "TACP_E2E_DATA="+w.dataDir, roots)
 	ctx := ctxFor(t, 8*time.Minute)

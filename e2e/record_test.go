@@ -16,6 +16,7 @@ import (
 	"google.golang.org/protobuf/encoding/protojson"
 
 	"github.com/tacp-dev/tacp/signals"
+	"github.com/tacp-dev/tacp/tacpclient"
 )
 
 // TestRecordHistories records real histories for workflows/replay_test.go, which replays
@@ -200,7 +201,7 @@ func TestRecordHistoriesPermissionExpiredAndFailover(t *testing.T) {
 	// Failover: the worker process running a streaming turn is killed; the turn's activity
 	// times out on its heartbeat and its retry runs on the other worker (turn.restarted).
 	queue := "tacp-record-" + signals.NewID()[:8]
-	qc := signals.NewClient(tc, queue)
+	qc := tacpclient.NewClient(tc, queue)
 	first := startWorkerProcess(t, queue)
 	id = session(t)
 	cfg = signals.SessionConfig{SessionID: id}
@@ -255,7 +256,7 @@ func TestRecordHistoriesAsyncDelivery(t *testing.T) {
 
 // closeAndRecord closes the session through c, waits for session.closed and writes the
 // session's history to path.
-func closeAndRecord(t *testing.T, c *signals.Client, id string, req signals.CloseRequest, path string) {
+func closeAndRecord(t *testing.T, c *tacpclient.Client, id string, req signals.CloseRequest, path string) {
 	t.Helper()
 	_, err := c.Close(ctxFor(t, 30*time.Second), id, req)
 	require.NoError(t, err)

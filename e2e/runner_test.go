@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/tacp-dev/tacp/signals"
+	"github.com/tacp-dev/tacp/signals/rejection"
 )
 
 // steeringAgent is the testagent advertising and honouring _session/steering.
@@ -22,7 +23,7 @@ func steer(t *testing.T, id, token, text, msgID string) (signals.SteerResult, er
 
 func requireRejection(t *testing.T, err error, typ string) *signals.Rejection {
 	t.Helper()
-	rej, ok := signals.AsRejection(err)
+	rej, ok := rejection.As(err)
 	require.True(t, ok, "want %s, got %v", typ, err)
 	require.Equal(t, typ, rej.Type)
 	return rej

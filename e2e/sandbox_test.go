@@ -22,6 +22,7 @@ import (
 	"github.com/tacp-dev/tacp/activities"
 	"github.com/tacp-dev/tacp/internal/sandbox"
 	"github.com/tacp-dev/tacp/signals"
+	"github.com/tacp-dev/tacp/tacpclient"
 	"github.com/tacp-dev/tacp/testagent/agent"
 	"github.com/tacp-dev/tacp/worker/tacpworker"
 )
@@ -30,7 +31,7 @@ import (
 // dir of its own.
 type sandboxWorker struct {
 	w    *tacpworker.Worker
-	qc   *signals.Client
+	qc   *tacpclient.Client
 	data string
 }
 
@@ -171,7 +172,7 @@ func TestSandboxedWorkerKilledMidTurnTheTurnFinishesOnAnotherSandboxedWorker(t *
 	t.Parallel()
 	data := t.TempDir()
 	queue := "tacp-sandbox-failover-" + signals.NewID()[:8]
-	qc := signals.NewClient(tc, queue)
+	qc := tacpclient.NewClient(tc, queue)
 	profile, err := json.Marshal(sandboxedTestAgent(data))
 	require.NoError(t, err)
 	env := []string{"TACP_E2E_PROFILE=" + string(profile), "TACP_E2E_SANDBOX=on", "TACP_E2E_DATA=" + data}

@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/tacp-dev/tacp/signals"
+	"github.com/tacp-dev/tacp/signals/rejection"
 )
 
 func TestPromptStreamsChunksAndEndsTheTurn(t *testing.T) {
@@ -70,7 +71,7 @@ func TestQueueFullIsRejectedWithoutHistory(t *testing.T) {
 	require.Equal(t, signals.PromptResult{TurnID: 2, Position: 1}, prompt(t, cfg, "queued"))
 	before := withoutAgentUpdates(allEvents(t, id))
 	_, err := sc.Prompt(ctxFor(t, 10*time.Second), cfg, signals.PromptRequest{Text: "one too many", ClientMessageID: signals.NewID()})
-	rej, ok := signals.AsRejection(err)
+	rej, ok := rejection.As(err)
 	require.True(t, ok, "%v", err)
 	require.Equal(t, signals.RejectQueueFull, rej.Type)
 	require.Equal(t, before, withoutAgentUpdates(allEvents(t, id)), "a rejected update writes nothing")
@@ -86,7 +87,7 @@ func TestSteerWhileIdleIsNoLiveTurn(t *testing.T) {
 	prompt(t, signals.SessionConfig{SessionID: id}, "/chunks 1")
 	turnEnd(t, id, 1)
 	_, err := sc.Steer(ctxFor(t, 10*time.Second), id, signals.SteerRequest{Text: "go left", ExpectedTurnID: "1"})
-	rej, ok := signals.AsRejection(err)
+	rej, ok := rejection.As(err)
 	require.True(t, ok, "%v", err)
 	require.Equal(t, signals.RejectNoLiveTurn, rej.Type)
 }
@@ -174,7 +175,7 @@ func TestBadInputIsRejectedClearly(t *testing.T) {
 	id := session(t)
 	check := func(err error, typ string) {
 		t.Helper()
-		rej, ok := signals.AsRejection(err)
+		rej, ok := rejection.As(err)
 		require.True(t, ok, "want %s, got %v", typ, err)
 		require.Equal(t, typ, rej.Type)
 		require.NotEmpty(t, rej.Message)

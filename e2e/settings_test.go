@@ -20,6 +20,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/tacp-dev/tacp/signals"
+	"github.com/tacp-dev/tacp/tacpclient"
 )
 
 // settingsWorker runs a worker process on queue whose default agent offers modes and
@@ -63,7 +64,7 @@ func (p *acpPeer) said(id, text string) string {
 func TestACPSettingsReachTheAgentSurviveAKillAndReachEveryClient(t *testing.T) {
 	t.Parallel()
 	queue := "tacp-settings-" + signals.NewID()[:8]
-	qc := signals.NewClient(tc, queue)
+	qc := tacpclient.NewClient(tc, queue)
 	first := settingsWorker(t, queue)
 	a := startACP(t, "--task-queue", queue)
 	ctx := ctxFor(t, 180*time.Second)
@@ -168,7 +169,7 @@ func TestACPSettingsReachTheAgentSurviveAKillAndReachEveryClient(t *testing.T) {
 func TestACPInitializeAdvertisesTheWorkersAgentAndSetModelIsTheModelOption(t *testing.T) {
 	t.Parallel()
 	queue := "tacp-caps-" + signals.NewID()[:8]
-	qc := signals.NewClient(tc, queue)
+	qc := tacpclient.NewClient(tc, queue)
 	settingsWorker(t, queue)
 	ctx := ctxFor(t, 120*time.Second)
 

@@ -28,6 +28,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/tacp-dev/tacp/signals"
+	"github.com/tacp-dev/tacp/signals/rejection"
 )
 
 type stormSteer struct {
@@ -44,7 +45,7 @@ type stormOutcome struct {
 func stormText(id string) string { return "steer " + id }
 
 // storm sends every steer at once (one goroutine each, released together) and returns the
-// answers. The client holds its updates to one session to signals.MaxInFlightUpdates in
+// answers. The client holds its updates to one session to tacpclient.MaxInFlightUpdates in
 // flight (the server admits 10 per run; past that a burst like this one stalled the
 // session), so the thousand queue in the client, not at the server.
 func storm(t *testing.T, session string, steers []stormSteer) []stormOutcome {
@@ -62,7 +63,7 @@ func storm(t *testing.T, session string, steers []stormSteer) []stormOutcome {
 			res, err := sc.Steer(ctx, session, signals.SteerRequest{Text: stormText(s.id), ExpectedTurnID: s.token, ClientMsgID: s.id})
 			o := stormOutcome{stormSteer: s, res: res, err: err}
 			if err != nil {
-				if rej, ok := signals.AsRejection(err); ok {
+				if rej, ok := rejection.As(err); ok {
 					o.rej, o.err = rej, nil
 				}
 			}

@@ -13,13 +13,14 @@ import (
 
 	"github.com/tacp-dev/tacp/internal/telemetry"
 	"github.com/tacp-dev/tacp/signals"
+	"github.com/tacp-dev/tacp/tacpclient"
 	"github.com/tacp-dev/tacp/worker/tacpworker"
 )
 
 // telemetryWorker starts an in-process worker on its own task queue whose client records
 // into a Prometheus endpoint on a free loopback port, as `worker -metrics.listen` does; it
 // returns the /metrics URL and a client for the queue.
-func telemetryWorker(t *testing.T) (string, *signals.Client) {
+func telemetryWorker(t *testing.T) (string, *tacpclient.Client) {
 	t.Helper()
 	ctx := ctxFor(t, 30*time.Second)
 	tel, err := telemetry.Start(ctx, telemetry.Options{MetricsListen: "127.0.0.1:0"})
@@ -29,7 +30,7 @@ func telemetryWorker(t *testing.T) (string, *signals.Client) {
 	require.NoError(t, err)
 	t.Cleanup(c.Close)
 	_, qc := extraWorker(t, c, tacpworker.Options{})
-	return "http://" + tel.MetricsAddr() + "/metrics", signals.NewClient(tc, qc.TaskQueue)
+	return "http://" + tel.MetricsAddr() + "/metrics", tacpclient.NewClient(tc, qc.TaskQueue)
 }
 
 func scrapeMetrics(t *testing.T, url string) string {

@@ -19,6 +19,7 @@ import (
 	"go.temporal.io/sdk/client"
 
 	"github.com/tacp-dev/tacp/signals"
+	"github.com/tacp-dev/tacp/tacpclient"
 	"github.com/tacp-dev/tacp/worker/tacpworker"
 )
 
@@ -26,7 +27,7 @@ import (
 // sibling sharing the root's prefix), base/outside, and base/ws/escape → base/outside.
 type trustWorker struct {
 	w      *tacpworker.Worker
-	qc     *signals.Client
+	qc     *tacpclient.Client
 	queue  string
 	base   string
 	root   string
@@ -237,7 +238,7 @@ func TestTrustReadsOutsideTheWorkspaceAreAsked(t *testing.T) {
 }
 
 // rawPromptWithStart sends a prompt with Update-with-Start straight through the SDK, with
-// none of signals.Client's checks.
+// none of tacpclient.Client's checks.
 func rawPromptWithStart(t *testing.T, queue string, cfg signals.SessionConfig) error {
 	t.Helper()
 	ctx := ctxFor(t, 30*time.Second)

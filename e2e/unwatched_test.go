@@ -3,14 +3,16 @@ package e2e
 import (
 	"encoding/json"
 	"fmt"
-	enumspb "go.temporal.io/api/enums/v1"
 	"strings"
 	"testing"
 	"time"
 
+	enumspb "go.temporal.io/api/enums/v1"
+
 	"github.com/stretchr/testify/require"
 
 	"github.com/tacp-dev/tacp/signals"
+	"github.com/tacp-dev/tacp/tacpclient"
 )
 
 // A turn prompted as unwatched (PromptRequest.Unwatched, `starter prompt --no-wait`) streams
@@ -20,7 +22,7 @@ import (
 func TestAnUnwatchedTurnStreamsInAFractionOfTheSignals(t *testing.T) {
 	t.Parallel()
 	const script = "/chunks 40 every 50ms"
-	run := func(unwatched bool) (signals.Actions, []signals.Event) {
+	run := func(unwatched bool) (tacpclient.Actions, []signals.Event) {
 		id := fmt.Sprintf("%s-%v", session(t), unwatched)
 		res, err := sc.Prompt(ctxFor(t, 30*time.Second), signals.SessionConfig{SessionID: id},
 			signals.PromptRequest{Text: script, ClientMessageID: signals.NewID(), Unwatched: unwatched})
@@ -31,7 +33,7 @@ func TestAnUnwatchedTurnStreamsInAFractionOfTheSignals(t *testing.T) {
 		return a, evs
 	}
 	type result struct {
-		a   signals.Actions
+		a   tacpclient.Actions
 		evs []signals.Event
 	}
 	done := make(chan result, 1)

@@ -26,6 +26,7 @@ import (
 	"go.temporal.io/api/workflowservice/v1"
 
 	"github.com/tacp-dev/tacp/signals"
+	"github.com/tacp-dev/tacp/tacpclient"
 	"github.com/tacp-dev/tacp/worker/tacpworker"
 	"github.com/tacp-dev/tacp/workflows"
 )
@@ -35,7 +36,7 @@ type versioned struct {
 	t          *testing.T
 	queue      string
 	deployment string
-	c          *signals.Client
+	c          *tacpclient.Client
 	broken     bool
 	builds     map[string]*tacpworker.Worker
 }
@@ -46,7 +47,7 @@ func newVersioned(t *testing.T) *versioned {
 		t: t, queue: fmt.Sprintf("tacp-versioning-%d", u), deployment: fmt.Sprintf("tacp-e2e-%d", u),
 		broken: os.Getenv("TACP_E2E_BREAK_UPGRADE") == "1", builds: map[string]*tacpworker.Worker{},
 	}
-	v.c = signals.NewClient(tc, v.queue)
+	v.c = tacpclient.NewClient(tc, v.queue)
 	t.Cleanup(func() {
 		for _, w := range v.builds {
 			w.Stop()
@@ -224,7 +225,7 @@ type sessionLog struct {
 	turns []int64
 }
 
-func (s *sessionLog) prompt(t *testing.T, c *signals.Client, text string) int64 {
+func (s *sessionLog) prompt(t *testing.T, c *tacpclient.Client, text string) int64 {
 	res, err := c.Prompt(ctxFor(t, 30*time.Second), s.cfg, signals.PromptRequest{Text: text, ClientMessageID: signals.NewID()})
 	require.NoError(t, err)
 	require.False(t, res.Duplicate)

@@ -12,6 +12,8 @@ import (
 	"context"
 
 	"github.com/tacp-dev/tacp/signals"
+	"github.com/tacp-dev/tacp/signals/rejection"
+	"github.com/tacp-dev/tacp/tacpclient"
 )
 
 // sessionRole returns the role the connection's person has on session id: the
@@ -22,7 +24,7 @@ func (c *conn) sessionRole(ctx context.Context, id string) (string, error) {
 		return c.role, nil
 	}
 	acc, err := c.client().Access(ctx, id)
-	if rej, ok := signals.AsRejection(err); ok && rej.Type == signals.RejectUnknownSession {
+	if rej, ok := rejection.As(err); ok && rej.Type == signals.RejectUnknownSession {
 		return c.role, nil
 	}
 	if err != nil {
@@ -72,6 +74,6 @@ func (c *conn) visibleWhere() string {
 }
 
 // listable reports whether a session of s's access is the person's to see.
-func (c *conn) listable(s signals.SessionInfo) bool {
+func (c *conn) listable(s tacpclient.SessionInfo) bool {
 	return c.ident == nil || c.ident.Name == "" || signals.RoleFor(s.Access, *c.ident, c.sharing) != ""
 }

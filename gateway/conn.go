@@ -13,6 +13,8 @@ import (
 	acp "github.com/coder/acp-go-sdk"
 
 	"github.com/tacp-dev/tacp/signals"
+	"github.com/tacp-dev/tacp/signals/rejection"
+	"github.com/tacp-dev/tacp/tacpclient"
 )
 
 type conn struct {
@@ -48,7 +50,7 @@ func newConn(ctx context.Context, g *Gateway, w *lineWriter, observe bool) *conn
 
 func (c *conn) observer() bool { return c.role == signals.RoleObserver }
 
-func (c *conn) client() *signals.Client { return c.g.o.Client }
+func (c *conn) client() *tacpclient.Client { return c.g.o.Client }
 
 // callCtx bounds one call to the session on behalf of a request. It does not end with the
 // request: the SDK cancels a prompt's context when a second prompt or a session/cancel
@@ -145,7 +147,7 @@ func (c *conn) NewSession(ctx context.Context, p acp.NewSessionRequest) (acp.New
 }
 
 // UnstableForkSession answers session/fork: a new durable session whose agent starts from
-// this one's conversation (signals.Client.Fork; _meta.tacp.before_turn takes it before that
+// this one's conversation (tacpclient.Client.Fork; _meta.tacp.before_turn takes it before that
 // turn), attached like session/new's. The origin's agent session is not forked on the
 // agent: tacp carries the conversation from its journal, as it does to any new agent.
 //
@@ -304,7 +306,7 @@ func (c *conn) setMcpServers(ctx context.Context, id string, servers []acp.McpSe
 	_, err = c.client().SetMcpServers(ctx, id, signals.SetMcpServersRequest{McpServers: raw, ViewerID: c.viewer})
 	// Only the policy's refusal fails the load: a closed or unknown session is attach's to
 	// answer (a closed one still replays its journal).
-	if rej, ok := signals.AsRejection(err); ok && rej.Type == signals.RejectInvalidRequest {
+	if rej, ok := rejection.As(err); ok && rej.Type == signals.RejectInvalidRequest {
 		return rpcErr(err)
 	}
 	if err != nil {
@@ -392,7 +394,7 @@ func (c *conn) Cancel(ctx context.Context, p acp.CancelNotification) error {
 		return nil
 	}
 	_, err := c.client().Cancel(cctx, string(p.SessionId), signals.CancelRequest{ViewerID: c.viewer, By: c.answeredBy()})
-	if rej, ok := signals.AsRejection(err); ok && rej.Type == signals.RejectNoLiveTurn {
+	if rej, ok := rejection.As(err); ok && rej.Type == signals.RejectNoLiveTurn {
 		return nil // nothing runs: the cancel has nothing to do
 	}
 	return rpcErr(err)

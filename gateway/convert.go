@@ -12,6 +12,7 @@ import (
 	acp "github.com/coder/acp-go-sdk"
 
 	"github.com/tacp-dev/tacp/signals"
+	"github.com/tacp-dev/tacp/signals/rejection"
 )
 
 // promptText turns an ACP prompt into the text and content of a tacp prompt. Text blocks
@@ -147,14 +148,14 @@ const (
 	codeInternalError = -32603
 )
 
-// rpcErr turns an error from signals.Client into a JSON-RPC error: rejections keep their
+// rpcErr turns an error from tacpclient.Client into a JSON-RPC error: rejections keep their
 // type and details in data, unknown sessions are "resource not found". The reason is in
 // the message too, after the code's name: editors show message, not data.
 func rpcErr(err error) error {
 	if err == nil {
 		return nil
 	}
-	if rej, ok := signals.AsRejection(err); ok {
+	if rej, ok := rejection.As(err); ok {
 		data := map[string]any{"type": rej.Type, "error": rej.Message}
 		if rej.Details != nil {
 			data["details"] = rej.Details

@@ -1,6 +1,6 @@
 // Package gateway is tacp's ACP face (contract §8): an ACP agent over stdio that an editor
 // (Zed, acpx, any ACP client) starts as its agent, and that maps every ACP call onto a
-// durable tacp session through signals.Client.
+// durable tacp session through tacpclient.Client.
 //
 // The ACP session id is the tacp session id. session/new starts a session workflow,
 // session/load replays its journal as session/update notifications and then goes live,
@@ -33,12 +33,13 @@ import (
 	acp "github.com/coder/acp-go-sdk"
 
 	"github.com/tacp-dev/tacp/signals"
+	"github.com/tacp-dev/tacp/tacpclient"
 )
 
 // Options configures a Gateway.
 type Options struct {
 	// Client reaches the sessions.
-	Client *signals.Client
+	Client *tacpclient.Client
 	// Session, when set, is the id session/new uses (creating the session or attaching to
 	// it if it runs), so that an editor that only knows session/new still gets one durable
 	// session. Empty: every session/new starts a new session "acp-<random>".

@@ -3,7 +3,7 @@ package gateway
 // The hub owns live delivery: one poller per session per gateway process, however many
 // connections watch that session. A poller asks the session's events query for what follows
 // the last seq it saw, keeps the newest events in a bounded cache and wakes its subscribers.
-// It queries when the session's history has grown (signals.Follower: a long poll of the
+// It queries when the session's history has grown (tacpclient.Follower: a long poll of the
 // history, which costs no worker task), so a quiet session costs no query beyond the client's
 // safety poll, and a chunk reaches the editor one history wake-up and one query after the
 // session journaled it.
@@ -21,23 +21,25 @@ import (
 	"time"
 
 	"github.com/tacp-dev/tacp/signals"
+	"github.com/tacp-dev/tacp/signals/rejection"
+	"github.com/tacp-dev/tacp/tacpclient"
 )
 
-// eventSource is the part of signals.Client the hub reads.
+// eventSource is the part of tacpclient.Client the hub reads.
 type eventSource interface {
 	Events(ctx context.Context, sessionID string, afterSeq int64, limit int) (signals.EventsResult, error)
 	Follow(ctx context.Context, sessionID string) follower
 }
 
-// follower is the part of signals.Follower the hub uses: when to query.
+// follower is the part of tacpclient.Follower the hub uses: when to query.
 type follower interface {
 	Ready() <-chan struct{}
 	Querying() (done func())
 	Ended() bool
 }
 
-// clientSource is a signals.Client as the hub's eventSource.
-type clientSource struct{ *signals.Client }
+// clientSource is a tacpclient.Client as the hub's eventSource.
+type clientSource struct{ *tacpclient.Client }
 
 func (c clientSource) Follow(ctx context.Context, sessionID string) follower {
 	return c.Client.Follow(ctx, sessionID)
@@ -224,7 +226,7 @@ func (f *feed) pollOnce(ctx context.Context) (more bool, err error) {
 			f.wakeAll() // a subscriber waiting for the first answer has it
 		}
 		f.err = err
-		if _, gone := signals.AsRejection(err); gone {
+		if _, gone := rejection.As(err); gone {
 			f.known = false
 		}
 		return false, err
@@ -330,7 +332,7 @@ func (s *Subscription) Known() bool {
 }
 
 // Err returns the error of the poller's last query, nil after an answer. A rejection
-// (signals.AsRejection) says the session is gone; any other error is the cluster's, and the
+// (rejection.As) says the session is gone; any other error is the cluster's, and the
 // poller tries again.
 func (s *Subscription) Err() error {
 	f := s.s.f

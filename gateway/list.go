@@ -12,7 +12,7 @@ import (
 
 	acp "github.com/coder/acp-go-sdk"
 
-	"github.com/tacp-dev/tacp/signals"
+	"github.com/tacp-dev/tacp/tacpclient"
 )
 
 func (c *conn) ListSessions(ctx context.Context, p acp.ListSessionsRequest) (acp.ListSessionsResponse, error) {
@@ -68,7 +68,7 @@ const (
 // started with (a session without one — the worker's default, a path relative to the
 // worker's roots — has no directory a client can name, and is not listed), updatedAt its
 // last activity. filter, when set, keeps only the sessions whose cwd it is.
-func sessionInfo(s signals.SessionInfo, filter string) (acp.SessionInfo, bool) {
+func sessionInfo(s tacpclient.SessionInfo, filter string) (acp.SessionInfo, bool) {
 	if !filepath.IsAbs(s.Workspace) {
 		return acp.SessionInfo{}, false
 	}

@@ -6,7 +6,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/tacp-dev/tacp/signals"
+	"github.com/tacp-dev/tacp/tacpclient"
 )
 
 func TestSessionInfoShowsTheSessionsOwnCwdAndLastActivity(t *testing.T) {
@@ -26,7 +26,7 @@ func TestSessionInfoShowsTheSessionsOwnCwdAndLastActivity(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			si, ok := sessionInfo(signals.SessionInfo{SessionID: "s", Workspace: tt.workspace, StartedAt: start, LastActivity: tt.last}, tt.filter)
+			si, ok := sessionInfo(tacpclient.SessionInfo{SessionID: "s", Workspace: tt.workspace, StartedAt: start, LastActivity: tt.last}, tt.filter)
 			require.Equal(t, tt.listed, ok)
 			if ok {
 				require.Equal(t, "/work/a", si.Cwd)

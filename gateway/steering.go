@@ -12,6 +12,8 @@ import (
 	acp "github.com/coder/acp-go-sdk"
 
 	"github.com/tacp-dev/tacp/signals"
+	"github.com/tacp-dev/tacp/signals/rejection"
+	"github.com/tacp-dev/tacp/tacpclient"
 )
 
 // HandleExtensionMethod serves the steering extensions.
@@ -26,7 +28,7 @@ func (c *conn) HandleExtensionMethod(ctx context.Context, method string, params 
 }
 
 // steering serves _session/steering {sessionId, prompt}: the text steers the running turn
-// by signals.SteerLive's rule ("injected"), or, when no turn runs, is sent as a prompt
+// by tacpclient.SteerLive's rule ("injected"), or, when no turn runs, is sent as a prompt
 // ("startedNewTurn"), as the agents that serve the extension do.
 func (c *conn) steering(ctx context.Context, params json.RawMessage) (any, error) {
 	var p struct {
@@ -52,8 +54,8 @@ func (c *conn) steering(ctx context.Context, params json.RawMessage) (any, error
 	if err != nil {
 		return nil, err
 	}
-	_, err = c.client().SteerLive(cctx, p.SessionID, text, signals.SteerLiveOptions{ViewerID: c.viewer})
-	rej, _ := signals.AsRejection(err)
+	_, err = c.client().SteerLive(cctx, p.SessionID, text, tacpclient.SteerLiveOptions{ViewerID: c.viewer})
+	rej, _ := rejection.As(err)
 	switch {
 	case err == nil:
 		return map[string]string{"outcome": signals.SteerInjected}, nil
@@ -120,7 +122,7 @@ func (c *conn) tacpSteer(ctx context.Context, params json.RawMessage) (any, erro
 	if err == nil {
 		return tacpSteerResult{Outcome: res.Outcome, Ref: &res.Ref, NextExpectedTurnID: res.NextExpectedTurnID}, nil
 	}
-	rej, ok := signals.AsRejection(err)
+	rej, ok := rejection.As(err)
 	if !ok || rej.Type == signals.RejectUnknownSession {
 		return nil, rpcErr(err)
 	}

@@ -14,6 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/tacp-dev/tacp/signals"
+	"github.com/tacp-dev/tacp/signals/rejection"
 )
 
 // goneJournal answers every query with unknown_session once gone is set.
@@ -140,7 +141,7 @@ func TestSubscriptionCarriesTheRejectionOfAGoneSession(t *testing.T) {
 		t.Fatal("the rejection woke nobody")
 	}
 	require.Eventually(t, func() bool { return s.Err() != nil }, 10*time.Second, time.Millisecond)
-	rej, ok := signals.AsRejection(s.Err())
+	rej, ok := rejection.As(s.Err())
 	require.True(t, ok)
 	require.Equal(t, signals.RejectUnknownSession, rej.Type)
 	require.False(t, s.Known(), "a rejected session is not known")

@@ -27,11 +27,12 @@ import (
 	"time"
 
 	"github.com/tacp-dev/tacp/signals"
+	"github.com/tacp-dev/tacp/tacpclient"
 )
 
-// Sessions is what the follower reads of the sessions (signals.Client has it).
+// Sessions is what the follower reads of the sessions (tacpclient.Client has it).
 type Sessions interface {
-	ListWhere(ctx context.Context, where string, limit int) ([]signals.SessionInfo, error)
+	ListWhere(ctx context.Context, where string, limit int) ([]tacpclient.SessionInfo, error)
 	Status(ctx context.Context, sessionID string) (signals.Status, error)
 	Events(ctx context.Context, sessionID string, afterSeq int64, limit int) (signals.EventsResult, error)
 }
@@ -154,7 +155,7 @@ func (f *Follower) Step(ctx context.Context) error {
 	return nil
 }
 
-func (f *Follower) look(ctx context.Context, info signals.SessionInfo) error {
+func (f *Follower) look(ctx context.Context, info tacpclient.SessionInfo) error {
 	key := fmt.Sprintf("%s/%d/%t", info.State, info.Turn, info.AwaitingApproval)
 	idle := info.State == signals.StateIdle && !info.AwaitingApproval
 	f.mu.Lock()

@@ -1,6 +1,6 @@
 // Package notify tells a person who is not looking that a session needs them: webhooks for
 // permission.requested (and, by choice, turn.ended and turn.failed), run by the deck
-// (`starter web --webhook URL`). A Follower watches the sessions through signals.Client
+// (`starter web --webhook URL`). A Follower watches the sessions through tacpclient.Client
 // and a Webhook delivers each Notification as a signed HTTP POST, at least once, with
 // retries and a bound.
 //

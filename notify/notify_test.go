@@ -15,6 +15,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/tacp-dev/tacp/signals"
+	"github.com/tacp-dev/tacp/tacpclient"
 )
 
 var t0 = time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC)
@@ -158,16 +159,16 @@ func TestWebhookSendNeverBlocksOnAReceiverThatNeverAnswers(t *testing.T) {
 // fakeSessions is a Sessions whose answers the test sets, counting what is read.
 type fakeSessions struct {
 	mu      sync.Mutex
-	infos   []signals.SessionInfo
+	infos   []tacpclient.SessionInfo
 	status  map[string]signals.Status
 	journal map[string][]signals.Event
 	reads   int
 }
 
-func (f *fakeSessions) ListWhere(context.Context, string, int) ([]signals.SessionInfo, error) {
+func (f *fakeSessions) ListWhere(context.Context, string, int) ([]tacpclient.SessionInfo, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	return append([]signals.SessionInfo(nil), f.infos...), nil
+	return append([]tacpclient.SessionInfo(nil), f.infos...), nil
 }
 
 func (f *fakeSessions) Status(_ context.Context, id string) (signals.Status, error) {
@@ -234,7 +235,7 @@ func ids(ns []Notification) []string {
 }
 
 func TestFollowerNotifiesAnAskedRequestOnceAndNotAnAutoDecidedOne(t *testing.T) {
-	src := &fakeSessions{infos: []signals.SessionInfo{{SessionID: "s1", State: signals.StateRunning, Turn: 1, StartedAt: t0}}}
+	src := &fakeSessions{infos: []tacpclient.SessionInfo{{SessionID: "s1", State: signals.StateRunning, Turn: 1, StartedAt: t0}}}
 	src.add("s1", signals.Event{Kind: signals.EventSessionStarted}, signals.Event{Kind: signals.EventTurnStarted, TurnID: 1},
 		requested(1, "auto", "read"), resolved(1, "auto", signals.DecidedByPolicy),
 		requested(1, "asked", "edit"))
@@ -253,7 +254,7 @@ func TestFollowerNotifiesAnAskedRequestOnceAndNotAnAutoDecidedOne(t *testing.T) 
 }
 
 func TestFollowerReadsNothingOfAnIdleSessionUntilItChanges(t *testing.T) {
-	src := &fakeSessions{infos: []signals.SessionInfo{{SessionID: "old", State: signals.StateIdle, Turn: 4, StartedAt: t0.Add(-time.Hour)}}}
+	src := &fakeSessions{infos: []tacpclient.SessionInfo{{SessionID: "old", State: signals.StateIdle, Turn: 4, StartedAt: t0.Add(-time.Hour)}}}
 	src.add("old", ended(4))
 	src.status = map[string]signals.Status{"old": {Journal: signals.JournalRange{FirstSeq: 1, LastSeq: 1}}}
 	f, got := follower(src, "turn.ended")
@@ -275,7 +276,7 @@ func TestFollowerReadsNothingOfAnIdleSessionUntilItChanges(t *testing.T) {
 }
 
 func TestFollowerStartedLateAsksAgainWhatIsStillOpen(t *testing.T) {
-	src := &fakeSessions{infos: []signals.SessionInfo{{SessionID: "s1", State: signals.StateSuspended, Turn: 2, AwaitingApproval: true, StartedAt: t0.Add(-time.Hour)}}}
+	src := &fakeSessions{infos: []tacpclient.SessionInfo{{SessionID: "s1", State: signals.StateSuspended, Turn: 2, AwaitingApproval: true, StartedAt: t0.Add(-time.Hour)}}}
 	src.add("s1", requested(2, "r1", "edit"))
 	src.status = map[string]signals.Status{"s1": {
 		PendingPermissions: []signals.PendingPermission{{RequestID: "r1", TurnID: 2, Title: "t", Kind: "edit", Deadline: t0.Add(time.Hour)}},

@@ -201,8 +201,8 @@ func higherRole(a, b string) string {
 	return ""
 }
 
-// sharedWithAttr is the TacpSharedWith search attribute's value of shares.
-func sharedWithAttr(shares []Share) []string {
+// SharedWithAttr is the TacpSharedWith search attribute's value of shares.
+func SharedWithAttr(shares []Share) []string {
 	out := make([]string, 0, len(shares))
 	for _, s := range shares {
 		out = append(out, s.String())
@@ -210,9 +210,9 @@ func sharedWithAttr(shares []Share) []string {
 	return out
 }
 
-// sharesOf reads the TacpSharedWith search attribute's value back; entries that do not
+// SharesOf reads the TacpSharedWith search attribute's value back; entries that do not
 // parse are left out.
-func sharesOf(v []string) []Share {
+func SharesOf(v []string) []Share {
 	var out []Share
 	for _, e := range v {
 		if s, err := ParseShare(e); err == nil {

@@ -66,5 +66,5 @@ func TestValidateAccessRefusesWhatCannotBeChecked(t *testing.T) {
 	s, err = ParseShare("bob")
 	require.NoError(t, err)
 	require.Equal(t, Share{"bob", RoleObserver}, s)
-	require.Equal(t, []Share{s}, sharesOf(sharedWithAttr([]Share{s})))
+	require.Equal(t, []Share{s}, SharesOf(SharedWithAttr([]Share{s})))
 }

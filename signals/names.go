@@ -1,7 +1,8 @@
 // Package signals is tacp's wire contract (docs/contract.md §2–5): every workflow, update, signal
-// and query name, every request, result and event payload, the rejection types, and a typed
-// client over the Temporal SDK client. It imports no worker code, so any client can depend
-// on it alone.
+// and query name, every request, result and event payload, and the rejection types. It
+// imports only the standard library, so a client in any language reads it as the contract
+// and a Go client imports it without Temporal; the Go client over the Temporal SDK is
+// tacpclient.
 package signals
 
 import (

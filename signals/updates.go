@@ -7,8 +7,6 @@ package signals
 // update is its request and result types, a field here, and one entry in the workflow's
 // table; every client can Call it from then on.
 
-import "context"
-
 // Update is one update of a session: its name, its request type Req and its result type Res.
 // Each is also a signal of the same name and payload (its twin, contract §3).
 type Update[Req, Res any] struct{ Name string }
@@ -46,12 +44,4 @@ var Updates = struct {
 	ElicitationRespond: Update[ElicitationRespondRequest, ElicitationRespondResult]{UpdateElicitationRespond},
 	SetMcpServers:      Update[SetMcpServersRequest, SetMcpServersResult]{UpdateSetMcpServers},
 	SetTitle:           Update[SetTitleRequest, SetTitleResult]{UpdateSetTitle},
-}
-
-// Call sends update u with req to session sessionID and waits for its result. A refused
-// update answers with a *Rejection (AsRejection); a session that does not exist, with
-// RejectUnknownSession.
-func Call[Req, Res any](ctx context.Context, c *Client, sessionID string, u Update[Req, Res], req Req) (Res, error) {
-	var res Res
-	return res, c.update(ctx, sessionID, u.Name, req, &res)
 }

@@ -104,7 +104,7 @@ func mcpRefusal(adm Admission, servers json.RawMessage) string {
 
 // NewProfilesWorkflow returns ProfilesWorkflow bound to a worker's admission: it answers
 // with the agent profiles the worker that runs it offers, so that a client can show them
-// before it creates a session (signals.Client.Profiles). One workflow task, no activity.
+// before it creates a session (tacpclient.Client.Profiles). One workflow task, no activity.
 func NewProfilesWorkflow(adm Admission) func(workflow.Context) ([]signals.ProfileInfo, error) {
 	return func(ctx workflow.Context) ([]signals.ProfileInfo, error) {
 		var offer []signals.ProfileInfo
@@ -118,7 +118,7 @@ func NewProfilesWorkflow(adm Admission) func(workflow.Context) ([]signals.Profil
 			return nil, err
 		}
 		// The run stays open a while, answering the query: the clients that ask meanwhile
-		// start no run of their own (signals.Client.Profiles). A query changes no history, so
+		// start no run of their own (tacpclient.Client.Profiles). A query changes no history, so
 		// it answers what the answering worker offers now (what it learned of its agents
 		// since, too), as the run's first task did.
 		current := func() ([]signals.ProfileInfo, error) {

@@ -123,7 +123,7 @@ func (s *sessionCore) checkRespond(req signals.PermissionRespondRequest) (signal
 func (s *sessionCore) respond(now time.Time, req signals.PermissionRespondRequest) (signals.PermissionRespondResult, error) {
 	res, done, rej := s.checkRespond(req)
 	if rej != nil {
-		return signals.PermissionRespondResult{}, rej.ApplicationError()
+		return signals.PermissionRespondResult{}, rej
 	}
 	if !done {
 		s.resolve(now, s.findPermission(res.RequestID), res, true)

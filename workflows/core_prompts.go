@@ -30,7 +30,7 @@ func (s *sessionCore) checkPrompt(req signals.PromptRequest) *signals.Rejection 
 func (s *sessionCore) prompt(now time.Time, req signals.PromptRequest) (signals.PromptResult, error) {
 	res, rej := s.Queue.Offer(req, s.busy())
 	if rej != nil {
-		return res, rej.ApplicationError()
+		return res, rej
 	}
 	if !res.Duplicate {
 		text, cut := journalText(req.Text)
@@ -64,7 +64,7 @@ func (s *sessionCore) checkSteer(req signals.SteerRequest) *signals.Rejection {
 func (s *sessionCore) steer(now time.Time, req signals.SteerRequest) (signals.SteerResult, error) {
 	res, rej := s.Steer.Accept(req, s.steerChannel())
 	if rej != nil {
-		return res, rej.ApplicationError()
+		return res, rej
 	}
 	s.metric(MetricSteers, map[string]string{"outcome": res.Outcome})
 	if res.Outcome == signals.SteerAccepted {

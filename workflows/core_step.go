@@ -82,7 +82,7 @@ func (OperatorCancelled) isInput()  {}
 func (SessionDataDeleted) isInput() {}
 
 // Step takes one input at now. An update's result is its answer to the client; every other
-// input answers nil. An update's refusal is a *signals.Rejection's ApplicationError.
+// input answers nil. An update's refusal is a *signals.Rejection.
 func (s *sessionCore) Step(now time.Time, in Input) (any, error) {
 	switch in := in.(type) {
 	case UpdateInput:

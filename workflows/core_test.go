@@ -14,6 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/tacp-dev/tacp/signals"
+	"github.com/tacp-dev/tacp/signals/rejection"
 )
 
 // coreEpoch is when every core test starts.
@@ -682,7 +683,7 @@ func TestCore_TheUpdateTableAndTheDrainOrder(t *testing.T) {
 	_, err := r.core.Step(r.now, UpdateInput{Name: "nope"})
 	require.ErrorContains(t, err, `unknown update "nope"`)
 	_, err = r.core.Step(r.now, UpdateInput{Name: signals.UpdateSetTitle, Req: signals.SteerRequest{}})
-	rej, ok := signals.AsRejection(err)
+	rej, ok := rejection.As(err)
 	require.True(t, ok)
 	require.Equal(t, signals.RejectInvalidRequest, rej.Type, "a request of the wrong type is refused, not a panic")
 }

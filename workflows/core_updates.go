@@ -4,7 +4,7 @@ package workflows
 // and their validators (session.go), the signal twins and their place in the drain order
 // (core_signals.go), the scenario files' `update` verb (scenario_test.go) and the names the
 // tests check against signals/; the client's typed calls share each entry's descriptor
-// (signals.Updates, signals.Call). Adding an update is a request and result type and a field
+// (signals.Updates, tacpclient.Call). Adding an update is a request and result type and a field
 // of signals.Updates, and one entry here with its rule and its effect.
 //
 // Each entry says, for its request type:
@@ -200,7 +200,7 @@ func (u *update[Req, Res]) decode(raw json.RawMessage) (any, error) {
 func (u *update[Req, Res]) req(v any) (Req, error) {
 	req, ok := v.(Req)
 	if !ok {
-		return req, signals.Reject(signals.RejectInvalidRequest, "%s: want a %T, not a %T", u.def.Name, req, v).ApplicationError()
+		return req, signals.Reject(signals.RejectInvalidRequest, "%s: want a %T, not a %T", u.def.Name, req, v)
 	}
 	return req, nil
 }
@@ -218,11 +218,11 @@ func (u *update[Req, Res]) validate(s *sessionCore, v any) (Ask, error) {
 		return Ask{}, err
 	}
 	if rej := u.checked(s, req); rej != nil {
-		return Ask{}, rej.ApplicationError()
+		return Ask{}, rej
 	}
 	if u.strict != nil {
 		if rej := u.strict(req); rej != nil {
-			return Ask{}, rej.ApplicationError()
+			return Ask{}, rej
 		}
 	}
 	if u.ask == nil {
@@ -238,7 +238,7 @@ func (u *update[Req, Res]) apply(s *sessionCore, now time.Time, v any) (any, err
 	}
 	if rej := u.checked(s, req); rej != nil {
 		var zero Res
-		return zero, rej.ApplicationError()
+		return zero, rej
 	}
 	return u.effect(s, now, req)
 }

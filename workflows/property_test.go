@@ -14,6 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/tacp-dev/tacp/signals"
+	"github.com/tacp-dev/tacp/signals/rejection"
 )
 
 // A property test of the session shell: random sequences of client updates, turn-runner
@@ -645,7 +646,7 @@ func (r *propRunner) crossCheck(st signals.Status, v journalView) {
 // --- applying an op ---
 
 func rejectionOf(err error) string {
-	if rej, ok := signals.AsRejection(err); ok {
+	if rej, ok := rejection.As(err); ok {
 		return rej.Type
 	}
 	return "error: " + err.Error()

@@ -123,7 +123,7 @@ func (s *sessionCore) checkElicitationRespond(req signals.ElicitationRespondRequ
 func (s *sessionCore) elicitationRespond(now time.Time, req signals.ElicitationRespondRequest) (signals.ElicitationRespondResult, error) {
 	res, done, rej := s.checkElicitationRespond(req)
 	if rej != nil {
-		return signals.ElicitationRespondResult{}, rej.ApplicationError()
+		return signals.ElicitationRespondResult{}, rej
 	}
 	if !done {
 		s.resolveElicitation(now, s.findElicitation(res.RequestID), res, true)

@@ -46,6 +46,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/tacp-dev/tacp/signals"
+	"github.com/tacp-dev/tacp/signals/rejection"
 )
 
 var rewrite = flag.Bool("rewrite", false, "rewrite the expected outputs of testdata/scenarios")
@@ -150,7 +151,7 @@ func (r *coreRig) scenarioStep(input string) string {
 		if st, ok := res.(signals.Status); ok {
 			res = st.State // attach answers with status: the state says enough
 		}
-		if rej, ok := signals.AsRejection(err); ok {
+		if rej, ok := rejection.As(err); ok {
 			fmt.Fprintf(&out, "rejected %s\n", rej.Type)
 		} else {
 			require.NoError(r.t, err)

@@ -23,6 +23,7 @@ import (
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/tacp-dev/tacp/signals"
+	"github.com/tacp-dev/tacp/signals/rejection"
 )
 
 // session is one run of SessionWorkflow: the core and what only the workflow runtime holds.
@@ -71,12 +72,12 @@ func sessionWorkflow(ctx workflow.Context, in sessionInput, adm Admission, build
 		}
 	}
 	if err != nil {
-		// signals.Client refuses such a config before it starts anything; a client that did
+		// tacpclient.Client refuses such a config before it starts anything; a client that did
 		// not check gets the reason for its first prompt instead of "unknown update".
 		rej := signals.Reject(signals.RejectInvalidRequest, "invalid session config: %v", err)
-		refuse := func(workflow.Context, json.RawMessage) (struct{}, error) { return struct{}{}, rej.ApplicationError() }
-		validate := func(workflow.Context, json.RawMessage) error { return rej.ApplicationError() }
-		// The updates a session can be started with (signals.Client's Prompt and Start).
+		refuse := func(workflow.Context, json.RawMessage) (struct{}, error) { return struct{}{}, rejection.Error(rej) }
+		validate := func(workflow.Context, json.RawMessage) error { return rejection.Error(rej) }
+		// The updates a session can be started with (tacpclient.Client's Prompt and Start).
 		for _, name := range []string{signals.UpdatePrompt, signals.UpdateAttach, signals.UpdateDetach} {
 			_ = workflow.SetUpdateHandlerWithOptions(ctx, name, refuse, workflow.UpdateHandlerOptions{Validator: validate, Description: updateDescriptions[name]})
 		}
@@ -109,22 +110,33 @@ func (u *update[Req, Res]) register(ctx workflow.Context, s *session) error {
 		if st, ok := any(&out).(*signals.Status); ok && err == nil {
 			st.HistoryLength = workflow.GetInfo(ctx).GetCurrentHistoryLength() // attach answers with status
 		}
-		return out, err
+		return out, updateError(err)
 	}
 	var validator any // none for an update with no rule (detach, close)
 	if u.check != nil || u.strict != nil || u.ask != nil {
 		validator = func(_ workflow.Context, req Req) error {
 			ask, err := s.core.Validate(u.def.Name, req)
 			if err != nil {
-				return err
+				return updateError(err)
 			}
 			if msg := s.answer(ask); msg != "" {
-				return signals.Reject(signals.RejectInvalidRequest, "%s", msg).ApplicationError()
+				return rejection.Error(signals.Reject(signals.RejectInvalidRequest, "%s", msg))
 			}
 			return nil
 		}
 	}
 	return workflow.SetUpdateHandlerWithOptions(ctx, u.def.Name, handler, workflow.UpdateHandlerOptions{Validator: validator, Description: updateDescriptions[u.def.Name]})
+}
+
+// updateError is the error an update's handler or validator returns for the core's err: a
+// *signals.Rejection travels as its ApplicationError (signals/rejection), which the client
+// reads back as the same rejection; any other error as it is.
+func updateError(err error) error {
+	var rej *signals.Rejection
+	if errors.As(err, &rej) {
+		return rejection.Error(rej)
+	}
+	return err
 }
 
 // answer is the worker's answer to what the core asks of it: a refusal's message, "" when

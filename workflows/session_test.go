@@ -14,6 +14,7 @@ import (
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/tacp-dev/tacp/signals"
+	"github.com/tacp-dev/tacp/signals/rejection"
 )
 
 // The session shell under the SDK's test environment, with its turns as TurnWorkflow
@@ -137,7 +138,7 @@ func chunk(text string) json.RawMessage {
 
 func rejectionType(t *testing.T, err error) string {
 	t.Helper()
-	rej, ok := signals.AsRejection(err)
+	rej, ok := rejection.As(err)
 	require.True(t, ok, "want a rejection, got %v", err)
 	return rej.Type
 }
@@ -243,7 +244,7 @@ func TestSession_SteeringOffIsNoSteerChannel(t *testing.T) {
 	h.step(func() { h.prompt("work", "m1", func(signals.PromptResult, error) {}) })
 	h.step(func() {
 		h.update(signals.UpdateSteer, signals.SteerRequest{Text: "x", ExpectedTurnID: "0"}, func(_ any, err error) {
-			rej, _ := signals.AsRejection(err)
+			rej, _ := rejection.As(err)
 			require.Equal(t, signals.RejectStaleTurn, rej.Type)
 			require.Equal(t, signals.StaleTurnDetails{Expected: "0", Actual: "1"}, rej.Details)
 		})

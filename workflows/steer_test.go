@@ -15,6 +15,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/tacp-dev/tacp/signals"
+	"github.com/tacp-dev/tacp/signals/rejection"
 )
 
 // steerReq builds a steer request.
@@ -200,7 +201,7 @@ func TestSteer_Rule3_StaleTurnCarriesExpectedAndActual(t *testing.T) {
 			require.True(t, reflect.DeepEqual(before, *s), "a rejection changed the state")
 
 			// The details reach the client through the validator's ApplicationError.
-			back, ok := signals.AsRejection(rej.ApplicationError())
+			back, ok := rejection.As(rejection.Error(rej))
 			require.True(t, ok)
 			require.Equal(t, signals.RejectStaleTurn, back.Type)
 			require.Equal(t, signals.StaleTurnDetails{Expected: tt.expected, Actual: tt.actual}, back.Details)

@@ -21,6 +21,7 @@ import (
 	"google.golang.org/protobuf/types/known/durationpb"
 
 	"github.com/tacp-dev/tacp/signals"
+	"github.com/tacp-dev/tacp/tacpclient"
 )
 
 // register registers the namespace and tacp's search attributes, then waits until a
@@ -57,7 +58,7 @@ func (st *State) register(ctx context.Context) error {
 	}
 	defer c.Close()
 	for {
-		_, err = signals.EnsureSearchAttributes(ctx, c, namespace)
+		_, err = tacpclient.EnsureSearchAttributes(ctx, c, namespace)
 		if err == nil {
 			break
 		}

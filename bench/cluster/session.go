@@ -13,11 +13,13 @@ import (
 	"go.temporal.io/sdk/client"
 
 	"github.com/tacp-dev/tacp/signals"
+	"github.com/tacp-dev/tacp/signals/rejection"
+	"github.com/tacp-dev/tacp/tacpclient"
 )
 
 // session is the chaos session and what its client has seen and been told.
 type session struct {
-	sc  *signals.Client
+	sc  *tacpclient.Client
 	cfg signals.SessionConfig
 
 	mu       sync.Mutex
@@ -27,7 +29,7 @@ type session struct {
 }
 
 func newSession(c client.Client, queue, id string) *session {
-	return &session{sc: signals.NewClient(c, queue), cfg: signals.SessionConfig{SessionID: id}, acked: map[string]int64{}, chunksOf: map[int64]int{}}
+	return &session{sc: tacpclient.NewClient(c, queue), cfg: signals.SessionConfig{SessionID: id}, acked: map[string]int64{}, chunksOf: map[int64]int{}}
 }
 
 // prompt sends text until it is acknowledged or ctx ends, with the same client_message_id
@@ -48,7 +50,7 @@ func (s *session) prompt(ctx context.Context, text string) (signals.PromptResult
 			s.mu.Unlock()
 			return res, nil
 		}
-		if rej, ok := signals.AsRejection(err); ok {
+		if rej, ok := rejection.As(err); ok {
 			return res, fmt.Errorf("prompt %q rejected: %v", text, rej)
 		}
 		if serr := sleepCtx(ctx, 100*time.Millisecond); serr != nil {

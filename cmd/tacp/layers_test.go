@@ -18,7 +18,9 @@ const module = "github.com/tacp-dev/tacp"
 var layers = [][]string{
 	{"signals", "codec", "internal/datadir", "internal/flagenv", "internal/freeport", "internal/logging",
 		"internal/proctree", "internal/sandbox", "internal/telemetry", "internal/wsline", "testagent/acpschema", "testagent/mcpask"},
-	{"checkpoint", "internal/dial", "internal/transcript", "workflows", "notify", "gateway", "remote", "testagent/agent"},
+	{"signals/rejection"},
+	{"checkpoint", "internal/dial", "workflows", "tacpclient", "testagent/agent"},
+	{"internal/transcript", "notify", "gateway", "remote"},
 	{"activities", "deck", "internal/selfagent", "devserver"},
 	{"starter/cli", "worker/tacpworker"},
 	{"worker/workercmd", "demo/democmd"},
@@ -70,4 +72,14 @@ func TestNoPackageImportsOneAboveIt(t *testing.T) {
 			}
 		}
 	}
+}
+
+// The wire contract is what a client in any language reads and a Go client imports: the
+// payload types, names and rules of signals import only the standard library, so that no
+// one who wants them pulls in Temporal. The Temporal client lives in tacpclient, and a
+// rejection meets the SDK in signals/rejection.
+func TestTheWireContractImportsOnlyTheStandardLibrary(t *testing.T) {
+	out, err := exec.Command("go", "list", "-deps", "-f", `{{if not .Standard}}{{.ImportPath}}{{end}}`, module+"/signals").Output()
+	require.NoError(t, err)
+	require.Equal(t, []string{module + "/signals"}, strings.Fields(string(out)), "signals and the packages it needs beyond the standard library")
 }

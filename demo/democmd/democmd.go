@@ -26,6 +26,8 @@ import (
 	"github.com/tacp-dev/tacp/internal/flagenv"
 	"github.com/tacp-dev/tacp/internal/transcript"
 	"github.com/tacp-dev/tacp/signals"
+	"github.com/tacp-dev/tacp/signals/rejection"
+	"github.com/tacp-dev/tacp/tacpclient"
 	"github.com/tacp-dev/tacp/worker/tacpworker"
 )
 
@@ -90,7 +92,7 @@ type options struct {
 type demo struct {
 	out     io.Writer
 	session string
-	c       *signals.Client
+	c       *tacpclient.Client
 }
 
 func (d *demo) step(format string, args ...any) { fmt.Fprintf(d.out, "\n== "+format+"\n", args...) }
@@ -111,7 +113,7 @@ func (d *demo) run(ctx context.Context, o options) error {
 		return err
 	}
 	defer tc.Close()
-	d.c = signals.NewClient(tc, o.queue)
+	d.c = tacpclient.NewClient(tc, o.queue)
 	// The demo is its own worker's operator: --agent is the command of its default profile.
 	w, err := tacpworker.Start(tc, tacpworker.Options{TaskQueue: o.queue, Agent: o.agent, DataDir: o.data, Logger: slog.New(slog.DiscardHandler)})
 	if err != nil {
@@ -153,7 +155,7 @@ func (d *demo) run(ctx context.Context, o options) error {
 	for _, token := range []string{"1", st.SteerToken} {
 		fmt.Fprintf(d.out, "steer expecting turn %s: ", token)
 		sr, err := d.c.Steer(ctx, d.session, signals.SteerRequest{Text: "focus on the tests", ExpectedTurnID: token, ClientMsgID: signals.NewID()})
-		if rej, ok := signals.AsRejection(err); ok {
+		if rej, ok := rejection.As(err); ok {
 			fmt.Fprintf(d.out, "rejected %s (%s)\n", rej.Type, rej.Message)
 		} else if err != nil {
 			return err

@@ -6,13 +6,14 @@ import (
 	"context"
 
 	"github.com/tacp-dev/tacp/signals"
+	"github.com/tacp-dev/tacp/tacpclient"
 )
 
 // Page calls each with every retained event of the session after seq after, in order,
 // paging through the events query up to the journal's end. When retention trimmed events
 // the caller has not seen, gap is called first with the seq asked after and the first one
 // retained.
-func Page(ctx context.Context, c *signals.Client, sessionID string, after int64, gap func(after, firstRetained int64), each func(signals.Event)) error {
+func Page(ctx context.Context, c *tacpclient.Client, sessionID string, after int64, gap func(after, firstRetained int64), each func(signals.Event)) error {
 	for {
 		res, err := c.Events(ctx, sessionID, after, 0)
 		if err != nil {
@@ -34,7 +35,7 @@ func Page(ctx context.Context, c *signals.Client, sessionID string, after int64,
 // FollowTurn calls each with the events of turn turnID after seq after, as the session
 // journals them, up to and including the turn's terminal event (turn.ended or
 // turn.failed), which it returns.
-func FollowTurn(ctx context.Context, c *signals.Client, sessionID string, after, turnID int64, each func(signals.Event)) (signals.Event, error) {
+func FollowTurn(ctx context.Context, c *tacpclient.Client, sessionID string, after, turnID int64, each func(signals.Event)) (signals.Event, error) {
 	var last signals.Event
 	err := c.Watch(ctx, sessionID, after, func(ev signals.Event) bool {
 		if ev.TurnID != turnID {

@@ -17,6 +17,7 @@ import (
 	"syscall"
 
 	"github.com/tacp-dev/tacp/signals"
+	"github.com/tacp-dev/tacp/tacpclient"
 )
 
 // Exit codes.
@@ -133,7 +134,7 @@ func (e *env) flagSet(cmd *command) *flag.FlagSet {
 	fs.StringVar(&e.queue, "task-queue", signals.DefaultTaskQueue, "task queue of new sessions")
 	fs.StringVar(&e.agent, "agent", "", "agent profile of a new session, a name the worker offers ('starter profiles'; default: the worker's default)")
 	fs.StringVar(&e.workspace, "workspace", "", "workspace of a new session, inside the worker's workspace roots (default: the session's own folder; relative: in the first root)")
-	fs.DurationVar(&e.safetyPoll, "safety-poll", signals.DefaultSafetyPoll, "a followed session's events are queried when its history grows, and at least this often")
+	fs.DurationVar(&e.safetyPoll, "safety-poll", tacpclient.DefaultSafetyPoll, "a followed session's events are queried when its history grows, and at least this often")
 	return fs
 }
 

@@ -21,6 +21,8 @@ import (
 	"github.com/tacp-dev/tacp/internal/flagenv"
 	"github.com/tacp-dev/tacp/internal/transcript"
 	"github.com/tacp-dev/tacp/signals"
+	"github.com/tacp-dev/tacp/signals/rejection"
+	"github.com/tacp-dev/tacp/tacpclient"
 )
 
 // env is what every command shares: the connection flags and output.
@@ -38,7 +40,7 @@ type env struct {
 	out, err   io.Writer
 
 	tc client.Client
-	c  *signals.Client
+	c  *tacpclient.Client
 
 	// dry, when set, makes parse record its result there and stop the command (dryParse).
 	dry *parsed
@@ -84,8 +86,8 @@ func (e *env) connect(ctx context.Context) error {
 }
 
 // client is the session client of this command over tc.
-func (e *env) client(tc client.Client) *signals.Client {
-	c := signals.NewClient(tc, e.queue)
+func (e *env) client(tc client.Client) *tacpclient.Client {
+	c := tacpclient.NewClient(tc, e.queue)
 	c.SafetyPoll = e.safetyPoll
 	c.Confidential = codec.Configured()
 	return c
@@ -93,7 +95,7 @@ func (e *env) client(tc client.Client) *signals.Client {
 
 // fail prints err and returns the exit code it deserves.
 func (e *env) fail(err error) int {
-	if rej, ok := signals.AsRejection(err); ok {
+	if rej, ok := rejection.As(err); ok {
 		if e.json {
 			e.printJSON(map[string]any{"rejected": rej.Type, "message": rej.Message, "details": rej.Details})
 		} else {

@@ -8,7 +8,7 @@ import (
 	"fmt"
 	"sort"
 
-	"github.com/tacp-dev/tacp/signals"
+	"github.com/tacp-dev/tacp/tacpclient"
 )
 
 func cmdList(ctx context.Context, e *env, fs *flag.FlagSet, args []string) int {
@@ -24,7 +24,7 @@ func cmdList(ctx context.Context, e *env, fs *flag.FlagSet, args []string) int {
 	if err := e.connect(ctx); err != nil {
 		return e.fail(err)
 	}
-	var list []signals.SessionInfo
+	var list []tacpclient.SessionInfo
 	var err error
 	switch {
 	case *awaiting: // a visibility query: TacpAwaitingApproval = true

@@ -11,6 +11,7 @@ import (
 	"strings"
 
 	"github.com/tacp-dev/tacp/signals"
+	"github.com/tacp-dev/tacp/signals/rejection"
 )
 
 func cmdApprove(ctx context.Context, e *env, fs *flag.FlagSet, args []string) int {
@@ -123,7 +124,7 @@ func cmdPolicy(ctx context.Context, e *env, fs *flag.FlagSet, args []string) int
 		return exitOK
 	}
 	res, err := e.c.SetPolicy(ctx, e.session, signals.SetPolicyRequest{Level: fs.Arg(0), By: cliIdentity(*as)})
-	if rej, ok := signals.AsRejection(err); ok && rej.Type == signals.RejectUnknownSession {
+	if rej, ok := rejection.As(err); ok && rej.Type == signals.RejectUnknownSession {
 		fmt.Fprintf(e.err, Name+": session %s does not exist yet: a new session takes its policy from its first prompt, "+Name+" prompt --session %s --policy %s TEXT\n",
 			e.session, e.session, fs.Arg(0))
 		return exitRejected

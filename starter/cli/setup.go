@@ -9,7 +9,7 @@ import (
 	"os"
 	"strings"
 
-	"github.com/tacp-dev/tacp/signals"
+	"github.com/tacp-dev/tacp/tacpclient"
 )
 
 // cmdSetup registers tacp's search attributes on the cluster (an admin's credentials).
@@ -27,7 +27,7 @@ func cmdSetup(ctx context.Context, e *env, fs *flag.FlagSet, args []string) int 
 	if ns == "" {
 		ns = "default"
 	}
-	added, err := signals.EnsureSearchAttributes(ctx, e.tc, ns)
+	added, err := tacpclient.EnsureSearchAttributes(ctx, e.tc, ns)
 	if err != nil {
 		return e.fail(err)
 	}

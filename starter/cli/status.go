@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/tacp-dev/tacp/signals"
+	"github.com/tacp-dev/tacp/tacpclient"
 )
 
 func cmdStatus(ctx context.Context, e *env, fs *flag.FlagSet, args []string) int {
@@ -140,7 +141,7 @@ func printActions(ctx context.Context, e *env, price float64) int {
 	cost := float64(a.Total) * price / 1e6
 	if e.json {
 		e.printJSON(struct {
-			signals.Actions
+			tacpclient.Actions
 			Price float64 `json:"price_per_million"`
 			Cost  float64 `json:"cost"`
 		}{a, price, cost})

@@ -1,7 +1,7 @@
 package cli
 
 // starter steer: steer the running turn, on a given token or on whatever runs
-// (signals.Client.SteerLive).
+// (tacpclient.Client.SteerLive).
 
 import (
 	"context"
@@ -9,6 +9,7 @@ import (
 	"fmt"
 
 	"github.com/tacp-dev/tacp/signals"
+	"github.com/tacp-dev/tacp/tacpclient"
 )
 
 func cmdSteer(ctx context.Context, e *env, fs *flag.FlagSet, args []string) int {
@@ -24,7 +25,7 @@ func cmdSteer(ctx context.Context, e *env, fs *flag.FlagSet, args []string) int 
 	}
 	var res signals.SteerResult
 	if *expect == "" {
-		res, err = e.c.SteerLive(ctx, e.session, text, signals.SteerLiveOptions{ClientMsgID: *id, By: cliIdentity(*as)})
+		res, err = e.c.SteerLive(ctx, e.session, text, tacpclient.SteerLiveOptions{ClientMsgID: *id, By: cliIdentity(*as)})
 	} else {
 		if *id == "" {
 			*id = signals.NewID()

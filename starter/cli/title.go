@@ -1,7 +1,7 @@
 package cli
 
 // starter title: show or set the session's title (the set_title update, sent through
-// signals.Call: no client method of its own is needed for an update).
+// tacpclient.Call: no client method of its own is needed for an update).
 
 import (
 	"context"
@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/tacp-dev/tacp/signals"
+	"github.com/tacp-dev/tacp/tacpclient"
 )
 
 func cmdTitle(ctx context.Context, e *env, fs *flag.FlagSet, args []string) int {
@@ -42,7 +43,7 @@ func cmdTitle(ctx context.Context, e *env, fs *flag.FlagSet, args []string) int 
 		fmt.Fprintln(e.err, Name+": title: TEXT is empty (--clear removes the title)")
 		return exitError
 	}
-	res, err := signals.Call(ctx, e.c, e.session, signals.Updates.SetTitle, signals.SetTitleRequest{Title: title, By: cliIdentity(*as)})
+	res, err := tacpclient.Call(ctx, e.c, e.session, signals.Updates.SetTitle, signals.SetTitleRequest{Title: title, By: cliIdentity(*as)})
 	if err != nil {
 		return e.fail(err)
 	}

@@ -16,7 +16,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/tacp-dev/tacp/deck"
-	"github.com/tacp-dev/tacp/signals"
+	"github.com/tacp-dev/tacp/tacpclient"
 )
 
 // whoamiThroughFile writes lines to a tokens file, serves a deck over it and returns what
@@ -25,7 +25,7 @@ func whoamiThroughFile(t *testing.T, lines, secret string) (int, string) {
 	t.Helper()
 	path := filepath.Join(t.TempDir(), "tokens")
 	require.NoError(t, os.WriteFile(path, []byte(lines), 0o600))
-	d, err := deck.New(deck.Options{Client: &signals.Client{}, ControllerTokens: []string{"ops=flag-secret-0123456789"}, TokensFile: path})
+	d, err := deck.New(deck.Options{Client: &tacpclient.Client{}, ControllerTokens: []string{"ops=flag-secret-0123456789"}, TokensFile: path})
 	require.NoError(t, err)
 	defer func() { _ = d.Close() }()
 	r := httptest.NewRequest("GET", "/api/whoami", nil)

@@ -30,6 +30,7 @@ import (
 	"github.com/tacp-dev/tacp/internal/sandbox"
 	"github.com/tacp-dev/tacp/internal/telemetry"
 	"github.com/tacp-dev/tacp/signals"
+	"github.com/tacp-dev/tacp/tacpclient"
 	"github.com/tacp-dev/tacp/worker/tacpworker"
 	"github.com/tacp-dev/tacp/workflows"
 )
@@ -245,7 +246,7 @@ func promote(ctx context.Context, c client.Client, queue string, w *tacpworker.W
 	}
 	sctx, cancel := context.WithTimeout(ctx, time.Minute)
 	defer cancel()
-	prev, err := signals.NewClient(c, queue).SetCurrentVersion(sctx, w.Version.DeploymentName, w.Version.BuildID)
+	prev, err := tacpclient.NewClient(c, queue).SetCurrentVersion(sctx, w.Version.DeploymentName, w.Version.BuildID)
 	if err != nil {
 		return err
 	}

@@ -1,10 +1,13 @@
-package signals
+package tacpclient
 
 // How the client sends an update or a query to a session: an update met between two runs
 // is sent again, a read the server or worker is too busy for is asked again, and what
-// comes back is turned into a *Rejection that says why a session is unknown or ended.
+// comes back is turned into a *signals.Rejection that says why a session is unknown or ended.
 
 import (
+	"github.com/tacp-dev/tacp/signals"
+	"github.com/tacp-dev/tacp/signals/rejection"
+
 	"context"
 	"errors"
 	"strings"
@@ -17,8 +20,8 @@ import (
 )
 
 func (c *Client) update(ctx context.Context, sessionID, name string, req, res any) error {
-	if err := ValidateSessionID(sessionID); err != nil {
-		return Reject(RejectInvalidRequest, "%v", err)
+	if err := signals.ValidateSessionID(sessionID); err != nil {
+		return signals.Reject(signals.RejectInvalidRequest, "%v", err)
 	}
 	release, err := inFlight.acquire(ctx, sessionID)
 	if err != nil {
@@ -27,7 +30,7 @@ func (c *Client) update(ctx context.Context, sessionID, name string, req, res an
 	defer release()
 	err = resendNotReady(ctx, func() error {
 		h, err := c.Temporal.UpdateWorkflow(ctx, client.UpdateWorkflowOptions{
-			WorkflowID:   SessionWorkflowID(sessionID),
+			WorkflowID:   signals.SessionWorkflowID(sessionID),
 			UpdateName:   name,
 			Args:         []any{req},
 			WaitForStage: client.WorkflowUpdateStageCompleted,
@@ -67,12 +70,12 @@ func resendNotReady(ctx context.Context, send func() error) error {
 // again, with a growing pause, until ctx ends, or for QueryPatience when ctx has no
 // deadline: a slow session is late, not an error a person sees.
 func (c *Client) query(ctx context.Context, sessionID, name string, res any, args ...any) error {
-	if err := ValidateSessionID(sessionID); err != nil {
-		return Reject(RejectInvalidRequest, "%v", err)
+	if err := signals.ValidateSessionID(sessionID); err != nil {
+		return signals.Reject(signals.RejectInvalidRequest, "%v", err)
 	}
 	var v converter.EncodedValue
 	err := askWhileBusy(ctx, func(ctx context.Context) (err error) {
-		v, err = c.Temporal.QueryWorkflow(ctx, SessionWorkflowID(sessionID), "", name, args...)
+		v, err = c.Temporal.QueryWorkflow(ctx, signals.SessionWorkflowID(sessionID), "", name, args...)
 		return err
 	})
 	if err != nil {
@@ -125,13 +128,13 @@ func busy(err error) bool {
 		errors.As(err, &canceled) || errors.Is(err, context.DeadlineExceeded) || errors.As(err, &notReady)
 }
 
-// mapErr turns a validator's ApplicationError into a *Rejection, and "no such workflow"
+// mapErr turns a validator's ApplicationError into a *signals.Rejection, and "no such workflow"
 // into unknown_session or session_closed.
 func (c *Client) mapErr(ctx context.Context, sessionID string, err error) error {
 	if err == nil {
 		return nil
 	}
-	if rej, ok := AsRejection(err); ok {
+	if rej, ok := rejection.As(err); ok {
 		return rej
 	}
 	var notFound *serviceerror.NotFound
@@ -141,11 +144,11 @@ func (c *Client) mapErr(ctx context.Context, sessionID string, err error) error 
 		if rej := c.ended(ctx, sessionID); rej != nil {
 			return rej
 		}
-		return Reject(RejectUnknownSession, "no session %s", sessionID)
+		return signals.Reject(signals.RejectUnknownSession, "no session %s", sessionID)
 	case errors.As(err, &queryFailed):
 		// A session whose workflow failed before it registered its queries (a refused
 		// config) answers none: say why it ended, not "unknown queryType".
-		if rej := c.ended(ctx, sessionID); rej != nil && rej.Type == RejectSessionFailed {
+		if rej := c.ended(ctx, sessionID); rej != nil && rej.Type == signals.RejectSessionFailed {
 			return rej
 		}
 	}
@@ -155,8 +158,8 @@ func (c *Client) mapErr(ctx context.Context, sessionID string, err error) error 
 // ended is the rejection of a request to a session whose workflow is no longer running:
 // session_closed when it completed (closed), session_failed with the reason when it
 // failed, was terminated or timed out. nil: it runs, or there is no such session.
-func (c *Client) ended(ctx context.Context, sessionID string) *Rejection {
-	d, err := c.Temporal.DescribeWorkflowExecution(ctx, SessionWorkflowID(sessionID), "")
+func (c *Client) ended(ctx context.Context, sessionID string) *signals.Rejection {
+	d, err := c.Temporal.DescribeWorkflowExecution(ctx, signals.SessionWorkflowID(sessionID), "")
 	if err != nil {
 		return nil
 	}
@@ -165,9 +168,9 @@ func (c *Client) ended(ctx context.Context, sessionID string) *Rejection {
 	case enumspb.WORKFLOW_EXECUTION_STATUS_RUNNING:
 		return nil
 	case enumspb.WORKFLOW_EXECUTION_STATUS_COMPLETED, enumspb.WORKFLOW_EXECUTION_STATUS_CONTINUED_AS_NEW:
-		return Reject(RejectSessionClosed, "session %s is closed", sessionID)
+		return signals.Reject(signals.RejectSessionClosed, "session %s is closed", sessionID)
 	}
-	return Reject(RejectSessionFailed, "session %s %s", sessionID, c.endReason(ctx, info.GetExecution().GetWorkflowId(), info.GetExecution().GetRunId(), info.GetStatus()))
+	return signals.Reject(signals.RejectSessionFailed, "session %s %s", sessionID, c.endReason(ctx, info.GetExecution().GetWorkflowId(), info.GetExecution().GetRunId(), info.GetStatus()))
 }
 
 // endReason says how a workflow run that did not complete ended, from its close event:

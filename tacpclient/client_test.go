@@ -1,4 +1,4 @@
-package signals
+package tacpclient
 
 import (
 	"context"
@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
+	"github.com/tacp-dev/tacp/signals"
 	commonpb "go.temporal.io/api/common/v1"
 	"go.temporal.io/api/serviceerror"
 	"go.temporal.io/api/workflowservice/v1"
@@ -58,7 +59,7 @@ func (q *queryAnswers) QueryWorkflow(context.Context, string, string, string, ..
 	if q.asked <= len(q.errs) {
 		return nil, q.errs[q.asked-1]
 	}
-	p, err := converter.GetDefaultDataConverter().ToPayloads(Status{State: StateRunning})
+	p, err := converter.GetDefaultDataConverter().ToPayloads(signals.Status{State: signals.StateRunning})
 	if err != nil {
 		return nil, err
 	}
@@ -90,7 +91,7 @@ func TestQueryAsksAgainWhatABusyServerDidNotAnswer(t *testing.T) {
 	q := &queryAnswers{errs: busyErrs}
 	st, err := NewClient(q, "").Status(context.Background(), "s1")
 	require.NoError(t, err)
-	require.Equal(t, StateRunning, st.State)
+	require.Equal(t, signals.StateRunning, st.State)
 	require.Equal(t, len(busyErrs)+1, q.asked)
 
 	q = &queryAnswers{errs: []error{serviceerror.NewQueryFailed("unknown queryType")}}

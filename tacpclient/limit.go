@@ -1,4 +1,4 @@
-package signals
+package tacpclient
 
 // The in-flight bound: the server admits a handful of updates in flight per workflow run
 // (history.maxInFlightUpdates, 10 by default) and answers more with ResourceExhausted,

@@ -1,4 +1,4 @@
-package signals
+package tacpclient
 
 // A session's billable actions on Temporal Cloud, counted from its history (issue 38): what
 // `starter status --actions` prints and what the bench's cost tables count by.
@@ -24,6 +24,7 @@ import (
 	"fmt"
 	"sort"
 
+	"github.com/tacp-dev/tacp/signals"
 	enumspb "go.temporal.io/api/enums/v1"
 	historypb "go.temporal.io/api/history/v1"
 	"go.temporal.io/api/serviceerror"
@@ -124,15 +125,15 @@ func (c *ActionCounter) billed() int64 {
 // Actions counts the billable actions of session sessionID from its history: its current
 // run and every run it continued from that the server still keeps.
 func (c *Client) Actions(ctx context.Context, sessionID string) (Actions, error) {
-	if err := ValidateSessionID(sessionID); err != nil {
+	if err := signals.ValidateSessionID(sessionID); err != nil {
 		return Actions{}, err
 	}
-	wid := SessionWorkflowID(sessionID)
+	wid := signals.SessionWorkflowID(sessionID)
 	desc, err := c.Temporal.DescribeWorkflowExecution(ctx, wid, "")
 	if err != nil {
 		var nf *serviceerror.NotFound
 		if errors.As(err, &nf) {
-			return Actions{}, Reject(RejectUnknownSession, "no session %s", sessionID)
+			return Actions{}, signals.Reject(signals.RejectUnknownSession, "no session %s", sessionID)
 		}
 		return Actions{}, err
 	}

@@ -1,15 +1,19 @@
-package signals
+// Package tacpclient is the Go client of tacp sessions over the Temporal SDK's client
+// (docs/contract.md §3–5): the typed updates and queries of signals, the Follower every
+// viewer follows a session with, the actions a session has cost, the search attributes a
+// namespace needs, and the administration of a Worker Deployment's versions. A refusal
+// comes back as a *signals.Rejection (signals/rejection).
+package tacpclient
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"slices"
 	"strings"
 	"time"
 
+	"github.com/tacp-dev/tacp/signals"
 	commonpb "go.temporal.io/api/common/v1"
 	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/api/serviceerror"
@@ -20,7 +24,7 @@ import (
 )
 
 // Client is a typed client of tacp sessions over a Temporal client. Rejections come back as
-// *Rejection (errors.As); other errors are transport or server errors.
+// *signals.Rejection (errors.As); other errors are transport or server errors.
 type Client struct {
 	Temporal  client.Client
 	TaskQueue string
@@ -36,45 +40,38 @@ type Client struct {
 // NewClient returns a Client that starts sessions on taskQueue (DefaultTaskQueue if empty).
 func NewClient(c client.Client, taskQueue string) *Client {
 	if taskQueue == "" {
-		taskQueue = DefaultTaskQueue
+		taskQueue = signals.DefaultTaskQueue
 	}
 	return &Client{Temporal: c, TaskQueue: taskQueue}
-}
-
-// NewID returns a random id for client_message_id and client_msg_id.
-func NewID() string {
-	var b [12]byte
-	_, _ = rand.Read(b[:])
-	return hex.EncodeToString(b[:])
 }
 
 // Prompt sends a prompt to session cfg.SessionID, creating the session with cfg when it does
 // not exist (Update-with-Start, conflict policy USE_EXISTING). An empty ClientMessageID is
 // filled with a new id, which the returned result's turn is then known by.
-func (c *Client) Prompt(ctx context.Context, cfg SessionConfig, req PromptRequest) (PromptResult, error) {
+func (c *Client) Prompt(ctx context.Context, cfg signals.SessionConfig, req signals.PromptRequest) (signals.PromptResult, error) {
 	// A config the workflow would refuse is refused here, before it starts (and so uses up)
 	// a session id.
-	if err := ValidateSessionConfig(cfg); err != nil {
-		return PromptResult{}, Reject(RejectInvalidRequest, "%v", err)
+	if err := signals.ValidateSessionConfig(cfg); err != nil {
+		return signals.PromptResult{}, signals.Reject(signals.RejectInvalidRequest, "%v", err)
 	}
 	if req.ClientMessageID == "" {
-		req.ClientMessageID = NewID()
+		req.ClientMessageID = signals.NewID()
 	}
 	// So is a prompt the session would refuse: a new session is not started only to hold
 	// the refusal.
-	if rej := ValidatePrompt(req); rej != nil {
-		return PromptResult{}, rej
+	if rej := signals.ValidatePrompt(req); rej != nil {
+		return signals.PromptResult{}, rej
 	}
 	if err := c.admitProfile(ctx, cfg); err != nil {
-		return PromptResult{}, err
+		return signals.PromptResult{}, err
 	}
 	release, err := inFlight.acquire(ctx, cfg.SessionID)
 	if err != nil {
-		return PromptResult{}, err
+		return signals.PromptResult{}, err
 	}
 	defer release()
-	var res PromptResult
-	if err := c.updateWithStart(ctx, cfg, Updates.Prompt.Name, req, &res); err != nil {
+	var res signals.PromptResult
+	if err := c.updateWithStart(ctx, cfg, signals.Updates.Prompt.Name, req, &res); err != nil {
 		return res, err
 	}
 	return res, nil
@@ -85,25 +82,25 @@ func (c *Client) Prompt(ctx context.Context, cfg SessionConfig, req PromptReques
 // it (none when req.ViewerID is empty), in one Update-with-Start: a session the worker refuses (an agent profile it does not
 // offer, a workspace outside its roots) answers with the reason. A closed session stays
 // closed.
-func (c *Client) Start(ctx context.Context, cfg SessionConfig, req AttachRequest) (Status, error) {
-	if err := ValidateSessionConfig(cfg); err != nil {
-		return Status{}, Reject(RejectInvalidRequest, "%v", err)
+func (c *Client) Start(ctx context.Context, cfg signals.SessionConfig, req signals.AttachRequest) (signals.Status, error) {
+	if err := signals.ValidateSessionConfig(cfg); err != nil {
+		return signals.Status{}, signals.Reject(signals.RejectInvalidRequest, "%v", err)
 	}
 	if err := c.admitProfile(ctx, cfg); err != nil {
-		return Status{}, err
+		return signals.Status{}, err
 	}
 	release, err := inFlight.acquire(ctx, cfg.SessionID)
 	if err != nil {
-		return Status{}, err
+		return signals.Status{}, err
 	}
 	defer release()
-	var st Status
+	var st signals.Status
 	if req.ViewerID == "" {
 		// No viewer to attach: a detach of nobody is the no-op the session starts with.
-		var none DetachResult
-		return Status{}, c.updateWithStart(ctx, cfg, UpdateDetach, DetachRequest{}, &none)
+		var none signals.DetachResult
+		return signals.Status{}, c.updateWithStart(ctx, cfg, signals.UpdateDetach, signals.DetachRequest{}, &none)
 	}
-	if err := c.updateWithStart(ctx, cfg, Updates.Attach.Name, req, &st); err != nil {
+	if err := c.updateWithStart(ctx, cfg, signals.Updates.Attach.Name, req, &st); err != nil {
 		return st, err
 	}
 	return st, nil
@@ -114,11 +111,11 @@ func (c *Client) Start(ctx context.Context, cfg SessionConfig, req AttachRequest
 // It asks only for a session that would start (one that runs ignores cfg), and costs one
 // describe and, then, one profiles query. When no worker answers within a few seconds the
 // start goes ahead and the worker decides, as it always does.
-func (c *Client) admitProfile(ctx context.Context, cfg SessionConfig) error {
+func (c *Client) admitProfile(ctx context.Context, cfg signals.SessionConfig) error {
 	if cfg.Agent == "" {
 		return nil
 	}
-	d, err := c.Temporal.DescribeWorkflowExecution(ctx, SessionWorkflowID(cfg.SessionID), "")
+	d, err := c.Temporal.DescribeWorkflowExecution(ctx, signals.SessionWorkflowID(cfg.SessionID), "")
 	var nf *serviceerror.NotFound
 	switch {
 	case err == nil && d.GetWorkflowExecutionInfo().GetStatus() == enumspb.WORKFLOW_EXECUTION_STATUS_RUNNING:
@@ -140,7 +137,7 @@ func (c *Client) admitProfile(ctx context.Context, cfg SessionConfig) error {
 		names = append(names, p.Name)
 	}
 	slices.Sort(names)
-	return Reject(RejectInvalidRequest, "unknown agent profile %q: this worker offers %s", cfg.Agent, strings.Join(names, ", "))
+	return signals.Reject(signals.RejectInvalidRequest, "unknown agent profile %q: this worker offers %s", cfg.Agent, strings.Join(names, ", "))
 }
 
 // profilesWait bounds how long admitProfile waits for a worker to say what it offers.
@@ -150,22 +147,22 @@ const profilesWait = 5 * time.Second
 // (ProfilesWorkflow). A run stays open ProfilesLinger after it answers: a call meanwhile is
 // one query to it, and only a call after that starts a run (one workflow start and its
 // workflow task). No worker polling within ctx is an error.
-func (c *Client) Profiles(ctx context.Context) ([]ProfileInfo, error) {
-	id := ProfilesWorkflowID(c.TaskQueue)
+func (c *Client) Profiles(ctx context.Context) ([]signals.ProfileInfo, error) {
+	id := signals.ProfilesWorkflowID(c.TaskQueue)
 	run, err := c.Temporal.ExecuteWorkflow(ctx, client.StartWorkflowOptions{
 		ID:                       id,
 		TaskQueue:                c.TaskQueue,
 		WorkflowIDConflictPolicy: enumspb.WORKFLOW_ID_CONFLICT_POLICY_USE_EXISTING,
 		WorkflowIDReusePolicy:    enumspb.WORKFLOW_ID_REUSE_POLICY_ALLOW_DUPLICATE,
-		WorkflowRunTimeout:       ProfilesLinger + time.Minute,
+		WorkflowRunTimeout:       signals.ProfilesLinger + time.Minute,
 		StaticSummary:            "tacp: which agent profiles the workers offer",
-	}, ProfilesWorkflowType)
+	}, signals.ProfilesWorkflowType)
 	if err != nil {
 		return nil, err
 	}
-	var out []ProfileInfo
+	var out []signals.ProfileInfo
 	for pause := 50 * time.Millisecond; ; pause = min(2*pause, time.Second) {
-		v, err := c.Temporal.QueryWorkflow(ctx, id, run.GetRunID(), QueryProfiles)
+		v, err := c.Temporal.QueryWorkflow(ctx, id, run.GetRunID(), signals.QueryProfiles)
 		if err == nil {
 			return out, v.Get(&out)
 		}
@@ -190,10 +187,10 @@ func (c *Client) Profiles(ctx context.Context) ([]ProfileInfo, error) {
 
 // updateWithStart sends update name with arg to session cfg.SessionID, starting the session
 // with cfg when it does not run (Update-with-Start), and decodes the result into res.
-func (c *Client) updateWithStart(ctx context.Context, cfg SessionConfig, name string, arg, res any) error {
+func (c *Client) updateWithStart(ctx context.Context, cfg signals.SessionConfig, name string, arg, res any) error {
 	err := resendNotReady(ctx, func() error {
 		// An operation is good for one call: each send builds its own.
-		start := c.Temporal.NewWithStartWorkflowOperation(c.startOptions(cfg, arg), SessionWorkflowType, cfg)
+		start := c.Temporal.NewWithStartWorkflowOperation(c.startOptions(cfg, arg), signals.SessionWorkflowType, cfg)
 		h, err := c.Temporal.UpdateWithStartWorkflow(ctx, client.UpdateWithStartWorkflowOptions{
 			StartWorkflowOperation: start,
 			UpdateOptions: client.UpdateWorkflowOptions{
@@ -210,7 +207,7 @@ func (c *Client) updateWithStart(ctx context.Context, cfg SessionConfig, name st
 	if err != nil {
 		var started *serviceerror.WorkflowExecutionAlreadyStarted
 		if errors.As(err, &started) {
-			return Reject(RejectSessionClosed, "session %s is closed", cfg.SessionID)
+			return signals.Reject(signals.RejectSessionClosed, "session %s is closed", cfg.SessionID)
 		}
 		var invalid *serviceerror.InvalidArgument
 		if errors.As(err, &invalid) && strings.Contains(err.Error(), "Tacp") && strings.Contains(err.Error(), "defined") {
@@ -226,10 +223,10 @@ func (c *Client) updateWithStart(ctx context.Context, cfg SessionConfig, name st
 // workspace and, when first is a prompt and the client is not Confidential, how that prompt
 // begins. They are the first run's
 // only: a run started by continue-as-new shows the same in its Current Details.
-func (c *Client) startOptions(cfg SessionConfig, first any) client.StartWorkflowOptions {
+func (c *Client) startOptions(cfg signals.SessionConfig, first any) client.StartWorkflowOptions {
 	summary := fmt.Sprintf("tacp session %s · agent %s · workspace %s", cfg.SessionID, orDefault(cfg.Agent, "the worker's default"), orDefault(cfg.Workspace, "its own folder"))
 	details := fmt.Sprintf("agent profile: %s\nworkspace: %s", orDefault(cfg.Agent, "worker default"), orDefault(cfg.Workspace, "worker default"))
-	if p, ok := first.(PromptRequest); ok && p.Text != "" && !c.Confidential {
+	if p, ok := first.(signals.PromptRequest); ok && p.Text != "" && !c.Confidential {
 		begin := []rune(strings.Join(strings.Fields(p.Text), " "))
 		if len(begin) > 80 {
 			begin = append(begin[:80], '…')
@@ -238,23 +235,23 @@ func (c *Client) startOptions(cfg SessionConfig, first any) client.StartWorkflow
 	}
 	var memo map[string]any
 	if cfg.Workspace != "" {
-		memo = map[string]any{MemoWorkspace: cfg.Workspace}
+		memo = map[string]any{signals.MemoWorkspace: cfg.Workspace}
 	}
 	var attrs []temporal.SearchAttributeUpdate
 	if cfg.Owner != "" {
-		attrs = append(attrs, temporal.NewSearchAttributeKeyKeyword(SearchAttrOwner).ValueSet(cfg.Owner))
+		attrs = append(attrs, temporal.NewSearchAttributeKeyKeyword(signals.SearchAttrOwner).ValueSet(cfg.Owner))
 		details += "\nowner: " + cfg.Owner
 	}
 	if cfg.Sharing != "" {
-		attrs = append(attrs, temporal.NewSearchAttributeKeyKeyword(SearchAttrSharing).ValueSet(cfg.Sharing))
+		attrs = append(attrs, temporal.NewSearchAttributeKeyKeyword(signals.SearchAttrSharing).ValueSet(cfg.Sharing))
 	}
 	if len(cfg.SharedWith) > 0 {
-		attrs = append(attrs, temporal.NewSearchAttributeKeyKeywordList(SearchAttrSharedWith).ValueSet(sharedWithAttr(cfg.SharedWith)))
+		attrs = append(attrs, temporal.NewSearchAttributeKeyKeywordList(signals.SearchAttrSharedWith).ValueSet(signals.SharedWithAttr(cfg.SharedWith)))
 	}
 	return client.StartWorkflowOptions{
 		Memo:                     memo,
 		TypedSearchAttributes:    temporal.NewSearchAttributes(attrs...),
-		ID:                       SessionWorkflowID(cfg.SessionID),
+		ID:                       signals.SessionWorkflowID(cfg.SessionID),
 		TaskQueue:                c.TaskQueue,
 		WorkflowIDConflictPolicy: enumspb.WORKFLOW_ID_CONFLICT_POLICY_USE_EXISTING,
 		// A closed session stays closed: its id is not reused for a new one. A session that
@@ -267,65 +264,65 @@ func (c *Client) startOptions(cfg SessionConfig, first any) client.StartWorkflow
 }
 
 // Steer steers the running turn of a session (compare-and-swap on ExpectedTurnID).
-func (c *Client) Steer(ctx context.Context, sessionID string, req SteerRequest) (SteerResult, error) {
-	return Call(ctx, c, sessionID, Updates.Steer, req)
+func (c *Client) Steer(ctx context.Context, sessionID string, req signals.SteerRequest) (signals.SteerResult, error) {
+	return Call(ctx, c, sessionID, signals.Updates.Steer, req)
 }
 
 // Cancel cancels the running turn of a session.
-func (c *Client) Cancel(ctx context.Context, sessionID string, req CancelRequest) (CancelResult, error) {
-	return Call(ctx, c, sessionID, Updates.Cancel, req)
+func (c *Client) Cancel(ctx context.Context, sessionID string, req signals.CancelRequest) (signals.CancelResult, error) {
+	return Call(ctx, c, sessionID, signals.Updates.Cancel, req)
 }
 
 // PermissionRespond answers an open permission request of a session; a later answer gets
 // the existing resolution back.
-func (c *Client) PermissionRespond(ctx context.Context, sessionID string, req PermissionRespondRequest) (PermissionRespondResult, error) {
-	return Call(ctx, c, sessionID, Updates.PermissionRespond, req)
+func (c *Client) PermissionRespond(ctx context.Context, sessionID string, req signals.PermissionRespondRequest) (signals.PermissionRespondResult, error) {
+	return Call(ctx, c, sessionID, signals.Updates.PermissionRespond, req)
 }
 
 // PermissionForget removes a remembered tool (a key of status rules).
-func (c *Client) PermissionForget(ctx context.Context, sessionID string, req PermissionForgetRequest) (PermissionForgetResult, error) {
-	return Call(ctx, c, sessionID, Updates.PermissionForget, req)
+func (c *Client) PermissionForget(ctx context.Context, sessionID string, req signals.PermissionForgetRequest) (signals.PermissionForgetResult, error) {
+	return Call(ctx, c, sessionID, signals.Updates.PermissionForget, req)
 }
 
 // SetPolicy sets the session's permission level.
-func (c *Client) SetPolicy(ctx context.Context, sessionID string, req SetPolicyRequest) (SetPolicyResult, error) {
-	return Call(ctx, c, sessionID, Updates.SetPolicy, req)
+func (c *Client) SetPolicy(ctx context.Context, sessionID string, req signals.SetPolicyRequest) (signals.SetPolicyResult, error) {
+	return Call(ctx, c, sessionID, signals.Updates.SetPolicy, req)
 }
 
 // SetMode sets the agent's mode for the session (one the agent offered).
-func (c *Client) SetMode(ctx context.Context, sessionID string, req SetModeRequest) (SetModeResult, error) {
-	return Call(ctx, c, sessionID, Updates.SetMode, req)
+func (c *Client) SetMode(ctx context.Context, sessionID string, req signals.SetModeRequest) (signals.SetModeResult, error) {
+	return Call(ctx, c, sessionID, signals.Updates.SetMode, req)
 }
 
 // SetConfigOption sets one of the agent's config options for the session (a value it
 // offered).
-func (c *Client) SetConfigOption(ctx context.Context, sessionID string, req SetConfigOptionRequest) (SetConfigOptionResult, error) {
-	return Call(ctx, c, sessionID, Updates.SetConfigOption, req)
+func (c *Client) SetConfigOption(ctx context.Context, sessionID string, req signals.SetConfigOptionRequest) (signals.SetConfigOptionResult, error) {
+	return Call(ctx, c, sessionID, signals.Updates.SetConfigOption, req)
 }
 
 // SetMcpServers replaces the MCP servers the session passes its agent.
-func (c *Client) SetMcpServers(ctx context.Context, sessionID string, req SetMcpServersRequest) (SetMcpServersResult, error) {
-	return Call(ctx, c, sessionID, Updates.SetMcpServers, req)
+func (c *Client) SetMcpServers(ctx context.Context, sessionID string, req signals.SetMcpServersRequest) (signals.SetMcpServersResult, error) {
+	return Call(ctx, c, sessionID, signals.Updates.SetMcpServers, req)
 }
 
 // Attach attaches (or renews) a viewer and returns the status snapshot.
-func (c *Client) Attach(ctx context.Context, sessionID string, req AttachRequest) (Status, error) {
-	return Call(ctx, c, sessionID, Updates.Attach, req)
+func (c *Client) Attach(ctx context.Context, sessionID string, req signals.AttachRequest) (signals.Status, error) {
+	return Call(ctx, c, sessionID, signals.Updates.Attach, req)
 }
 
 // Detach detaches a viewer.
-func (c *Client) Detach(ctx context.Context, sessionID string, req DetachRequest) error {
-	_, err := Call(ctx, c, sessionID, Updates.Detach, req)
+func (c *Client) Detach(ctx context.Context, sessionID string, req signals.DetachRequest) error {
+	_, err := Call(ctx, c, sessionID, signals.Updates.Detach, req)
 	return err
 }
 
 // Close closes a session: its running turn is cancelled, queued prompts are dropped, and the
 // workflow ends once the turn has.
-func (c *Client) Close(ctx context.Context, sessionID string, req CloseRequest) (CloseResult, error) {
-	if err := ValidateBy(req.By); err != nil {
-		return CloseResult{}, Reject(RejectInvalidRequest, "%v", err)
+func (c *Client) Close(ctx context.Context, sessionID string, req signals.CloseRequest) (signals.CloseResult, error) {
+	if err := signals.ValidateBy(req.By); err != nil {
+		return signals.CloseResult{}, signals.Reject(signals.RejectInvalidRequest, "%v", err)
 	}
-	return Call(ctx, c, sessionID, Updates.Close, req)
+	return Call(ctx, c, sessionID, signals.Updates.Close, req)
 }
 
 // Status queries a session's status snapshot.
@@ -335,15 +332,15 @@ func (c *Client) Close(ctx context.Context, sessionID string, req CloseRequest) 
 // answers the query with the state it had when it was stopped ("running"), so its state is
 // StateTerminated and Ended says so; a running turn whose attempt no worker has taken yet is
 // marked WaitingWorker, from the session's pending RunTurn activity.
-func (c *Client) Status(ctx context.Context, sessionID string) (Status, error) {
-	var st Status
-	if err := c.query(ctx, sessionID, QueryStatus, &st); err != nil {
+func (c *Client) Status(ctx context.Context, sessionID string) (signals.Status, error) {
+	var st signals.Status
+	if err := c.query(ctx, sessionID, signals.QueryStatus, &st); err != nil {
 		return st, err
 	}
-	if st.State == StateClosed {
+	if st.State == signals.StateClosed {
 		return st, nil
 	}
-	d, err := c.Temporal.DescribeWorkflowExecution(ctx, SessionWorkflowID(sessionID), "")
+	d, err := c.Temporal.DescribeWorkflowExecution(ctx, signals.SessionWorkflowID(sessionID), "")
 	if err != nil {
 		return st, nil // the query answered: the description only adds to it
 	}
@@ -357,7 +354,7 @@ func (c *Client) Status(ctx context.Context, sessionID string) (Status, error) {
 		st.SteerToken, st.WaitingLimit = "", nil
 		return st, nil
 	}
-	if st.State == StateRunning && st.WaitingLimit == nil {
+	if st.State == signals.StateRunning && st.WaitingLimit == nil {
 		st.WaitingWorker = waitingWorker(d, st.TurnID)
 	}
 	return st, nil
@@ -371,19 +368,19 @@ func endedState(status enumspb.WorkflowExecutionStatus) string {
 
 // waitingWorker is the wait of the session's RunTurn activity for a worker, when it is
 // scheduled and not started (nil: it runs).
-func waitingWorker(d *workflowservice.DescribeWorkflowExecutionResponse, turnID int64) *WorkerWait {
+func waitingWorker(d *workflowservice.DescribeWorkflowExecutionResponse, turnID int64) *signals.WorkerWait {
 	for _, a := range d.GetPendingActivities() {
-		if a.GetActivityType().GetName() == ActivityRunTurn && a.GetState() == enumspb.PENDING_ACTIVITY_STATE_SCHEDULED {
-			return &WorkerWait{TurnID: turnID, Since: a.GetScheduledTime().AsTime()}
+		if a.GetActivityType().GetName() == signals.ActivityRunTurn && a.GetState() == enumspb.PENDING_ACTIVITY_STATE_SCHEDULED {
+			return &signals.WorkerWait{TurnID: turnID, Since: a.GetScheduledTime().AsTime()}
 		}
 	}
 	return nil
 }
 
 // Events queries the journal after afterSeq (at most limit events; 0 means the default).
-func (c *Client) Events(ctx context.Context, sessionID string, afterSeq int64, limit int) (EventsResult, error) {
-	var res EventsResult
-	return res, c.query(ctx, sessionID, QueryEvents, &res, EventsRequest{AfterSeq: afterSeq, Limit: limit})
+func (c *Client) Events(ctx context.Context, sessionID string, afterSeq int64, limit int) (signals.EventsResult, error) {
+	var res signals.EventsResult
+	return res, c.query(ctx, sessionID, signals.QueryEvents, &res, signals.EventsRequest{AfterSeq: afterSeq, Limit: limit})
 }
 
 func orDefault(s, def string) string {
@@ -394,25 +391,25 @@ func orDefault(s, def string) string {
 }
 
 // accessOf reads a session's Access from its search attributes.
-func accessOf(fields map[string]*commonpb.Payload) Access {
+func accessOf(fields map[string]*commonpb.Payload) signals.Access {
 	var shared []string
-	if p := fields[SearchAttrSharedWith]; p != nil {
+	if p := fields[signals.SearchAttrSharedWith]; p != nil {
 		_ = converter.GetDefaultDataConverter().FromPayload(p, &shared)
 	}
-	return Access{Owner: decodeString(fields[SearchAttrOwner]), Sharing: decodeString(fields[SearchAttrSharing]), SharedWith: sharesOf(shared)}
+	return signals.Access{Owner: decodeString(fields[signals.SearchAttrOwner]), Sharing: decodeString(fields[signals.SearchAttrSharing]), SharedWith: signals.SharesOf(shared)}
 }
 
 // Access returns session id's owner, sharing rule and shares, as its workflow's search
 // attributes hold them (one describe call: no query, no billable action). An unknown
 // session is RejectUnknownSession.
-func (c *Client) Access(ctx context.Context, id string) (Access, error) {
-	resp, err := c.Temporal.DescribeWorkflowExecution(ctx, SessionWorkflowID(id), "")
+func (c *Client) Access(ctx context.Context, id string) (signals.Access, error) {
+	resp, err := c.Temporal.DescribeWorkflowExecution(ctx, signals.SessionWorkflowID(id), "")
 	if err != nil {
 		var nf *serviceerror.NotFound
 		if errors.As(err, &nf) {
-			return Access{}, Reject(RejectUnknownSession, "no session %s", id)
+			return signals.Access{}, signals.Reject(signals.RejectUnknownSession, "no session %s", id)
 		}
-		return Access{}, fmt.Errorf("describe session %s: %w", id, err)
+		return signals.Access{}, fmt.Errorf("describe session %s: %w", id, err)
 	}
 	return accessOf(resp.GetWorkflowExecutionInfo().GetSearchAttributes().GetIndexedFields()), nil
 }

@@ -1,10 +1,11 @@
-package signals
+package tacpclient
 
 import (
 	"context"
 	"errors"
 	"fmt"
 
+	"github.com/tacp-dev/tacp/signals"
 	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/api/operatorservice/v1"
 	"go.temporal.io/api/serviceerror"
@@ -13,16 +14,16 @@ import (
 
 // SearchAttributeTypes are the custom search attributes of contract §2 and their types.
 var SearchAttributeTypes = map[string]enumspb.IndexedValueType{
-	SearchAttrSessionState:     enumspb.INDEXED_VALUE_TYPE_KEYWORD,
-	SearchAttrTurn:             enumspb.INDEXED_VALUE_TYPE_INT,
-	SearchAttrAgent:            enumspb.INDEXED_VALUE_TYPE_KEYWORD,
-	SearchAttrAwaitingApproval: enumspb.INDEXED_VALUE_TYPE_BOOL,
-	SearchAttrLastOutcome:      enumspb.INDEXED_VALUE_TYPE_KEYWORD,
-	SearchAttrLastActivity:     enumspb.INDEXED_VALUE_TYPE_DATETIME,
-	SearchAttrWaitingUntil:     enumspb.INDEXED_VALUE_TYPE_DATETIME,
-	SearchAttrOwner:            enumspb.INDEXED_VALUE_TYPE_KEYWORD,
-	SearchAttrSharing:          enumspb.INDEXED_VALUE_TYPE_KEYWORD,
-	SearchAttrSharedWith:       enumspb.INDEXED_VALUE_TYPE_KEYWORD_LIST,
+	signals.SearchAttrSessionState:     enumspb.INDEXED_VALUE_TYPE_KEYWORD,
+	signals.SearchAttrTurn:             enumspb.INDEXED_VALUE_TYPE_INT,
+	signals.SearchAttrAgent:            enumspb.INDEXED_VALUE_TYPE_KEYWORD,
+	signals.SearchAttrAwaitingApproval: enumspb.INDEXED_VALUE_TYPE_BOOL,
+	signals.SearchAttrLastOutcome:      enumspb.INDEXED_VALUE_TYPE_KEYWORD,
+	signals.SearchAttrLastActivity:     enumspb.INDEXED_VALUE_TYPE_DATETIME,
+	signals.SearchAttrWaitingUntil:     enumspb.INDEXED_VALUE_TYPE_DATETIME,
+	signals.SearchAttrOwner:            enumspb.INDEXED_VALUE_TYPE_KEYWORD,
+	signals.SearchAttrSharing:          enumspb.INDEXED_VALUE_TYPE_KEYWORD,
+	signals.SearchAttrSharedWith:       enumspb.INDEXED_VALUE_TYPE_KEYWORD_LIST,
 }
 
 // EnsureSearchAttributes registers on namespace the search attributes it lacks, and returns
@@ -35,7 +36,7 @@ func EnsureSearchAttributes(ctx context.Context, c client.Client, namespace stri
 	}
 	missing := map[string]enumspb.IndexedValueType{}
 	var names []string
-	for _, name := range []string{SearchAttrSessionState, SearchAttrTurn, SearchAttrAgent, SearchAttrAwaitingApproval, SearchAttrLastOutcome, SearchAttrLastActivity, SearchAttrWaitingUntil, SearchAttrOwner, SearchAttrSharing, SearchAttrSharedWith} {
+	for _, name := range []string{signals.SearchAttrSessionState, signals.SearchAttrTurn, signals.SearchAttrAgent, signals.SearchAttrAwaitingApproval, signals.SearchAttrLastOutcome, signals.SearchAttrLastActivity, signals.SearchAttrWaitingUntil, signals.SearchAttrOwner, signals.SearchAttrSharing, signals.SearchAttrSharedWith} {
 		if _, ok := resp.GetCustomAttributes()[name]; !ok {
 			missing[name] = SearchAttributeTypes[name]
 			names = append(names, name)

@@ -1,4 +1,4 @@
-package signals
+package tacpclient
 
 // Tests of following a session's history (follow.go): the cover core as tables of history
 // events, and the Follower over a fake history source that long-polls the way the server

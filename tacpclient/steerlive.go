@@ -1,10 +1,15 @@
-package signals
+package tacpclient
 
 // Steering "whatever runs": what a client does when the person gave text but no steer token
 // (the CLI's `starter steer` without --expect, the deck's steer without expected_turn_id,
 // an ACP editor's _session/steering). One rule for all of them, in SteerLive.
 
-import "context"
+import (
+	"context"
+
+	"github.com/tacp-dev/tacp/signals"
+	"github.com/tacp-dev/tacp/signals/rejection"
+)
 
 // SteerLiveAttempts is how many times SteerLive offers a steer: the first try with the token
 // it read, then a retry each time another steer moves the token first.
@@ -25,7 +30,7 @@ type SteerLiveOptions struct {
 // token. The rule:
 //
 //   - It reads the session's live token and compare-and-swaps the steer on it.
-//   - When no turn runs it sends nothing and returns a *Rejection of type
+//   - When no turn runs it sends nothing and returns a *signals.Rejection of type
 //     RejectNoLiveTurn: the caller asked to steer, not to start a turn (an ACP face whose
 //     protocol starts one when idle does that itself).
 //   - When another steer moves the token first (RejectStaleTurn), it steers again on the
@@ -35,35 +40,35 @@ type SteerLiveOptions struct {
 // Every other rejection (no_steer_channel, session_closed, ...) is returned as it came.
 // A caller that shows a person a token should send Steer with it instead: a stale token
 // is then refused, which is the point of the compare-and-swap.
-func (c *Client) SteerLive(ctx context.Context, sessionID, text string, opts SteerLiveOptions) (SteerResult, error) {
+func (c *Client) SteerLive(ctx context.Context, sessionID, text string, opts SteerLiveOptions) (signals.SteerResult, error) {
 	read := func() (string, error) {
 		st, err := c.Status(ctx, sessionID)
 		return st.SteerToken, err
 	}
-	steer := func(req SteerRequest) (SteerResult, error) { return c.Steer(ctx, sessionID, req) }
-	return steerLive(read, steer, SteerRequest{Text: text, ClientMsgID: opts.ClientMsgID, ViewerID: opts.ViewerID, By: opts.By})
+	steer := func(req signals.SteerRequest) (signals.SteerResult, error) { return c.Steer(ctx, sessionID, req) }
+	return steerLive(read, steer, signals.SteerRequest{Text: text, ClientMsgID: opts.ClientMsgID, ViewerID: opts.ViewerID, By: opts.By})
 }
 
 // steerLive is SteerLive's rule over a token reader and a steer sender.
-func steerLive(read func() (string, error), steer func(SteerRequest) (SteerResult, error), req SteerRequest) (SteerResult, error) {
+func steerLive(read func() (string, error), steer func(signals.SteerRequest) (signals.SteerResult, error), req signals.SteerRequest) (signals.SteerResult, error) {
 	if req.ClientMsgID == "" {
-		req.ClientMsgID = NewID()
+		req.ClientMsgID = signals.NewID()
 	}
 	token, err := read()
 	if err != nil {
-		return SteerResult{}, err
+		return signals.SteerResult{}, err
 	}
 	for attempt := 1; ; attempt++ {
 		if token == "" {
-			return SteerResult{}, Reject(RejectNoLiveTurn, "no turn is running")
+			return signals.SteerResult{}, signals.Reject(signals.RejectNoLiveTurn, "no turn is running")
 		}
 		req.ExpectedTurnID = token
 		res, err := steer(req)
-		rej, ok := AsRejection(err)
-		if !ok || rej.Type != RejectStaleTurn || attempt == SteerLiveAttempts {
+		rej, ok := rejection.As(err)
+		if !ok || rej.Type != signals.RejectStaleTurn || attempt == SteerLiveAttempts {
 			return res, err
 		}
-		d, ok := rej.Details.(StaleTurnDetails)
+		d, ok := rej.Details.(signals.StaleTurnDetails)
 		if !ok {
 			return res, err
 		}

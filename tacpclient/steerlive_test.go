@@ -1,9 +1,12 @@
-package signals
+package tacpclient
 
 // Tests of SteerLive's rule: steer the live token; none live is no_live_turn with nothing
 // sent; a moved token is followed up to SteerLiveAttempts tries; other refusals pass through.
 
 import (
+	"github.com/tacp-dev/tacp/signals"
+	"github.com/tacp-dev/tacp/signals/rejection"
+
 	"errors"
 	"testing"
 
@@ -15,36 +18,36 @@ import (
 type fakeSession struct {
 	token  string   // the live token ("" when no turn runs)
 	rivals []string // the tokens rivals move it to, one per steer we send, before it arrives
-	sent   []SteerRequest
+	sent   []signals.SteerRequest
 	other  error // returned instead of an answer when set
 }
 
 func (f *fakeSession) read() (string, error) { return f.token, nil }
 
-func (f *fakeSession) steer(req SteerRequest) (SteerResult, error) {
+func (f *fakeSession) steer(req signals.SteerRequest) (signals.SteerResult, error) {
 	f.sent = append(f.sent, req)
 	if len(f.rivals) > 0 {
 		f.token, f.rivals = f.rivals[0], f.rivals[1:]
 	}
 	if f.other != nil {
-		return SteerResult{}, f.other
+		return signals.SteerResult{}, f.other
 	}
 	if f.token == "" {
-		return SteerResult{}, Reject(RejectNoLiveTurn, "no turn is running")
+		return signals.SteerResult{}, signals.Reject(signals.RejectNoLiveTurn, "no turn is running")
 	}
 	if req.ExpectedTurnID != f.token {
-		rej := Reject(RejectStaleTurn, "stale")
-		rej.Details = StaleTurnDetails{Expected: req.ExpectedTurnID, Actual: f.token}
-		return SteerResult{}, rej.ApplicationError()
+		rej := signals.Reject(signals.RejectStaleTurn, "stale")
+		rej.Details = signals.StaleTurnDetails{Expected: req.ExpectedTurnID, Actual: f.token}
+		return signals.SteerResult{}, rejection.Error(rej)
 	}
-	return SteerResult{Outcome: SteerAccepted, NextExpectedTurnID: f.token + ".next"}, nil
+	return signals.SteerResult{Outcome: signals.SteerAccepted, NextExpectedTurnID: f.token + ".next"}, nil
 }
 
 func TestSteerLive_SteersTheLiveToken(t *testing.T) {
 	f := &fakeSession{token: "3.1"}
-	res, err := steerLive(f.read, f.steer, SteerRequest{Text: "go left", ViewerID: "v1"})
+	res, err := steerLive(f.read, f.steer, signals.SteerRequest{Text: "go left", ViewerID: "v1"})
 	require.NoError(t, err)
-	require.Equal(t, SteerAccepted, res.Outcome)
+	require.Equal(t, signals.SteerAccepted, res.Outcome)
 	require.Len(t, f.sent, 1)
 	require.Equal(t, "3.1", f.sent[0].ExpectedTurnID)
 	require.Equal(t, "v1", f.sent[0].ViewerID)
@@ -53,18 +56,18 @@ func TestSteerLive_SteersTheLiveToken(t *testing.T) {
 
 func TestSteerLive_NoLiveTurnSendsNothing(t *testing.T) {
 	f := &fakeSession{}
-	_, err := steerLive(f.read, f.steer, SteerRequest{Text: "go left"})
-	rej, ok := AsRejection(err)
+	_, err := steerLive(f.read, f.steer, signals.SteerRequest{Text: "go left"})
+	rej, ok := rejection.As(err)
 	require.True(t, ok, "%v", err)
-	require.Equal(t, RejectNoLiveTurn, rej.Type)
+	require.Equal(t, signals.RejectNoLiveTurn, rej.Type)
 	require.Empty(t, f.sent)
 }
 
 func TestSteerLive_FollowsAMovedTokenWithTheSameID(t *testing.T) {
 	f := &fakeSession{token: "3", rivals: []string{"3.1", "4"}}
-	res, err := steerLive(f.read, f.steer, SteerRequest{Text: "go left", ClientMsgID: "m1"})
+	res, err := steerLive(f.read, f.steer, signals.SteerRequest{Text: "go left", ClientMsgID: "m1"})
 	require.NoError(t, err)
-	require.Equal(t, SteerAccepted, res.Outcome)
+	require.Equal(t, signals.SteerAccepted, res.Outcome)
 	require.Len(t, f.sent, 3)
 	for i, want := range []string{"3", "3.1", "4"} {
 		require.Equal(t, want, f.sent[i].ExpectedTurnID)
@@ -74,30 +77,30 @@ func TestSteerLive_FollowsAMovedTokenWithTheSameID(t *testing.T) {
 
 func TestSteerLive_GivesUpAfterSteerLiveAttempts(t *testing.T) {
 	f := &fakeSession{token: "3", rivals: []string{"3.1", "3.2", "3.3", "3.4"}}
-	_, err := steerLive(f.read, f.steer, SteerRequest{Text: "go left"})
-	rej, ok := AsRejection(err)
+	_, err := steerLive(f.read, f.steer, signals.SteerRequest{Text: "go left"})
+	rej, ok := rejection.As(err)
 	require.True(t, ok, "%v", err)
-	require.Equal(t, RejectStaleTurn, rej.Type)
+	require.Equal(t, signals.RejectStaleTurn, rej.Type)
 	require.Len(t, f.sent, SteerLiveAttempts)
 }
 
 func TestSteerLive_TurnEndedWhileRetryingIsNoLiveTurn(t *testing.T) {
 	f := &fakeSession{token: "3", rivals: []string{"3.1", ""}}
-	_, err := steerLive(f.read, f.steer, SteerRequest{Text: "go left"})
-	rej, ok := AsRejection(err)
+	_, err := steerLive(f.read, f.steer, signals.SteerRequest{Text: "go left"})
+	rej, ok := rejection.As(err)
 	require.True(t, ok, "%v", err)
-	require.Equal(t, RejectNoLiveTurn, rej.Type)
+	require.Equal(t, signals.RejectNoLiveTurn, rej.Type)
 	require.Len(t, f.sent, 2)
 }
 
 func TestSteerLive_OtherRefusalsPassThrough(t *testing.T) {
 	for _, err := range []error{
-		Reject(RejectNoSteerChannel, "turn 3 cannot take steers").ApplicationError(),
-		Reject(RejectSessionClosed, "closed").ApplicationError(),
+		rejection.Error(signals.Reject(signals.RejectNoSteerChannel, "turn 3 cannot take steers")),
+		rejection.Error(signals.Reject(signals.RejectSessionClosed, "closed")),
 		errors.New("connection refused"),
 	} {
 		f := &fakeSession{token: "3", other: err}
-		_, got := steerLive(f.read, f.steer, SteerRequest{Text: "go left"})
+		_, got := steerLive(f.read, f.steer, signals.SteerRequest{Text: "go left"})
 		require.Equal(t, err, got)
 		require.Len(t, f.sent, 1, "%v is not retried", err)
 	}
@@ -106,7 +109,7 @@ func TestSteerLive_OtherRefusalsPassThrough(t *testing.T) {
 func TestSteerLive_ReadErrorSendsNothing(t *testing.T) {
 	f := &fakeSession{}
 	boom := errors.New("unreachable")
-	_, err := steerLive(func() (string, error) { return "", boom }, f.steer, SteerRequest{Text: "x"})
+	_, err := steerLive(func() (string, error) { return "", boom }, f.steer, signals.SteerRequest{Text: "x"})
 	require.ErrorIs(t, err, boom)
 	require.Empty(t, f.sent)
 }

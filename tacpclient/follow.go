@@ -1,4 +1,4 @@
-package signals
+package tacpclient
 
 // Following a session: a viewer runs the events query when the session's workflow history has
 // grown, not on a clock. A Follower long-polls that history (GetWorkflowExecutionHistory with
@@ -25,6 +25,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/tacp-dev/tacp/signals"
 	enumspb "go.temporal.io/api/enums/v1"
 	historypb "go.temporal.io/api/history/v1"
 	"go.temporal.io/api/serviceerror"
@@ -86,7 +87,7 @@ func newFollower(ctx context.Context, c *Client, src historySource, sessionID st
 	f.queried = time.Now()
 	f.timer = time.AfterFunc(f.every, f.safetyPoll)
 	context.AfterFunc(ctx, func() { f.timer.Stop() })
-	wid := SessionWorkflowID(sessionID)
+	wid := signals.SessionWorkflowID(sessionID)
 	// Where the history stands now: what a query issued after Follow returns has seen, so
 	// reading up to it wakes nobody.
 	run := ""
@@ -194,7 +195,7 @@ func (f *Follower) update(fn func(*cover)) {
 // ends, a query fails, or the session's workflow has closed and every event was handed over
 // (then it returns nil). It queries when f says so. A gap (events dropped by retention) is
 // reported to fn as an event of kind "gap".
-func (f *Follower) Watch(ctx context.Context, afterSeq int64, fn func(Event) bool) error {
+func (f *Follower) Watch(ctx context.Context, afterSeq int64, fn func(signals.Event) bool) error {
 	retry := followRetryFirst
 	for {
 		done := f.Querying()
@@ -219,7 +220,7 @@ func (f *Follower) Watch(ctx context.Context, afterSeq int64, fn func(Event) boo
 		}
 		retry = followRetryFirst
 		if res.Gap {
-			if !fn(Event{Seq: res.FirstRetainedSeq - 1, Kind: "gap"}) {
+			if !fn(signals.Event{Seq: res.FirstRetainedSeq - 1, Kind: "gap"}) {
 				return nil
 			}
 		}
@@ -246,7 +247,7 @@ func (f *Follower) Watch(ctx context.Context, afterSeq int64, fn func(Event) boo
 // transientQueryError reports whether a failed query may answer if asked again: the server
 // cut it short or could not reach a worker, not a refusal or an answer that does not decode.
 func transientQueryError(err error) bool {
-	var rej *Rejection
+	var rej *signals.Rejection
 	if errors.As(err, &rej) {
 		return false
 	}
@@ -259,9 +260,9 @@ func transientQueryError(err error) bool {
 
 // Watch follows session sessionID (Follow) and calls fn with every event after afterSeq, as
 // Follower.Watch does.
-func (c *Client) Watch(ctx context.Context, sessionID string, afterSeq int64, fn func(Event) bool) error {
-	if err := ValidateSessionID(sessionID); err != nil {
-		return Reject(RejectInvalidRequest, "%v", err)
+func (c *Client) Watch(ctx context.Context, sessionID string, afterSeq int64, fn func(signals.Event) bool) error {
+	if err := signals.ValidateSessionID(sessionID); err != nil {
+		return signals.Reject(signals.RejectInvalidRequest, "%v", err)
 	}
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()

@@ -1,9 +1,10 @@
-package signals
+package tacpclient
 
 import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
+	"github.com/tacp-dev/tacp/signals"
 	enumspb "go.temporal.io/api/enums/v1"
 	historypb "go.temporal.io/api/history/v1"
 )
@@ -41,7 +42,7 @@ func TestActionCounterCountsWhatBills(t *testing.T) {
 		event(enumspb.EVENT_TYPE_ACTIVITY_TASK_SCHEDULED, nil),
 		event(enumspb.EVENT_TYPE_ACTIVITY_TASK_STARTED, &historypb.ActivityTaskStartedEventAttributes{Attempt: 3}), // two retries
 		event(enumspb.EVENT_TYPE_ACTIVITY_TASK_COMPLETED, nil),                                                     // not billed
-		signal(SignalTurnEvents), signal(SignalTurnEvents), signal(SignalTurnFinished),
+		signal(signals.SignalTurnEvents), signal(signals.SignalTurnEvents), signal(signals.SignalTurnFinished),
 		event(enumspb.EVENT_TYPE_TIMER_STARTED, nil),
 		event(enumspb.EVENT_TYPE_UPSERT_WORKFLOW_SEARCH_ATTRIBUTES, nil),
 		local(7), local(7), local(9), // two workflow tasks
@@ -61,8 +62,8 @@ func TestActionCounterCountsWhatBills(t *testing.T) {
 	require.EqualValues(t, 1, a.Updates)
 	require.EqualValues(t, 3, a.Activities, "scheduled once, started on its third attempt")
 	require.EqualValues(t, 3, a.Signals)
-	require.Equal(t, map[string]int64{SignalTurnEvents: 2, SignalTurnFinished: 1}, a.SignalsByName)
-	require.Equal(t, []string{SignalTurnEvents, SignalTurnFinished}, a.SignalNames())
+	require.Equal(t, map[string]int64{signals.SignalTurnEvents: 2, signals.SignalTurnFinished: 1}, a.SignalsByName)
+	require.Equal(t, []string{signals.SignalTurnEvents, signals.SignalTurnFinished}, a.SignalNames())
 	require.EqualValues(t, 1, a.Timers)
 	require.EqualValues(t, 5, a.Other, "an upsert, local activities in three tasks, a side effect")
 	require.EqualValues(t, 15, a.Total)

@@ -1,4 +1,4 @@
-package signals
+package tacpclient
 
 // Listing sessions from visibility: one row per session, read from its workflow's search
 // attributes and memo, and the decoders of those attributes.
@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/tacp-dev/tacp/signals"
 	commonpb "go.temporal.io/api/common/v1"
 	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/api/workflowservice/v1"
@@ -42,7 +43,7 @@ type SessionInfo struct {
 	Workspace string `json:"workspace,omitempty"`
 	// Access is the session's owner, sharing rule and shares (empty for a session created
 	// by a client that named nobody).
-	Access
+	signals.Access
 }
 
 // List lists sessions from visibility, newest first (at most limit; 0 means 100).
@@ -58,15 +59,15 @@ func (c *Client) ListAwaitingApproval(ctx context.Context, limit int) ([]Session
 
 // AwaitingApprovalWhere is the visibility query of the running sessions where a person is
 // asked to answer a permission request.
-const AwaitingApprovalWhere = SearchAttrAwaitingApproval + " = true AND ExecutionStatus = 'Running'"
+const AwaitingApprovalWhere = signals.SearchAttrAwaitingApproval + " = true AND ExecutionStatus = 'Running'"
 
 // ListOnVersion lists the running sessions whose current run is on a Worker Deployment
 // version ("<deployment>:<build id>").
 func (c *Client) ListOnVersion(ctx context.Context, version string, limit int) ([]SessionInfo, error) {
 	if strings.ContainsAny(version, "'\\") {
-		return nil, Reject(RejectInvalidRequest, "version %q has a quote", version)
+		return nil, signals.Reject(signals.RejectInvalidRequest, "version %q has a quote", version)
 	}
-	return c.ListWhere(ctx, fmt.Sprintf("%s = '%s' AND ExecutionStatus = 'Running'", SearchAttrDeploymentVersion, version), limit)
+	return c.ListWhere(ctx, fmt.Sprintf("%s = '%s' AND ExecutionStatus = 'Running'", signals.SearchAttrDeploymentVersion, version), limit)
 }
 
 // ListWhere lists sessions matching a visibility query (ANDed with the session workflow
@@ -108,7 +109,7 @@ func (c *Client) ListPage(ctx context.Context, where string, pageSize int, token
 
 func (c *Client) listPage(ctx context.Context, where string, pageSize int, token []byte, seen map[string]bool) ([]SessionInfo, []byte, error) {
 	// One row per session: a run that continued as new is not the session's.
-	query := fmt.Sprintf("WorkflowType = '%s' AND ExecutionStatus != 'ContinuedAsNew'", SessionWorkflowType)
+	query := fmt.Sprintf("WorkflowType = '%s' AND ExecutionStatus != 'ContinuedAsNew'", signals.SessionWorkflowType)
 	if where != "" {
 		query += " AND " + where
 	}
@@ -136,26 +137,26 @@ func (c *Client) listPage(ctx context.Context, where string, pageSize int, token
 		}
 		seen[info.SessionID] = true
 		fields := e.GetSearchAttributes().GetIndexedFields()
-		info.LastOutcome = decodeString(fields[SearchAttrLastOutcome])
-		info.Workspace = decodeString(e.GetMemo().GetFields()[MemoWorkspace])
+		info.LastOutcome = decodeString(fields[signals.SearchAttrLastOutcome])
+		info.Workspace = decodeString(e.GetMemo().GetFields()[signals.MemoWorkspace])
 		info.Access = accessOf(fields)
-		info.LastActivity = decodeTime(fields[SearchAttrLastActivity])
-		info.State = decodeString(fields[SearchAttrSessionState])
-		info.Agent = decodeString(fields[SearchAttrAgent])
-		info.Turn = decodeInt(fields[SearchAttrTurn])
-		info.AwaitingApproval = decodeBool(fields[SearchAttrAwaitingApproval])
-		info.Version = decodeString(fields[SearchAttrDeploymentVersion])
-		info.Behavior = decodeString(fields[SearchAttrVersioningBehavior])
+		info.LastActivity = decodeTime(fields[signals.SearchAttrLastActivity])
+		info.State = decodeString(fields[signals.SearchAttrSessionState])
+		info.Agent = decodeString(fields[signals.SearchAttrAgent])
+		info.Turn = decodeInt(fields[signals.SearchAttrTurn])
+		info.AwaitingApproval = decodeBool(fields[signals.SearchAttrAwaitingApproval])
+		info.Version = decodeString(fields[signals.SearchAttrDeploymentVersion])
+		info.Behavior = decodeString(fields[signals.SearchAttrVersioningBehavior])
 		if vi := e.GetVersioningInfo(); vi != nil {
 			if v := vi.GetDeploymentVersion(); v != nil && info.Version == "" {
-				info.Version = DeploymentVersion(v.GetDeploymentName(), v.GetBuildId())
+				info.Version = signals.DeploymentVersion(v.GetDeploymentName(), v.GetBuildId())
 			}
 			if info.Behavior == "" && vi.GetBehavior() != enumspb.VERSIONING_BEHAVIOR_UNSPECIFIED {
 				info.Behavior = behaviorName(vi.GetBehavior())
 			}
 		}
 		if !info.Running {
-			info.State = StateClosed
+			info.State = signals.StateClosed
 			if e.GetStatus() != enumspb.WORKFLOW_EXECUTION_STATUS_COMPLETED {
 				info.State = endedState(e.GetStatus()) // failed, terminated, …
 				// Rare rows: one history read each says why (a refused config, a failed run).
@@ -203,9 +204,9 @@ func decodeInt(p *commonpb.Payload) int64 {
 func behaviorName(b enumspb.VersioningBehavior) string {
 	switch b {
 	case enumspb.VERSIONING_BEHAVIOR_PINNED:
-		return VersioningBehaviorPinned
+		return signals.VersioningBehaviorPinned
 	case enumspb.VERSIONING_BEHAVIOR_AUTO_UPGRADE:
-		return VersioningBehaviorAutoUpgrade
+		return signals.VersioningBehaviorAutoUpgrade
 	}
 	return ""
 }
