@@ -29,6 +29,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/tacp-dev/tacp/activities/turn"
 	"github.com/tacp-dev/tacp/signals"
 )
 
@@ -155,9 +156,9 @@ func (r *Runner) limitPolicy() limitPolicy {
 
 // limited decides the end of an attempt whose agent answered with a stop reason: done
 // reports that the attempt ends here (res or err), limited or failed by its typed failure.
-func (t *turnRun) limited(end turnEnd) (res signals.RunTurnResult, err error, done bool) {
+func (t *turnRun) limited(end turn.End) (res signals.RunTurnResult, err error, done bool) {
 	f := t.watch.promptFailure()
-	if f == nil || end.StopReason == stopCancelled {
+	if f == nil || end.StopReason == turn.StopCancelled {
 		return signals.RunTurnResult{}, nil, false
 	}
 	lim, ferr := t.r.limitPolicy().decide(time.Now(), f, t.in.LimitWaits)

@@ -5,7 +5,7 @@
 //
 // This file holds the runner's configuration and runs a turn attempt (RunTurn); its set-up
 // and end are in runner_setup.go and runner_end.go. The attempt's prompt loop is the
-// turn core (turncore.go: the rules, pure) inside the turn shell (turnshell.go: the
+// turn core (activities/turn: the rules, pure) inside the turn shell (turnshell.go: the
 // goroutine that talks to the agent). What a worker's turns share is the host (host.go).
 package activities
 
@@ -221,7 +221,7 @@ func (r *Runner) runAttempt(ctx context.Context, in signals.RunTurnInput, attemp
 // workflow state), prompt, stream, and answer with the stop reason. Steers, cancels and
 // permission answers arrive through Deliver; a cancellation of the activity (delivered with
 // heartbeats) is the backstop for cancel. The prompt loop itself is the turn shell around
-// the turn core (turnshell.go, turncore.go).
+// the turn core (turnshell.go, activities/turn).
 func (r *Runner) runTurn(ctx context.Context, in signals.RunTurnInput, attempt int32, owner beatTarget) (signals.RunTurnResult, error) {
 	t := &turnRun{r: r, in: in, attempt: attempt, res: signals.RunTurnResult{Attempt: attempt, Host: r.Host.Queue}}
 	t.log = r.Logger.With("session", in.SessionID, "turn", in.TurnID, "attempt", attempt)

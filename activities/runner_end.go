@@ -11,6 +11,7 @@ import (
 	acp "github.com/coder/acp-go-sdk"
 	"go.temporal.io/sdk/temporal"
 
+	"github.com/tacp-dev/tacp/activities/turn"
 	"github.com/tacp-dev/tacp/signals"
 )
 
@@ -44,7 +45,7 @@ func (t *turnRun) finishAnswered() (signals.RunTurnResult, error) {
 }
 
 // ended finishes the attempt as the turn core ended it.
-func (t *turnRun) ended(end turnEnd, proc *agentProc, beat signals.TurnProgress) (signals.RunTurnResult, error) {
+func (t *turnRun) ended(end turn.End, proc *agentProc, beat signals.TurnProgress) (signals.RunTurnResult, error) {
 	switch {
 	case end.Lost:
 		// This attempt ends without a stop reason, so the session does not take it for the

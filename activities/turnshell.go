@@ -1,7 +1,7 @@
 package activities
 
 // The turn shell: the goroutine that runs a turn attempt's prompt loop around the turn core
-// (turncore.go). It waits for one input at a time — the prompt's answer, a delivery from the
+// (activities/turn). It waits for one input at a time — the prompt's answer, a delivery from the
 // live-turn registry, the result of a _session/steering request, the activity's context,
 // the agent's exit, the core's one timer — steps the core with it, and carries out the
 // actions the core returns. Requests that wait for the agent (session/prompt,
@@ -16,12 +16,13 @@ import (
 
 	acp "github.com/coder/acp-go-sdk"
 
+	"github.com/tacp-dev/tacp/activities/turn"
 	"github.com/tacp-dev/tacp/signals"
 )
 
 // turnShell is one turn attempt's loop. Its fields are set by runTurn; run uses them.
 type turnShell struct {
-	core   *turnCore
+	core   *turn.Core
 	r      *Runner
 	proc   *agentProc
 	sid    acp.SessionId
@@ -32,8 +33,8 @@ type turnShell struct {
 	// outcome reports how an Async steer went (the delivery_outcome signal).
 	outcome func(ctx context.Context, o signals.DeliveryOutcome)
 
-	answered chan turnAnswer
-	injected chan turnInjected
+	answered chan turn.Answer
+	injected chan turn.Injected
 	steers   map[int]steerRequest // steers the core holds, by the id it knows them by
 	lastID   int
 	outcomes outcomeQueue
@@ -46,18 +47,18 @@ type turnShell struct {
 
 func newTurnShell(r *Runner, ag *hostedAgent, sid acp.SessionId, lt *liveTurn, prompt []acp.ContentBlock, log *slog.Logger) *turnShell {
 	return &turnShell{
-		core: newTurnCore(steeringSupported(ag.proc.caps), r.CancelGrace),
+		core: turn.New(steeringSupported(ag.proc.caps), r.CancelGrace),
 		r:    r, proc: ag.proc, sid: sid, lt: lt, watch: lt.watch, log: log, prompt: prompt,
-		answered: make(chan turnAnswer, 1), injected: make(chan turnInjected, 1),
+		answered: make(chan turn.Answer, 1), injected: make(chan turn.Injected, 1),
 		steers: map[int]steerRequest{}, cancelled: lt.cancel, exited: ag.proc.exited,
 	}
 }
 
 // run runs the turn attempt to its end. Every Async steer's outcome has been sent when it
 // returns: the turn's end is reported after them.
-func (s *turnShell) run(ctx context.Context) turnEnd {
+func (s *turnShell) run(ctx context.Context) turn.End {
 	s.ctxDone = ctx.Done()
-	acts := s.core.Step(time.Now(), turnStart{})
+	acts := s.core.Step(time.Now(), turn.Start{})
 	for {
 		if end, ok := s.do(ctx, acts); ok {
 			s.outcomes.wait()
@@ -69,7 +70,7 @@ func (s *turnShell) run(ctx context.Context) turnEnd {
 }
 
 // next waits for the core's next input.
-func (s *turnShell) next(ctx context.Context) turnEvent {
+func (s *turnShell) next(ctx context.Context) turn.Event {
 	var tick <-chan time.Time
 	if d := s.core.Deadline(); !d.IsZero() {
 		t := time.NewTimer(time.Until(d))
@@ -87,67 +88,67 @@ func (s *turnShell) next(ctx context.Context) turnEvent {
 	case req := <-s.lt.steers:
 		s.lastID++
 		s.steers[s.lastID] = req
-		return turnSteer{ID: s.lastID, Text: req.text}
+		return turn.Steer{ID: s.lastID, Text: req.text}
 	case <-s.cancelled:
 		s.cancelled = nil
-		return turnCancel{Why: "delivery"}
+		return turn.Cancel{Why: "delivery"}
 	case <-s.ctxDone:
 		s.ctxDone = nil
 		if cause := context.Cause(ctx); !isCancelRequest(cause) {
 			// The server no longer holds this attempt (heartbeats lost past the timeout
 			// while it restarted, a worker shutting down).
 			s.log.Warn("turn attempt lost: the next attempt takes the turn over", "cause", cause)
-			return turnLost{Cause: cause}
+			return turn.Lost{Cause: cause}
 		}
-		return turnCancel{Why: "activity cancellation"}
+		return turn.Cancel{Why: "activity cancellation"}
 	case <-tick:
-		return turnTick{}
+		return turn.Tick{}
 	case <-s.exited:
 		s.exited = nil
-		return turnExited{}
+		return turn.Exited{}
 	}
 }
 
 // do carries out acts in order; ok reports the turn's end.
-func (s *turnShell) do(ctx context.Context, acts []turnAction) (end turnEnd, ok bool) {
+func (s *turnShell) do(ctx context.Context, acts []turn.Action) (end turn.End, ok bool) {
 	for i := 0; i < len(acts); i++ {
 		a := acts[i]
 		switch a.Kind {
-		case actPrompt:
+		case turn.ActPrompt:
 			blocks := s.prompt
 			if a.Text != "" {
 				blocks = []acp.ContentBlock{acp.TextBlock(a.Text)}
 			}
 			s.sendPrompt(ctx, blocks)
-		case actInject:
+		case turn.ActInject:
 			go func() {
 				_, err := s.r.inject(ctx, s.proc, s.sid, a.Text)
-				s.injected <- turnInjected{ID: a.Steer, Err: err}
+				s.injected <- turn.Injected{ID: a.Steer, Err: err}
 			}()
-		case actCancel:
+		case turn.ActCancel:
 			if a.Why != "steer" {
 				s.log.Info("cancelling turn: sending session/cancel", "via", a.Why)
 			}
 			if err := s.proc.conn.Cancel(context.WithoutCancel(ctx), acp.CancelNotification{SessionId: s.sid}); err != nil {
 				s.log.Warn("session/cancel failed", "error", err)
 				if a.Why == "steer" {
-					acts = append(acts, s.core.Step(time.Now(), turnSteerCancelFailed{Err: err})...)
+					acts = append(acts, s.core.Step(time.Now(), turn.SteerCancelFailed{Err: err})...)
 				}
 			}
-		case actCancelPermissions:
+		case turn.ActCancelPermissions:
 			s.lt.requestCancel() // answers the agent's open permission requests cancelled
-		case actReply:
+		case turn.ActReply:
 			s.reply(ctx, a)
-		case actKill:
-			if a.Why == killGrace {
+		case turn.ActKill:
+			if a.Why == turn.KillGrace {
 				s.log.Warn("agent did not stop after session/cancel: killing it", "grace", s.r.CancelGrace)
 			}
 			s.proc.stop(0)
-		case actEnd:
+		case turn.ActEnd:
 			return a.End, true
 		}
 	}
-	return turnEnd{}, false
+	return turn.End{}, false
 }
 
 // sendPrompt sends session/prompt; its answer comes back on answered. The prompt's context
@@ -159,13 +160,13 @@ func (s *turnShell) sendPrompt(ctx context.Context, blocks []acp.ContentBlock) {
 			s.watch.addPromptUsage(resp.Usage)
 			s.watch.notePromptMeta(resp.Meta)
 		}
-		s.answered <- turnAnswer{StopReason: string(resp.StopReason), Err: err}
+		s.answered <- turn.Answer{StopReason: string(resp.StopReason), Err: err}
 	}()
 }
 
 // reply tells a steer's sender how it went: the Deliver activity waiting for it, or, for
 // an Async steer, the session by delivery_outcome.
-func (s *turnShell) reply(ctx context.Context, a turnAction) {
+func (s *turnShell) reply(ctx context.Context, a turn.Action) {
 	req, ok := s.steers[a.Steer]
 	if !ok {
 		return

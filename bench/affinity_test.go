@@ -31,7 +31,7 @@ import (
 	"github.com/tacp-dev/tacp/tacpclient"
 	"github.com/tacp-dev/tacp/testagent/agent"
 	"github.com/tacp-dev/tacp/worker/tacpworker"
-	"github.com/tacp-dev/tacp/workflows"
+	"github.com/tacp-dev/tacp/workflows/session"
 )
 
 // benchCluster is workers in this process on one task queue, each with its own data and
@@ -306,7 +306,7 @@ func TestAffinityTable(t *testing.T) {
 	flushTable(t, tw)
 	fmt.Printf("Agent starts: the warm session's %d+%d turns started %d agent; %d turns across %d sessions on 3 workers started %d agents (target %d), %d sessions with live agents on more than one worker\n\n",
 		1, warmup+rounds, warmStarts, nSessions*perSession, nSessions, starts, nSessions, spread)
-	fmt.Printf("Fallback: the holder's worker stopped, the next zero-work turn (%d times; affinity bound %s, the new worker's agent cannot load the session; %d sessions had a live agent on a second worker)\n", fallbacks, workflows.DefaultAffinityWait, doubled)
+	fmt.Printf("Fallback: the holder's worker stopped, the next zero-work turn (%d times; affinity bound %s, the new worker's agent cannot load the session; %d sessions had a live agent on a second worker)\n", fallbacks, session.DefaultAffinityWait, doubled)
 	tw = tabwriter.NewWriter(os.Stdout, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "segment\tn\tp50 ms\tp99 ms\tmax ms")
 	for _, row := range []struct {

@@ -43,7 +43,7 @@ import (
 	"github.com/tacp-dev/tacp/signals/rejection"
 	"github.com/tacp-dev/tacp/tacpclient"
 	"github.com/tacp-dev/tacp/worker/tacpworker"
-	"github.com/tacp-dev/tacp/workflows"
+	"github.com/tacp-dev/tacp/workflows/session"
 )
 
 const (
@@ -369,7 +369,7 @@ func (t *promptTarget) rotate(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	t.session, t.left = id, workflows.DefaultQueueLimit
+	t.session, t.left = id, session.DefaultQueueLimit
 	return nil
 }
 

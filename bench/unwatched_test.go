@@ -13,7 +13,7 @@ import (
 
 	"github.com/tacp-dev/tacp/signals"
 	"github.com/tacp-dev/tacp/tacpclient"
-	"github.com/tacp-dev/tacp/workflows"
+	"github.com/tacp-dev/tacp/workflows/session"
 )
 
 // TestStreamCostTable prints what a streamed minute costs in billable actions when a person
@@ -76,7 +76,7 @@ func TestStreamCostTable(t *testing.T) {
 
 	// Activity heartbeats are billable too and no history shows them: the SDK sends at most
 	// one per 80 % of the heartbeat timeout, the same for both turns.
-	beats := 60 / (0.8 * workflows.TurnHeartbeat.Seconds())
+	beats := 60 / (0.8 * session.TurnHeartbeat.Seconds())
 	perMin := func(r result, n int64) string { return fmt.Sprintf("%.0f", float64(n)/r.minutes) }
 	fmt.Printf("\nA streamed minute's billable actions, from each session's history (%d s, one chunk every %s; load %s)\n", secs, every, loadAvg())
 	fmt.Printf("| per streamed minute | watched (a person follows) | unwatched (--no-wait) |\n|---|---|---|\n")

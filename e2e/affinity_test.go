@@ -21,7 +21,7 @@ import (
 	"github.com/tacp-dev/tacp/signals"
 	"github.com/tacp-dev/tacp/tacpclient"
 	"github.com/tacp-dev/tacp/testagent/agent"
-	"github.com/tacp-dev/tacp/workflows"
+	sessioncore "github.com/tacp-dev/tacp/workflows/session"
 )
 
 // affinityCluster is three worker processes on one queue, each with its own data directory,
@@ -140,7 +140,7 @@ func TestAffinityOneAgentPerSessionAndTheConversationCarriedOverWhenTheLoadFails
 	require.NotNil(t, st.ContextLost)
 	require.Equal(t, int64(11), st.ContextLost.TurnID)
 	received := strings.Join(agentTexts(t, evs, 11), "")
-	require.Contains(t, received, workflows.TranscriptHeader)
+	require.Contains(t, received, sessioncore.TranscriptHeader)
 	for i := 1; i <= 10; i++ {
 		require.Contains(t, received, fmt.Sprintf("w%02d", i), "the new agent was told turn %d", i)
 	}

@@ -42,7 +42,7 @@ import (
 	"github.com/tacp-dev/tacp/signals"
 	"github.com/tacp-dev/tacp/tacpclient"
 	"github.com/tacp-dev/tacp/worker/tacpworker"
-	"github.com/tacp-dev/tacp/workflows"
+	sessioncore "github.com/tacp-dev/tacp/workflows/session"
 )
 
 // serverProcessEnv makes the test binary a devserver process on the SQLite file it names
@@ -198,7 +198,7 @@ func TestChaosWorkerKilledMidTurn(t *testing.T) {
 
 		// Acknowledged while the turn's worker is gone, within heartbeat timeout + 5 s.
 		sent := time.Now()
-		pctx, cancel := context.WithTimeout(context.Background(), workflows.TurnHeartbeat+5*time.Second)
+		pctx, cancel := context.WithTimeout(context.Background(), sessioncore.TurnHeartbeat+5*time.Second)
 		next := sendPrompt(pctx, fmt.Sprintf("/echo\nafter kill %d", round))
 		cancel()
 		promptAck = append(promptAck, time.Since(sent))

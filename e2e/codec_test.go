@@ -35,7 +35,7 @@ import (
 	"github.com/tacp-dev/tacp/signals"
 	"github.com/tacp-dev/tacp/tacpclient"
 	"github.com/tacp-dev/tacp/worker/tacpworker"
-	"github.com/tacp-dev/tacp/workflows"
+	sessioncore "github.com/tacp-dev/tacp/workflows/session"
 )
 
 func newKeys(t *testing.T, id string) codec.Keys {
@@ -304,7 +304,7 @@ func containsAll(s string, want []string) bool {
 // the session's config, asking policy.
 func confidentialSession(t *testing.T, ctx context.Context, cc client.Client, agent string) (*tacpclient.Client, signals.SessionConfig) {
 	t.Helper()
-	_, ec := extraWorker(t, cc, tacpworker.Options{Agent: agent, Build: workflows.Build{Confidential: true}})
+	_, ec := extraWorker(t, cc, tacpworker.Options{Agent: agent, Build: sessioncore.Build{Confidential: true}})
 	ec.Confidential = true
 	cfg := signals.SessionConfig{SessionID: session(t), Policy: "ask_always"}
 	_, err := ec.Prompt(ctx, cfg, signals.PromptRequest{Text: "/echo\nXYZZY-PROMPT"})

@@ -25,7 +25,7 @@ import (
 	"github.com/tacp-dev/tacp/signals"
 	"github.com/tacp-dev/tacp/tacpclient"
 	"github.com/tacp-dev/tacp/worker/tacpworker"
-	"github.com/tacp-dev/tacp/workflows"
+	sessioncore "github.com/tacp-dev/tacp/workflows/session"
 )
 
 // The test binary doubles as a worker process, so a test can kill -9 a real worker without
@@ -168,7 +168,7 @@ func TestWorkerKilledMidTurnRestartsTheTurnOnAnotherWorker(t *testing.T) {
 		if ev.Kind == signals.EventTurnRestarted {
 			// A figure, not an assertion (docs/operators.md, "When a worker counts as lost").
 			t.Logf("kill -9 → turn.restarted on the other worker: %v (heartbeat timeout %v)",
-				ev.At.Sub(killed).Round(10*time.Millisecond), workflows.TurnHeartbeat)
+				ev.At.Sub(killed).Round(10*time.Millisecond), sessioncore.TurnHeartbeat)
 			break
 		}
 	}

@@ -17,7 +17,7 @@ import (
 	"github.com/tacp-dev/tacp/signals"
 	"github.com/tacp-dev/tacp/testagent/agent"
 	"github.com/tacp-dev/tacp/worker/tacpworker"
-	"github.com/tacp-dev/tacp/workflows"
+	sessioncore "github.com/tacp-dev/tacp/workflows/session"
 )
 
 // An agent that takes 25 s to start — two and a half heartbeat timeouts — runs its turn
@@ -25,7 +25,7 @@ import (
 func TestASlowStartingAgentRunsItsTurnOnce(t *testing.T) {
 	t.Parallel()
 	const delay = 25 * time.Second
-	require.Greater(t, delay, 2*workflows.TurnHeartbeat, "the start outlasts the heartbeat timeout")
+	require.Greater(t, delay, 2*sessioncore.TurnHeartbeat, "the start outlasts the heartbeat timeout")
 	starts := t.TempDir()
 	_, qc := extraWorker(t, tc, tacpworker.Options{
 		Profiles: []activities.Profile{{
@@ -62,7 +62,7 @@ func TestAnAgentThatNeverStartsFailsOnceWithWhatItPrinted(t *testing.T) {
 			{Name: "waits", Command: `sh -c 'touch "$STARTS/$$"; echo "please log in first: run agent login" >&2; sleep 600'`, Env: map[string]string{"STARTS": starts}},
 			{Name: "dies", Command: `sh -c 'echo "no API key: set AGENT_API_KEY" >&2; exit 3'`},
 		},
-		InitTimeout: workflows.TurnHeartbeat + 5*time.Second,
+		InitTimeout: sessioncore.TurnHeartbeat + 5*time.Second,
 	})
 	for _, c := range []struct{ profile, printed string }{
 		{"waits", "please log in first: run agent login"},

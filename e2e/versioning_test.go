@@ -28,7 +28,7 @@ import (
 	"github.com/tacp-dev/tacp/signals"
 	"github.com/tacp-dev/tacp/tacpclient"
 	"github.com/tacp-dev/tacp/worker/tacpworker"
-	"github.com/tacp-dev/tacp/workflows"
+	sessioncore "github.com/tacp-dev/tacp/workflows/session"
 )
 
 // versioned is one deployment on its own task queue, with the builds running on it.
@@ -66,7 +66,7 @@ func (v *versioned) start(id string) {
 		CancelGrace:    5 * time.Second,
 		MaxAgents:      64,
 		Deployment:     tacpworker.Deployment{Name: v.deployment, BuildID: id, WakeInterval: time.Second},
-		Build:          workflows.Build{TurnMarkerForTest: id == "B", NoUpgradeForTest: v.broken},
+		Build:          sessioncore.Build{TurnMarkerForTest: id == "B", NoUpgradeForTest: v.broken},
 	})
 	require.NoError(v.t, err)
 	v.builds[id] = w

@@ -2,7 +2,7 @@ package signals
 
 // The updates of contract §3 as typed descriptors: each names one update with its request
 // and result types. The session workflow's update table binds every entry to one
-// (workflows/core_updates.go), and Call sends one, so a client and the workflow cannot
+// (workflows/session/core_updates.go), and Call sends one, so a client and the workflow cannot
 // disagree on an update's name or payloads: the compiler holds them together. Adding an
 // update is its request and result types, a field here, and one entry in the workflow's
 // table; every client can Call it from then on.

@@ -18,6 +18,8 @@ package workflows
 import (
 	"encoding/json"
 
+	"github.com/tacp-dev/tacp/workflows/session"
+
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/workflow"
 
@@ -40,13 +42,13 @@ const admissionChange = "admission"
 
 // NewSessionWorkflow returns SessionWorkflow bound to a worker's admission (nil admits
 // everything: the runner still refuses what its worker does not allow).
-func NewSessionWorkflow(adm Admission) func(workflow.Context, sessionInput) error {
-	return NewSessionWorkflowFor(adm, Build{})
+func NewSessionWorkflow(adm Admission) func(workflow.Context, session.RunInput) error {
+	return NewSessionWorkflowFor(adm, session.Build{})
 }
 
-// NewSessionWorkflowFor is NewSessionWorkflow of one build (versioning.go).
-func NewSessionWorkflowFor(adm Admission, build Build) func(workflow.Context, sessionInput) error {
-	return func(ctx workflow.Context, in sessionInput) error {
+// NewSessionWorkflowFor is NewSessionWorkflow of one build (doc.go).
+func NewSessionWorkflowFor(adm Admission, build session.Build) func(workflow.Context, session.RunInput) error {
+	return func(ctx workflow.Context, in session.RunInput) error {
 		return sessionWorkflow(ctx, in, adm, build)
 	}
 }

@@ -16,11 +16,6 @@ import (
 	"github.com/tacp-dev/tacp/signals"
 )
 
-// DefaultAffinityWait bounds how long a turn waits for the previous host to take it: a live
-// worker polls its host queue continuously and takes a task within milliseconds, so a few
-// seconds without a poll means it is gone (or saturated), and the turn moves.
-const DefaultAffinityWait = 3 * time.Second
-
 // releaseTimeout bounds the ReleaseAgent sent to a host the session left.
 const releaseTimeout = 5 * time.Second
 

@@ -1,77 +1,45 @@
-// Package workflows holds tacp's Temporal workflows: SessionWorkflow, one per session, and
-// TurnWorkflow, one per turn (docs/contract.md §2, §6).
+// Package workflows is the Temporal shell of tacp's session: SessionWorkflow, one per
+// session, TurnWorkflow, the child per turn of the runs recorded before a session ran its
+// turns itself, and ProfilesWorkflow (docs/contract.md §2, §6).
 //
-// The package reads as etcd-io/raft does: pure cores that decide, and a thin shell that
-// talks to the runtime. The cores import neither go.temporal.io/sdk/workflow nor the ACP
-// SDK; they read no clock (the time comes in as `now`) and draw no random number, so tests
-// drive them synchronously (table tests, fuzz targets, and the data-driven scenario files
-// of testdata/scenarios, each citing the contract section it proves). A test holds every
-// file of the list below to it (purity_test.go): no Temporal import, no process, socket or
-// random source, no clock read, no goroutine.
+// The session's rules live in the pure core, workflows/session, in the manner of
+// etcd-io/raft: Step takes every input with the time passed in, Ready says what to do. The
+// shell feeds it and carries out what it says:
 //
-// The cores (pure):
-//
-//   - core_step.go: the session core's two entry points, as raft's RawNode: Step(now, Input)
-//     over a closed set of inputs (an update, a raw signal, a delivery's answer, a child
-//     started or ended, a request done, the alarm) and Ready(runInfo), everything the shell
-//     must do with its data (Cmd: StartTurn | Deliver | RequestCancel | RetryNow |
-//     ContinueAsNew | Close; SearchAttrs, Details, Alarm, Metrics); the one dispatch (wake,
-//     carryOut) that the shell and the tests' rig both turn, each with its executor.
-//   - core_updates.go: the update table (name, request type, check, apply): the handlers,
-//     the validators, the signal twins and the scenario verbs come from it.
-//   - core.go: sessionCore's state (carried across continue-as-new), its sessionEnv, the
-//     journal helper.
-//   - core_turn.go: the turn's life: LiveTurn (its drive asked, running, ended: the
-//     session's own or a TurnWorkflow child's; its cancel none, wanted, sent; Here), beginTurn, the runner's reports (attempt
-//     watermarks, turn.restarted, "finish waits for the last batch"), maybeFinish, the
-//     between-turn journal.
-//   - core_prompts.go: prompt, steer, cancel and close, each a check and an apply.
-//   - core_status.go, core_usage.go: the state, Current Details, the search attributes'
-//     values, the status query; the usage totals.
-//   - core_next.go: next, which alone says which command Ready hands out, and the
-//     continue-as-new policy, and the ResumeTurn of a Here turn the run before drove.
-//   - core_signals.go: the runner's signals, the drain order, the start of a run
-//     (newSessionCore).
-//   - core_delivery.go: the delivery lane (Async deliveries, DeliveryID, the steer
-//     outcomes awaited, the steer-before-end hold).
-//   - core_permissions.go: a permission request's life (journaled, decided by the policy
-//     of permission.go or asked, resolved once: an answer, its deadline, the turn's
-//     cancel, end or restart; withdrawn and asked again), its wait's metric, set_policy
-//     and permission_forget.
-//   - core_belts.go: viewers, grace, the turn deadline and its paused clock, and the
-//     alarm clock (which alarm is next, what fires when it rings).
-//   - core_settings.go, core_mcp.go, core_limits.go, core_title.go, request_elicitation.go:
-//     the agent's offer and the clients' choices, set_mcp_servers, a limited turn's wait,
-//     set_title, the agent's questions.
-//   - steer.go (the steer CAS of contract §6), queue.go, journal.go, dedup.go,
-//     permission.go (the policy), settings.go (the agent's offer),
-//     config.go, transcript.go, metrics.go (metric names and outcomes).
-//
-// The shell (uses workflow.Context):
-//
-//   - session.go: SessionWorkflow: registers the update table's handlers and validators
+//   - session.go: SessionWorkflow. It registers the update table's handlers and validators
 //     (answering what a validator asks of the worker: admission, the MCP policy) and the
 //     queries, feeds every input to the core's Step with workflow.Now, runs the main loop
-//     (await HasReady, wake), and carries out each command as its executor (runtimeExec):
-//     a TurnWorkflow child, a Deliver activity, a cancel request, a retry-now signal, a
-//     continue-as-new, a close with ReleaseAgent; the search attributes, the one alarm
-//     timer, the metrics, and the core's sessionEnv (GetVersion ids, logs).
+//     (await HasReady, Wake), and is the core's Executor: a turn (turn_here.go), a Deliver
+//     activity, a cancel request, a retry-now, a continue-as-new, a close with
+//     ReleaseAgent; the search attributes, the one alarm timer, the metrics; and the core's
+//     Env (GetVersion answers, logs). A refusal of the core (*signals.Rejection) leaves as
+//     its ApplicationError (signals/rejection).
 //   - admission.go: the worker's check of a session's config at its start (a SideEffect),
 //     its answers to the core's Ask, and ProfilesWorkflow.
-//   - versioning.go: Worker Versioning: the build's options, the removal rule of the
-//     GetVersion ids.
 //   - turn.go: a turn's drive (driveTurn): the RunTurn activity with its retries and
-//     failover, its waits for limits (turn_limits.go), its end reported to the session;
-//     TurnWorkflow runs it as a child for the runs recorded before Here turns.
+//     failover, its waits for limits (turn_limits.go), its end reported to the session.
 //   - affinity.go: where a turn runs after its attempt on the previous host's queue,
 //     decided from how that attempt ended (Temporal's timeout, cancel and application
 //     errors, so it is the shell's).
-//   - turn_here.go: a Here turn: the session drives its turn itself, and the next run
-//     adopts the attempt a run that continued as new left running (ResumeTurn).
+//   - turn_here.go: the session drives its turn itself, and the next run adopts the
+//     attempt a run that continued as new left running (ResumeTurn).
 //
-// Every recorded history under testdata/histories replays (replay_test.go). Runs are
-// pinned to the build that started them (versioning.go): a change to the commands a
-// session produces ships as a new build, and reaches a running session when it continues
-// as new at its next idle safe point; only a change the unversioned runs started before
-// versioning would replay wrongly takes a change id (turn-in-session).
+// Worker Versioning (contract §11 "Versions"; README, "Upgrading workers while sessions
+// run"): a session's runs and turns are pinned to the Worker Deployment version (the build)
+// that started them, so a run is only ever replayed by the code that recorded it, and a
+// change of the session's shape ships as a new build, not a workflow.GetVersion. A run
+// learns on each workflow task whether its deployment's target version changed; the session
+// then continues as new with AutoUpgrade at its first idle safe point, and the new run
+// starts on the new build. A continue-as-new for any other reason stays pinned and carries
+// UpgradeWanted, because the server does not tell the next run again about a target the
+// previous run declined.
+//
+// The change ids that predate versioning (admission, alarms, host-delivery, async-delivery,
+// agent-settings, search-attributes-v2, turn-in-session, close-stops-agent) stay while a run
+// started before versioning may be open: such a run is replayed by whichever build is
+// current, and the kept histories of testdata/histories take their old branches. A history
+// that has a version marker replays without the call (the SDK skips version markers), so
+// removing an id never breaks a run that recorded it; only a kept history recorded before
+// the change, which takes the old branch, keeps it alive. Every recorded history replays
+// (replay_test.go).
 package workflows

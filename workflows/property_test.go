@@ -10,6 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tacp-dev/tacp/workflows/session"
+
 	"github.com/stretchr/testify/mock"
 	"github.com/stretchr/testify/require"
 
@@ -275,7 +277,7 @@ func (r *propRunner) execute() {
 			t.Fatalf("panic: %v\n%s", p, r.report())
 		}
 	}()
-	cfg, start := sessionInput{SessionConfig: r.cfg}, propEpoch
+	cfg, start := session.RunInput{SessionConfig: r.cfg}, propEpoch
 	for r.run = 1; ; r.run++ {
 		require.LessOrEqual(t, r.run, 12, "too many continue-as-new runs\n%s", r.report())
 		h := newPropHarness(t, start)
@@ -336,7 +338,7 @@ func (r *propRunner) events(h *harness) ([]signals.Event, bool) {
 	var out []signals.Event
 	after := int64(0)
 	for {
-		v, err := h.env.QueryWorkflow(signals.QueryEvents, signals.EventsRequest{AfterSeq: after, Limit: DefaultEventsLimit})
+		v, err := h.env.QueryWorkflow(signals.QueryEvents, signals.EventsRequest{AfterSeq: after, Limit: session.DefaultEventsLimit})
 		if err != nil {
 			r.failf("events query: %v", err)
 			return nil, false

@@ -1,15 +1,15 @@
 package workflows
 
-// SessionWorkflow is the shell around the session core (core_step.go), in the manner of
+// SessionWorkflow is the shell around the session core (workflows/session/core_step.go), in the manner of
 // etcd-io/raft's node.go around its RawNode: it registers the handlers of the update table,
 // feeds every update, signal, result and alarm into the core's Step with workflow.Now, and
 // carries out what the core's Ready says — the command with its data (start a turn, request
 // its cancel, deliver a decision, signal a retry, continue as new, close), the search
 // attributes, the Current Details, the one alarm timer, the metrics — through wake and
-// carryOut (core_step.go), the one dispatch, which the tests' rig (core_test.go) turns too
-// with its own executor. It holds the core as a field
+// CarryOut (workflows/session/core_step.go), the one dispatch, which the tests' rig
+// (workflows/session/core_test.go) turns too with its own Executor. It holds the core as a field
 // and never reads or writes its state. It answers what the core asks of the worker (Ask:
-// admission, the MCP policy) and of the runtime (sessionEnv: versions, logs). Handlers only
+// admission, the MCP policy) and of the runtime (Env: versions, logs). Handlers only
 // step the core and never block; the main loop alone issues commands, so that a run can
 // continue as new at any workflow-task boundary, a running turn included (contract §6).
 
@@ -17,6 +17,8 @@ import (
 	"encoding/json"
 	"errors"
 	"time"
+
+	"github.com/tacp-dev/tacp/workflows/session"
 
 	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/sdk/temporal"
@@ -26,11 +28,11 @@ import (
 	"github.com/tacp-dev/tacp/signals/rejection"
 )
 
-// session is one run of SessionWorkflow: the core and what only the workflow runtime holds.
-type session struct {
-	core  *sessionCore
+// shell is one run of SessionWorkflow: the core and what only the workflow runtime holds.
+type shell struct {
+	core  *session.Core
 	adm   Admission
-	build Build
+	build session.Build
 
 	receivers []signalReceiver
 
@@ -50,22 +52,12 @@ type session struct {
 // SessionWorkflow runs one tacp session with no admission of its own (tests; a worker
 // registers NewSessionWorkflow with its Admission). See the package documentation and
 // docs/contract.md.
-func SessionWorkflow(ctx workflow.Context, in sessionInput) error {
-	return sessionWorkflow(ctx, in, nil, Build{})
+func SessionWorkflow(ctx workflow.Context, in session.RunInput) error {
+	return sessionWorkflow(ctx, in, nil, session.Build{})
 }
 
-// sessionInput is SessionWorkflow's argument: a client's signals.SessionConfig, and, in a
-// run started by continue-as-new, the state the previous run carried. The config is
-// embedded, so the JSON is the config's own plus "carried": a client's {"session_id": "s1"}
-// decodes, and so do the inputs recorded before Carried left signals.SessionConfig.
-type sessionInput struct {
-	signals.SessionConfig
-	// Carried is the sessionState a run hands to the next; clients never set it.
-	Carried json.RawMessage `json:"carried,omitempty"`
-}
-
-func sessionWorkflow(ctx workflow.Context, in sessionInput, adm Admission, build Build) error {
-	cfg, err := ResolveConfig(in.SessionConfig)
+func sessionWorkflow(ctx workflow.Context, in session.RunInput, adm Admission, build session.Build) error {
+	cfg, err := session.ResolveConfig(in.SessionConfig)
 	if err == nil && len(in.Carried) == 0 {
 		if msg := admitAtStart(ctx, adm, in.SessionConfig); msg != "" {
 			err = errors.New(msg)
@@ -83,11 +75,11 @@ func sessionWorkflow(ctx workflow.Context, in sessionInput, adm Admission, build
 		}
 		return temporal.NewNonRetryableApplicationError(err.Error(), signals.RejectInvalidRequest, nil)
 	}
-	core, err := newSessionCore(workflow.Now(ctx), cfg, build, runtimeEnv{ctx}, in.Carried)
+	core, err := session.New(workflow.Now(ctx), cfg, build, runtimeEnv{ctx}, in.Carried)
 	if err != nil {
 		return temporal.NewNonRetryableApplicationError("decode carried state: "+err.Error(), "carried_state", nil)
 	}
-	s := &session{core: core, adm: adm, build: build}
+	s := &shell{core: core, adm: adm, build: build}
 	if err := s.register(ctx); err != nil {
 		return err
 	}
@@ -96,26 +88,39 @@ func sessionWorkflow(ctx workflow.Context, in sessionInput, adm Admission, build
 
 // --- handlers ---
 
-// shellUpdate is an entry of the update table as the shell registers it.
-type shellUpdate interface {
-	register(ctx workflow.Context, s *session) error
-}
-
-// register sets the update's handler, which steps the core, and its validator, which asks
-// the core and then the worker what the core asks of it.
-func (u *update[Req, Res]) register(ctx workflow.Context, s *session) error {
-	handler := func(ctx workflow.Context, req Req) (Res, error) {
-		res, err := s.core.Step(workflow.Now(ctx), UpdateInput{Name: u.def.Name, Req: req})
-		out, _ := res.(Res)
-		if st, ok := any(&out).(*signals.Status); ok && err == nil {
-			st.HistoryLength = workflow.GetInfo(ctx).GetCurrentHistoryLength() // attach answers with status
+// registerUpdate sets an entry of the update table's handler, which steps the core, and its
+// validator, which asks the core and then the worker what the core asks of it. Both take the
+// request as its JSON, which the entry decodes: the table erases its entries' types, and a
+// request that does not decode is refused as invalid_request, changing nothing.
+func (s *shell) registerUpdate(ctx workflow.Context, u session.UpdateRule) error {
+	name := u.Name()
+	decode := func(raw json.RawMessage) (any, error) {
+		req, err := u.Decode(raw)
+		if err != nil {
+			return nil, rejection.Error(signals.Reject(signals.RejectInvalidRequest, "%s: %v", name, err))
 		}
-		return out, updateError(err)
+		return req, nil
+	}
+	handler := func(ctx workflow.Context, raw json.RawMessage) (any, error) {
+		req, err := decode(raw)
+		if err != nil {
+			return nil, err
+		}
+		res, err := s.core.Step(workflow.Now(ctx), session.UpdateInput{Name: name, Req: req})
+		if st, ok := res.(signals.Status); ok && err == nil {
+			st.HistoryLength = workflow.GetInfo(ctx).GetCurrentHistoryLength() // attach answers with status
+			res = st
+		}
+		return res, updateError(err)
 	}
 	var validator any // none for an update with no rule (detach, close)
-	if u.check != nil || u.strict != nil || u.ask != nil {
-		validator = func(_ workflow.Context, req Req) error {
-			ask, err := s.core.Validate(u.def.Name, req)
+	if u.Validates() {
+		validator = func(_ workflow.Context, raw json.RawMessage) error {
+			req, err := decode(raw)
+			if err != nil {
+				return err
+			}
+			ask, err := s.core.Validate(name, req)
 			if err != nil {
 				return updateError(err)
 			}
@@ -125,7 +130,7 @@ func (u *update[Req, Res]) register(ctx workflow.Context, s *session) error {
 			return nil
 		}
 	}
-	return workflow.SetUpdateHandlerWithOptions(ctx, u.def.Name, handler, workflow.UpdateHandlerOptions{Validator: validator, Description: updateDescriptions[u.def.Name]})
+	return workflow.SetUpdateHandlerWithOptions(ctx, name, handler, workflow.UpdateHandlerOptions{Validator: validator, Description: updateDescriptions[name]})
 }
 
 // updateError is the error an update's handler or validator returns for the core's err: a
@@ -141,7 +146,7 @@ func updateError(err error) error {
 
 // answer is the worker's answer to what the core asks of it: a refusal's message, "" when
 // the worker allows it (admission.go).
-func (s *session) answer(ask Ask) string {
+func (s *shell) answer(ask session.Ask) string {
 	switch {
 	case ask.Config != nil:
 		return admissionMessage(s.adm, *ask.Config)
@@ -151,14 +156,14 @@ func (s *session) answer(ask Ask) string {
 	return ""
 }
 
-func (s *session) register(ctx workflow.Context) error {
-	for _, u := range updates {
-		if err := u.(shellUpdate).register(ctx, s); err != nil {
+func (s *shell) register(ctx workflow.Context) error {
+	for _, u := range session.Updates {
+		if err := s.registerUpdate(ctx, u); err != nil {
 			return err
 		}
 	}
 	if err := workflow.SetQueryHandlerWithOptions(ctx, signals.QueryStatus, func() (signals.Status, error) {
-		st := s.core.status()
+		st := s.core.Status()
 		st.HistoryLength = workflow.GetInfo(ctx).GetCurrentHistoryLength()
 		st.BuildID = workflow.GetInfo(ctx).GetCurrentBuildID()
 		return st, nil
@@ -166,18 +171,18 @@ func (s *session) register(ctx workflow.Context) error {
 		return err
 	}
 	if err := workflow.SetQueryHandlerWithOptions(ctx, signals.QueryEvents, func(req signals.EventsRequest) (signals.EventsResult, error) {
-		return s.core.events(req), nil
+		return s.core.Events(req), nil
 	}, workflow.QueryHandlerOptions{Description: queryDescriptions[signals.QueryEvents]}); err != nil {
 		return err
 	}
 	// The transcript is asked for by a runner that could not load the agent's session, at
 	// the moment it needs it: a query costs no history, so the warm path pays nothing.
 	if err := workflow.SetQueryHandlerWithOptions(ctx, signals.QueryTranscript, func(req signals.TranscriptRequest) (signals.TranscriptResult, error) {
-		return s.core.transcript(req), nil
+		return s.core.Transcript(req), nil
 	}, workflow.QueryHandlerOptions{Description: queryDescriptions[signals.QueryTranscript]}); err != nil {
 		return err
 	}
-	for _, name := range signalOrder {
+	for _, name := range session.SignalOrder {
 		ch := workflow.GetSignalChannelWithOptions(ctx, name, workflow.SignalChannelOptions{Description: signalDescription(name)})
 		s.receivers = append(s.receivers, signalReceiver{name: name, ch: ch})
 	}
@@ -195,10 +200,10 @@ type signalReceiver struct {
 // signalIn feeds one signal to the core. A twin that asks the worker (set_mcp_servers) and
 // passes the core's rule has the worker's answer recorded in a SideEffect first (a signal has
 // no validator), so that a replay on a worker with another policy takes the same path.
-func (s *session) signalIn(ctx workflow.Context, name string, raw json.RawMessage) {
-	in := SignalInput{Name: name, Raw: raw}
-	if u, ok := updateByName[name]; ok && u.asksInTwin() {
-		if req, err := u.decode(raw); err == nil {
+func (s *shell) signalIn(ctx workflow.Context, name string, raw json.RawMessage) {
+	in := session.SignalInput{Name: name, Raw: raw}
+	if u, ok := session.UpdateByName[name]; ok && u.AsksInTwin() {
+		if req, err := u.Decode(raw); err == nil {
 			if ask, err := s.core.Validate(name, req); err == nil {
 				_ = workflow.SideEffect(ctx, func(workflow.Context) any { return s.answer(ask) }).Get(&in.Refused)
 			}
@@ -207,21 +212,21 @@ func (s *session) signalIn(ctx workflow.Context, name string, raw json.RawMessag
 	_, _ = s.core.Step(workflow.Now(ctx), in)
 }
 
-// runtimeEnv answers the core's sessionEnv from the workflow runtime.
+// runtimeEnv answers the core's Env from the workflow runtime.
 type runtimeEnv struct{ ctx workflow.Context }
 
-func (e runtimeEnv) version(change string, max version) version {
-	return version(workflow.GetVersion(e.ctx, change, workflow.DefaultVersion, workflow.Version(max)))
+func (e runtimeEnv) Version(change string, max session.Version) session.Version {
+	return session.Version(workflow.GetVersion(e.ctx, change, workflow.DefaultVersion, workflow.Version(max)))
 }
 
-func (e runtimeEnv) warn(msg string, keyvals ...any) {
+func (e runtimeEnv) Warn(msg string, keyvals ...any) {
 	workflow.GetLogger(e.ctx).Warn(msg, keyvals...)
 }
 
 // --- the main loop ---
 
 // signalsPending reports whether a signal waits in a channel.
-func (s *session) signalsPending() bool {
+func (s *shell) signalsPending() bool {
 	for _, r := range s.receivers {
 		if r.ch.Len() > 0 {
 			return true
@@ -231,7 +236,7 @@ func (s *session) signalsPending() bool {
 }
 
 // drainSignals feeds every signal received so far, channel by channel.
-func (s *session) drainSignals(ctx workflow.Context) {
+func (s *shell) drainSignals(ctx workflow.Context) {
 	for _, r := range s.receivers {
 		for {
 			var raw json.RawMessage
@@ -244,16 +249,16 @@ func (s *session) drainSignals(ctx workflow.Context) {
 }
 
 // runInfo reads what the core needs of the run's history.
-func (s *session) runInfo(ctx workflow.Context) runInfo {
+func (s *shell) runInfo(ctx workflow.Context) session.RunInfo {
 	info := workflow.GetInfo(ctx)
-	return runInfo{
-		suggested:     info.GetContinueAsNewSuggested(),
-		historyLength: info.GetCurrentHistoryLength(),
-		targetChanged: info.GetTargetWorkerDeploymentVersionChanged(),
+	return session.RunInfo{
+		Suggested:     info.GetContinueAsNewSuggested(),
+		HistoryLength: info.GetCurrentHistoryLength(),
+		TargetChanged: info.GetTargetWorkerDeploymentVersionChanged(),
 	}
 }
 
-// loop feeds the core and carries out its Ready (wake, core_step.go). It wakes for a
+// loop feeds the core and carries out its Ready (session.Wake). It wakes for a
 // signal, the alarm, or whatever the core has ready (a command, an alarm that moved).
 //
 // An operator's cancellation of the workflow is caught here, like a close (contract §6,
@@ -261,10 +266,10 @@ func (s *session) runInfo(ctx workflow.Context) runInfo {
 // carries on in a disconnected context until the close is done — the turn's cancel, the
 // agent's stop and session.closed need commands the cancelled context would refuse. The
 // run then completes, as a closed session's does, so that the session stays closed.
-func (s *session) loop(ctx workflow.Context) error {
+func (s *shell) loop(ctx workflow.Context) error {
 	x := runtimeExec{ctx: ctx, s: s}
 	s.drainSignals(ctx)
-	if _, err := carryOut(x, s.core.Ready(workflow.Now(ctx), s.runInfo(ctx))); err != nil {
+	if _, err := session.CarryOut(x, s.core.Ready(workflow.Now(ctx), s.runInfo(ctx))); err != nil {
 		return err // the run's first Ready holds no command
 	}
 	cancelled := false
@@ -276,7 +281,7 @@ func (s *session) loop(ctx workflow.Context) error {
 			cancelled = true
 			ctx, _ = workflow.NewDisconnectedContext(ctx)
 			x.ctx = ctx
-			_, _ = s.core.Step(workflow.Now(ctx), OperatorCancelled{})
+			_, _ = s.core.Step(workflow.Now(ctx), session.OperatorCancelled{})
 			continue
 		}
 		if err != nil {
@@ -286,7 +291,7 @@ func (s *session) loop(ctx workflow.Context) error {
 		s.drainSignals(ctx)
 		rang := s.alarmRang
 		s.alarmRang = false
-		if end, err := wake(s.core, x, workflow.Now(ctx), s.runInfo(ctx), rang); end || err != nil {
+		if end, err := session.Wake(s.core, x, workflow.Now(ctx), s.runInfo(ctx), rang); end || err != nil {
 			return err
 		}
 	}
@@ -295,20 +300,20 @@ func (s *session) loop(ctx workflow.Context) error {
 // runtimeExec carries out the core's commands in the workflow runtime.
 type runtimeExec struct {
 	ctx workflow.Context
-	s   *session
+	s   *shell
 }
 
-// close stops the agent, deletes what a deleting close asked for, and ends the run once
+// Close stops the agent, deletes what a deleting Close asked for, and ends the run once
 // every handler has finished, in a context an operator's cancellation arriving meanwhile
-// does not reach: the close goes to its end either way.
-func (x runtimeExec) close(c Close) (bool, error) {
+// does not reach: the Close goes to its end either way.
+func (x runtimeExec) Close(c session.Close) (bool, error) {
 	ctx, _ := workflow.NewDisconnectedContext(x.ctx)
 	x.s.stopAgent(ctx, c)
 	x.s.deleteData(ctx, c)
 	return true, workflow.Await(ctx, func() bool { return workflow.AllHandlersFinished(ctx) })
 }
 
-func (x runtimeExec) continueAsNew(c ContinueAsNew) (bool, error) {
+func (x runtimeExec) ContinueAsNew(c session.ContinueAsNew) (bool, error) {
 	ctx := x.ctx
 	if !workflow.AllHandlersFinished(ctx) || x.s.signalsPending() {
 		// A handler still runs (or a signal came): wait for it, then ask again, so that the
@@ -329,43 +334,43 @@ func (x runtimeExec) continueAsNew(c ContinueAsNew) (bool, error) {
 	return true, workflow.NewContinueAsNewErrorWithOptions(ctx, opts, SessionWorkflow, c.Input)
 }
 
-func (x runtimeExec) requestCancel(c RequestCancel) {
+func (x runtimeExec) RequestCancel(c session.RequestCancel) {
 	if c.Here {
 		x.s.cancelHere(c.TurnID)
-		_, _ = x.s.core.Step(workflow.Now(x.ctx), RequestDone{})
+		_, _ = x.s.core.Step(workflow.Now(x.ctx), session.RequestDone{})
 		return
 	}
 	x.s.whenDone(x.ctx, workflow.RequestCancelExternalWorkflow(x.ctx, c.WorkflowID, ""))
 }
 
-func (x runtimeExec) retryNow(c RetryNow) {
+func (x runtimeExec) RetryNow(c session.RetryNow) {
 	if c.Here {
 		x.s.retryHere(c.TurnID)
-		_, _ = x.s.core.Step(workflow.Now(x.ctx), RequestDone{})
+		_, _ = x.s.core.Step(workflow.Now(x.ctx), session.RequestDone{})
 		return
 	}
 	x.s.whenDone(x.ctx, workflow.SignalExternalWorkflow(x.ctx, c.WorkflowID, "", signals.SignalTurnRetryNow, nil))
 }
 
-func (x runtimeExec) resumeTurn(c ResumeTurn) { x.s.resumeHere(x.ctx, c) }
+func (x runtimeExec) ResumeTurn(c session.ResumeTurn) { x.s.resumeHere(x.ctx, c) }
 
-func (x runtimeExec) deliver(c Deliver)              { x.s.deliver(x.ctx, c) }
-func (x runtimeExec) startTurn(c StartTurn)          { x.s.startTurn(x.ctx, c) }
-func (x runtimeExec) show(sa *SearchAttrs, d string) { x.s.show(x.ctx, sa, d) }
-func (x runtimeExec) arm(a *Alarm)                   { x.s.arm(x.ctx, a) }
-func (x runtimeExec) record(ms []Metric)             { x.s.record(x.ctx, ms) }
+func (x runtimeExec) Deliver(c session.Deliver)              { x.s.deliver(x.ctx, c) }
+func (x runtimeExec) StartTurn(c session.StartTurn)          { x.s.startTurn(x.ctx, c) }
+func (x runtimeExec) Show(sa *session.SearchAttrs, d string) { x.s.show(x.ctx, sa, d) }
+func (x runtimeExec) Arm(a *session.Alarm)                   { x.s.arm(x.ctx, a) }
+func (x runtimeExec) Record(ms []session.Metric)             { x.s.record(x.ctx, ms) }
 
 // whenDone feeds RequestDone once f resolves.
-func (s *session) whenDone(ctx workflow.Context, f workflow.Future) {
+func (s *shell) whenDone(ctx workflow.Context, f workflow.Future) {
 	workflow.Go(ctx, func(ctx workflow.Context) {
 		_ = f.Get(ctx, nil)
-		_, _ = s.core.Step(workflow.Now(ctx), RequestDone{})
+		_, _ = s.core.Step(workflow.Now(ctx), session.RequestDone{})
 	})
 }
 
 // startTurn starts the turn, Here (turn_here.go) or as a TurnWorkflow child, and feeds the
 // core what becomes of it: its start, and (in this run) its end.
-func (s *session) startTurn(ctx workflow.Context, c StartTurn) {
+func (s *shell) startTurn(ctx workflow.Context, c session.StartTurn) {
 	if s.build.TurnMarkerForTest {
 		_ = workflow.SideEffect(ctx, func(workflow.Context) any { return true }).Get(nil)
 	}
@@ -383,7 +388,7 @@ func (s *session) startTurn(ctx workflow.Context, c StartTurn) {
 	child := workflow.ExecuteChildWorkflow(cctx, signals.TurnWorkflowType, c.Input)
 	workflow.Go(ctx, func(ctx workflow.Context) {
 		err := child.GetChildWorkflowExecution().Get(ctx, nil)
-		started := ChildStarted{TurnID: turnID}
+		started := session.ChildStarted{TurnID: turnID}
 		if err != nil {
 			started.Err = err.Error()
 		}
@@ -392,7 +397,7 @@ func (s *session) startTurn(ctx workflow.Context, c StartTurn) {
 			return
 		}
 		workflow.Go(ctx, func(ctx workflow.Context) {
-			ended := ChildEnded{TurnID: turnID}
+			ended := session.ChildEnded{TurnID: turnID}
 			if err := child.Get(ctx, nil); err != nil && !temporal.IsCanceledError(err) {
 				ended.Failure = err.Error()
 			}
@@ -404,11 +409,11 @@ func (s *session) startTurn(ctx workflow.Context, c StartTurn) {
 // deliver runs one delivery as a Deliver activity on the task queue of the worker hosting
 // the turn, and feeds its result back. A host that is gone shows as a schedule-to-start
 // timeout.
-func (s *session) deliver(ctx workflow.Context, c Deliver) {
+func (s *shell) deliver(ctx workflow.Context, c session.Deliver) {
 	actx := workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
 		TaskQueue:              c.HostQueue,
-		ScheduleToStartTimeout: deliverScheduleToStart,
-		StartToCloseTimeout:    deliverStartToClose,
+		ScheduleToStartTimeout: session.DeliverScheduleToStart,
+		StartToCloseTimeout:    session.DeliverStartToClose,
 		RetryPolicy:            &temporal.RetryPolicy{MaximumAttempts: 1},
 		Summary:                c.Summary,
 	})
@@ -418,7 +423,7 @@ func (s *session) deliver(ctx workflow.Context, c Deliver) {
 		err := f.Get(ctx, &res)
 		var timeout *temporal.TimeoutError
 		hostGone := errors.As(err, &timeout) && timeout.TimeoutType() == enumspb.TIMEOUT_TYPE_SCHEDULE_TO_START
-		_, _ = s.core.Step(workflow.Now(ctx), DeliveryAnswered{Delivery: c.Delivery, Result: res, Err: err, HostGone: hostGone})
+		_, _ = s.core.Step(workflow.Now(ctx), session.DeliveryAnswered{Delivery: c.Delivery, Result: res, Err: err, HostGone: hostGone})
 	})
 }
 
@@ -430,7 +435,7 @@ const closeStopsAgentChange = "close-stops-agent"
 // closed with session/close where the agent offers it, its process stopped), instead of
 // leaving it to the idle TTL. Best effort and bounded: a host that is gone took its agents
 // with it (the reaper).
-func (s *session) stopAgent(ctx workflow.Context, c Close) {
+func (s *shell) stopAgent(ctx workflow.Context, c session.Close) {
 	if c.AgentHost == "" || workflow.GetVersion(ctx, closeStopsAgentChange, workflow.DefaultVersion, 1) < 1 {
 		return
 	}
@@ -450,11 +455,11 @@ func (s *session) stopAgent(ctx workflow.Context, c Close) {
 // deleteData removes a deleting close's data on the worker that holds the session's agent
 // (DeleteSessionData, after stopAgent stopped the agent) and journals what it did
 // (session.deleted): nothing held, what went, or why it could not (a host that is gone).
-func (s *session) deleteData(ctx workflow.Context, c Close) {
+func (s *shell) deleteData(ctx workflow.Context, c session.Close) {
 	if c.Delete == nil {
 		return
 	}
-	done := SessionDataDeleted{Host: c.AgentHost}
+	done := session.SessionDataDeleted{Host: c.AgentHost}
 	if c.AgentHost != "" {
 		actx := workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
 			TaskQueue:              c.AgentHost,
@@ -472,7 +477,7 @@ func (s *session) deleteData(ctx workflow.Context, c Close) {
 
 // show sets the Current Details (the Temporal UI's, not history) and upserts the search
 // attributes when they changed.
-func (s *session) show(ctx workflow.Context, sa *SearchAttrs, details string) {
+func (s *shell) show(ctx workflow.Context, sa *session.SearchAttrs, details string) {
 	workflow.SetCurrentDetails(ctx, details)
 	if sa == nil {
 		return
@@ -504,7 +509,7 @@ func (s *session) show(ctx workflow.Context, sa *SearchAttrs, details string) {
 }
 
 // arm keeps one timer running for the alarm Ready names (nil: the armed timer stands).
-func (s *session) arm(ctx workflow.Context, a *Alarm) {
+func (s *shell) arm(ctx workflow.Context, a *session.Alarm) {
 	if a == nil {
 		return
 	}
@@ -525,8 +530,8 @@ func (s *session) arm(ctx workflow.Context, a *Alarm) {
 }
 
 // record records the metrics through the SDK's workflow metrics handler, which drops every
-// record while a workflow task replays (metrics.go).
-func (s *session) record(ctx workflow.Context, ms []Metric) {
+// record while a workflow task replays (workflows/session/metrics.go).
+func (s *shell) record(ctx workflow.Context, ms []session.Metric) {
 	for _, m := range ms {
 		h := workflow.GetMetricsHandler(ctx)
 		if m.Tags != nil {

@@ -4,8 +4,11 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"strconv"
 	"testing"
 	"time"
+
+	"github.com/tacp-dev/tacp/workflows/session"
 
 	"github.com/stretchr/testify/require"
 	"go.temporal.io/sdk/activity"
@@ -37,7 +40,7 @@ func fakeTurn(ctx workflow.Context, in signals.TurnInput) error {
 // recorded before Here turns does (turnHereChange).
 func turnsAsChildren(env *testsuite.TestWorkflowEnvironment) {
 	env.RegisterWorkflowWithOptions(fakeTurn, workflow.RegisterOptions{Name: signals.TurnWorkflowType})
-	env.OnGetVersion(turnHereChange, workflow.DefaultVersion, 1).Return(workflow.DefaultVersion)
+	env.OnGetVersion(session.TurnHereChange, workflow.DefaultVersion, 1).Return(workflow.DefaultVersion)
 	// The fake turns never end; the session abandons them as it does real ones.
 	env.SetDetachedChildWait(false)
 }
@@ -127,13 +130,6 @@ func kinds(evs []signals.Event) []string {
 		out[i] = e.Kind
 	}
 	return out
-}
-
-func chunk(text string) json.RawMessage {
-	b, _ := json.Marshal(map[string]any{"sessionId": "a1", "update": map[string]any{
-		"sessionUpdate": "agent_message_chunk", "content": map[string]any{"type": "text", "text": text},
-	}})
-	return b
 }
 
 func rejectionType(t *testing.T, err error) string {
@@ -358,11 +354,11 @@ func TestSession_CloseRejectsPromptsAndEndsAfterTheTurn(t *testing.T) {
 }
 
 // canInput extracts the input a run continued as new with.
-func canInput(t *testing.T, err error) sessionInput {
+func canInput(t *testing.T, err error) session.RunInput {
 	t.Helper()
 	var can *workflow.ContinueAsNewError
 	require.True(t, errors.As(err, &can), "want continue-as-new, got %v", err)
-	var cfg sessionInput
+	var cfg session.RunInput
 	require.NoError(t, converter.GetDefaultDataConverter().FromPayloads(can.Input, &cfg))
 	return cfg
 }
@@ -612,7 +608,7 @@ func TestSession_ATakenSteerWithoutOutcomeFailsOnTheAlarm(t *testing.T) {
 	h.step(func() {
 		require.Equal(t, signals.StateRunning, h.status().State, "the end waits for the steer's outcome")
 	})
-	h.at += outcomeWait
+	h.at += session.OutcomeWait
 	h.step(func() {
 		evs := h.events()
 		require.Equal(t, []string{"session.started", "prompt.accepted", "turn.started", "steer.accepted", "steer.delivered", "turn.ended"}, kinds(evs))
@@ -655,16 +651,21 @@ func TestSession_OperatorCancellationClosesTheSessionLikeAClose(t *testing.T) {
 // Every handler of a session says what it is in the Temporal UI: each update, each signal
 // (an update's twin, or an internal signal marked so), each query.
 func TestSession_EveryHandlerHasADescription(t *testing.T) {
-	for _, u := range updates {
+	for _, u := range session.Updates {
 		require.NotEmpty(t, updateDescriptions[u.Name()], "update %s", u.Name())
 	}
-	for _, name := range signalOrder {
+	for _, name := range session.SignalOrder {
 		require.NotEmpty(t, signalDescription(name), "signal %s", name)
 	}
-	for _, name := range runnerSignals {
+	for _, name := range session.RunnerSignals {
 		require.Contains(t, signalDescription(name), "internal", "signal %s", name)
 	}
 	for _, name := range []string{signals.QueryStatus, signals.QueryEvents, signals.QueryTranscript} {
 		require.NotEmpty(t, queryDescriptions[name], "query %s", name)
 	}
+}
+
+// chunk is an agent_message_chunk of text, as a runner journals it.
+func chunk(text string) json.RawMessage {
+	return json.RawMessage(`{"sessionId":"a1","update":{"sessionUpdate":"agent_message_chunk","content":{"type":"text","text":` + strconv.Quote(text) + `}}}`)
 }

@@ -3,6 +3,7 @@ package workflows
 import (
 	"context"
 	"encoding/json"
+	"os"
 	"sync"
 	"testing"
 
@@ -264,4 +265,17 @@ func TestSession_AProfilesCeilingLowersAndRefusesAllowAll(t *testing.T) {
 	})
 	h.closeSession()
 	require.NoError(t, h.run(signals.SessionConfig{SessionID: "s1", Policy: signals.PolicyAllowAll}))
+}
+
+// claudeOffer is Claude Code's offer of modes and options, the session core's fixture.
+func claudeOffer() signals.AgentSettings {
+	var offer signals.AgentSettings
+	b, err := os.ReadFile("session/testdata/claude-offer.json")
+	if err == nil {
+		err = json.Unmarshal(b, &offer)
+	}
+	if err != nil {
+		panic(err)
+	}
+	return offer
 }

@@ -12,6 +12,8 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/tacp-dev/tacp/workflows/session"
+
 	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/workflow"
@@ -164,7 +166,7 @@ func runTurnOptions(in signals.TurnInput, attempts int32) workflow.ActivityOptio
 func runOnHost(ctx workflow.Context, in signals.TurnInput, run *signals.RunTurnInput) (res signals.RunTurnResult, fallback bool, err error) {
 	wait := in.AffinityWait
 	if wait <= 0 {
-		wait = DefaultAffinityWait
+		wait = session.DefaultAffinityWait
 	}
 	o := runTurnOptions(in, 1)
 	o.TaskQueue, o.ScheduleToStartTimeout = in.HostQueue, wait

@@ -19,6 +19,8 @@ import (
 	"encoding/json"
 	"fmt"
 
+	"github.com/tacp-dev/tacp/workflows/session"
+
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/tacp-dev/tacp/signals"
@@ -34,14 +36,14 @@ type hereTurn struct {
 // driveHere starts this run's drive of a Here turn: first is its first round (the attempts
 // of a new turn, an adoption, the rest of a wait). Its start is known at once
 // (ChildStarted); its end comes back as ChildEnded.
-func (s *session) driveHere(ctx workflow.Context, in signals.TurnInput, run signals.RunTurnInput, first round) {
+func (s *shell) driveHere(ctx workflow.Context, in signals.TurnInput, run signals.RunTurnInput, first round) {
 	tctx, cancel := workflow.WithCancel(ctx)
 	h := &hereTurn{turnID: in.TurnID, cancel: cancel, retryNow: workflow.NewBufferedChannel(ctx, 1)}
 	s.here = h
-	_, _ = s.core.Step(workflow.Now(ctx), ChildStarted{TurnID: in.TurnID})
+	_, _ = s.core.Step(workflow.Now(ctx), session.ChildStarted{TurnID: in.TurnID})
 	workflow.Go(tctx, func(ctx workflow.Context) {
 		err := driveTurn(ctx, hereSide{s, h}, in, run, first)
-		ended := ChildEnded{TurnID: in.TurnID}
+		ended := session.ChildEnded{TurnID: in.TurnID}
 		if err != nil {
 			ended.Failure = err.Error()
 		}
@@ -51,13 +53,13 @@ func (s *session) driveHere(ctx workflow.Context, in signals.TurnInput, run sign
 }
 
 // startHere drives a new Here turn.
-func (s *session) startHere(ctx workflow.Context, c StartTurn) {
+func (s *shell) startHere(ctx workflow.Context, c session.StartTurn) {
 	run := signals.RunTurnInput{TurnInput: c.Input, SessionWorkflowID: workflow.GetInfo(ctx).WorkflowExecution.ID, InSession: true}
 	s.driveHere(ctx, c.Input, run, runAttempts)
 }
 
 // resumeHere goes on with the Here turn an earlier run drove (ResumeTurn).
-func (s *session) resumeHere(ctx workflow.Context, c ResumeTurn) {
+func (s *shell) resumeHere(ctx workflow.Context, c session.ResumeTurn) {
 	run := signals.RunTurnInput{
 		TurnInput: c.Input, SessionWorkflowID: workflow.GetInfo(ctx).WorkflowExecution.ID,
 		InSession: true, AttemptBase: c.Attempt, LimitWaits: c.LimitWaits,
@@ -75,7 +77,7 @@ func (s *session) resumeHere(ctx workflow.Context, c ResumeTurn) {
 		return
 	}
 	s.driveHere(ctx, c.Input, run, func(ctx workflow.Context, in signals.TurnInput, run *signals.RunTurnInput) (signals.RunTurnResult, error) {
-		return adoptAttempt(ctx, in, run, c, func() bool { return s.core.liveTurn(c.Input.TurnID) != nil })
+		return adoptAttempt(ctx, in, run, c, func() bool { return s.core.LiveTurnByID(c.Input.TurnID) != nil })
 	})
 }
 
@@ -85,12 +87,12 @@ func (s *session) resumeHere(ctx workflow.Context, c ResumeTurn) {
 // hold the attempt, or is lost after it, the turn runs a new attempt on the session queue,
 // numbered after it and resuming from what the session or the adoption knew of it — unless
 // the turn is no longer live (live: its end reached the session meanwhile).
-func adoptAttempt(ctx workflow.Context, in signals.TurnInput, run *signals.RunTurnInput, c ResumeTurn, live func() bool) (signals.RunTurnResult, error) {
+func adoptAttempt(ctx workflow.Context, in signals.TurnInput, run *signals.RunTurnInput, c session.ResumeTurn, live func() bool) (signals.RunTurnResult, error) {
 	run.Adopt = true
 	o := runTurnOptions(in, 1)
 	// A host lost mid-turn is noticed after the heartbeat timeout anyway; the adoption waits
 	// as long before it gives up a live attempt (a new one restarts the agent's work).
-	o.TaskQueue, o.ScheduleToStartTimeout = c.HostQueue, max(in.AffinityWait, in.Heartbeat, DefaultAffinityWait)
+	o.TaskQueue, o.ScheduleToStartTimeout = c.HostQueue, max(in.AffinityWait, in.Heartbeat, session.DefaultAffinityWait)
 	o.Summary = fmt.Sprintf("turn %d: the new run adopts attempt %d on the worker that runs it (taken within %s, or the turn moves)", in.TurnID, c.Attempt, o.ScheduleToStartTimeout)
 	actx := workflow.WithActivityOptions(ctx, o)
 	var res signals.RunTurnResult
@@ -113,7 +115,7 @@ func adoptAttempt(ctx workflow.Context, in signals.TurnInput, run *signals.RunTu
 
 // hereSide is a Here turn's side: the session's own core.
 type hereSide struct {
-	s *session
+	s *shell
 	h *hereTurn
 }
 
@@ -135,20 +137,20 @@ func (x hereSide) report(ctx workflow.Context, name string, v any) {
 	if err != nil {
 		panic(fmt.Sprintf("encode %s: %v", name, err)) // plain data: cannot fail
 	}
-	_, _ = x.s.core.Step(workflow.Now(ctx), SignalInput{Name: name, Raw: raw})
+	_, _ = x.s.core.Step(workflow.Now(ctx), session.SignalInput{Name: name, Raw: raw})
 	x.s.stepped = true
 }
 
 // cancelHere cancels this run's drive of turn turnID (its activity is asked to cancel, and
 // the drive reports the turn cancelled); a drive of another turn, or none, is left alone.
-func (s *session) cancelHere(turnID int64) {
+func (s *shell) cancelHere(turnID int64) {
 	if s.here != nil && s.here.turnID == turnID {
 		s.here.cancel()
 	}
 }
 
 // retryHere ends the wait of this run's drive of turn turnID.
-func (s *session) retryHere(turnID int64) {
+func (s *shell) retryHere(turnID int64) {
 	if s.here != nil && s.here.turnID == turnID {
 		s.here.retryNow.SendAsync(nil)
 	}

@@ -2,6 +2,7 @@ package workflows
 
 import (
 	"context"
+	"encoding/json"
 	"sync"
 	"testing"
 	"time"
@@ -90,4 +91,16 @@ func TestTurn_LostWorkersNeverFailTheTurn(t *testing.T) {
 	require.Len(t, finished, 1)
 	require.Equal(t, "end_turn", finished[0].StopReason)
 	require.Empty(t, finished[0].Error)
+}
+
+// Reference: contract §7, carried reports: when the runner's own turn_finished did not go out,
+// the TurnWorkflow's carries what it would have (the last batch, turn_started), from the
+// activity's result.
+func TestTurnWorkflowsReportCarriesWhatTheRunnersDidNot(t *testing.T) {
+	started := &signals.TurnStartedSignal{TurnID: 1, Attempt: 2, HostQueue: "host1"}
+	res := signals.RunTurnResult{StopReason: "end_turn", Attempt: 2, Batches: 3, Events: []json.RawMessage{chunk("c")}, Started: started}
+	fin := turnFinished(1, res, nil)
+	require.Equal(t, int64(3), fin.Batches)
+	require.Equal(t, res.Events, fin.Events)
+	require.Equal(t, started, fin.Started)
 }

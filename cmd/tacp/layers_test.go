@@ -18,7 +18,7 @@ const module = "github.com/tacp-dev/tacp"
 var layers = [][]string{
 	{"signals", "codec", "internal/datadir", "internal/flagenv", "internal/freeport", "internal/logging",
 		"internal/proctree", "internal/sandbox", "internal/telemetry", "internal/wsline", "testagent/acpschema", "testagent/mcpask"},
-	{"signals/rejection"},
+	{"signals/rejection", "workflows/session", "activities/turn"},
 	{"checkpoint", "internal/dial", "workflows", "tacpclient", "testagent/agent"},
 	{"internal/transcript", "notify", "gateway", "remote"},
 	{"activities", "deck", "internal/selfagent", "devserver"},

@@ -24,6 +24,7 @@ import (
 	"github.com/tacp-dev/tacp/internal/sandbox"
 	"github.com/tacp-dev/tacp/signals"
 	"github.com/tacp-dev/tacp/workflows"
+	"github.com/tacp-dev/tacp/workflows/session"
 )
 
 // Options configure a tacp worker.
@@ -104,7 +105,7 @@ type Options struct {
 	Deployment Deployment
 	// Build is what this build fixes of its session workflows (tests: a build with another
 	// command order, a build that never upgrades).
-	Build workflows.Build
+	Build session.Build
 }
 
 // DefaultWorkflowPollers is the default of Options.WorkflowPollers.

@@ -32,7 +32,7 @@ import (
 	"github.com/tacp-dev/tacp/signals"
 	"github.com/tacp-dev/tacp/tacpclient"
 	"github.com/tacp-dev/tacp/worker/tacpworker"
-	"github.com/tacp-dev/tacp/workflows"
+	"github.com/tacp-dev/tacp/workflows/session"
 )
 
 // Run runs the worker with args (without the program name); name is how usage calls it
@@ -211,7 +211,7 @@ func run(name string, args []string, dry **flag.FlagSet) error {
 		CheckpointStore: store, CheckpointExclude: splitList(*cpExclude), CheckpointMaxFileBytes: *cpMaxFile,
 		Deployment:   tacpworker.Deployment{Name: *depName, BuildID: *depBuild},
 		LimitMaxWait: *limitWait, LimitBackoff: *limitBack,
-		Build: workflows.Build{Confidential: codec.Configured()},
+		Build: session.Build{Confidential: codec.Configured()},
 	})
 	if err != nil {
 		return err
