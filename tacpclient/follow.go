@@ -34,9 +34,18 @@ import (
 )
 
 // DefaultSafetyPoll is the default of Client.SafetyPoll: how long a follower goes without a
-// query when the session's history wakes nothing. It bounds what a missed wake-up costs; a
-// watched idle session costs one events query per interval.
+// query when the session's history wakes nothing. It bounds what a missed wake-up costs.
 const DefaultSafetyPoll = 30 * time.Second
+
+// quietBackoff bounds how far the safety poll stretches while nothing happens. A safety
+// poll whose query the history did not ask for doubles the next interval, up to
+// quietBackoff times Client.SafetyPoll; the history waking the follower brings it back.
+// An idle session a person holds open then costs about 180 events queries a day at the
+// default (30 s, 1, 2, 4 and 8 min, then every 8 min) instead of 2,880, and a wake-up that
+// never comes costs at most 8 min of latency while the session is idle, never an event.
+// A session that streams wakes its followers every batch, so its interval stays at the
+// shortest.
+const quietBackoff = 16
 
 // historySource is the part of the Temporal client a Follower reads.
 type historySource interface {
@@ -59,6 +68,11 @@ type Follower struct {
 	ready chan struct{} // capacity 1: "query now"
 	every time.Duration
 	timer *time.Timer // the safety poll
+
+	// quiet is the safety poll's interval now: every, doubled by each safety poll the
+	// history did not ask for (quietBackoff); byPoll: the last wake was the safety poll's.
+	quiet  time.Duration
+	byPoll bool
 
 	// queried is when the viewer last said it was querying (or the Follower started): the
 	// safety poll wakes the viewer only once its interval has passed since. A timer that
@@ -84,7 +98,7 @@ func newFollower(ctx context.Context, c *Client, src historySource, sessionID st
 	if f.every <= 0 {
 		f.every = DefaultSafetyPoll
 	}
-	f.queried = time.Now()
+	f.queried, f.quiet = time.Now(), f.every
 	f.timer = time.AfterFunc(f.every, f.safetyPoll)
 	context.AfterFunc(ctx, func() { f.timer.Stop() })
 	wid := signals.SessionWorkflowID(sessionID)
@@ -119,10 +133,14 @@ func (f *Follower) Querying() (done func()) {
 	f.cov.querying()
 	f.inFlight++
 	f.queried = time.Now()
+	if f.byPoll {
+		f.quiet = min(2*f.quiet, quietBackoff*f.every)
+		f.byPoll = false
+	}
 	if f.ended || f.ctx.Err() != nil {
 		f.timer.Stop() // a closed workflow journals nothing more
 	} else {
-		f.timer.Reset(f.every)
+		f.timer.Reset(f.quiet)
 	}
 	var once sync.Once
 	return func() {
@@ -169,7 +187,8 @@ func (f *Follower) Ended() bool {
 func (f *Follower) safetyPoll() {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	if time.Since(f.queried) >= f.every {
+	if time.Since(f.queried) >= f.quiet {
+		f.byPoll = true
 		f.wake()
 	}
 }
@@ -187,6 +206,7 @@ func (f *Follower) update(fn func(*cover)) {
 	defer f.mu.Unlock()
 	fn(&f.cov)
 	if f.cov.stale() {
+		f.quiet, f.byPoll = f.every, false
 		f.wake()
 	}
 }

@@ -479,6 +479,36 @@ func TestFollowerSafetyPollAsksForAQueryWhenNothingHappens(t *testing.T) {
 	require.Equal(t, 1, h.blockedCount(), "the history did not move")
 }
 
+// While nothing happens each safety poll doubles the next interval, up to quietBackoff
+// times the shortest; history that wakes the follower brings the shortest back.
+func TestFollowerSafetyPollStretchesWhileNothingHappens(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	h := newFakeHistory("a", batch(1)...)
+	every := 5 * time.Millisecond
+	f := newFollower(ctx, &Client{SafetyPoll: every}, h, "s")
+	interval := func() time.Duration {
+		f.mu.Lock()
+		defer f.mu.Unlock()
+		return f.quiet
+	}
+	f.Querying()()
+	h.waitBlocked(t, 0)
+	var got []time.Duration
+	for range 6 {
+		waitReady(t, f) // the safety poll's wake: the history did not move
+		f.Querying()()
+		got = append(got, interval())
+	}
+	require.Equal(t, []time.Duration{2 * every, 4 * every, 8 * every, 16 * every, 16 * every, 16 * every}, got)
+	h.append(batch(5)[:2]...) // a signal: the history asks for a query
+	require.Eventually(t, func() bool { return interval() == every }, time.Minute, time.Millisecond,
+		"the history woke the follower: the shortest interval again")
+	waitReady(t, f)
+	f.Querying()()
+	require.Equal(t, every, interval(), "a query the history asked for stretches nothing")
+}
+
 // A safety poll's timer that fired just before the viewer's query reset it (its callback
 // still on its way, as on a loaded machine) must not wake the viewer early.
 func TestFollowerSafetyPollThatFiredBeforeAQueryWakesNobody(t *testing.T) {
