@@ -37,9 +37,6 @@ type Admission interface {
 	DefaultProfile() string
 }
 
-// admissionChange guards the start-of-session check for sessions started before it.
-const admissionChange = "admission"
-
 // NewSessionWorkflow returns SessionWorkflow bound to a worker's admission (nil admits
 // everything: the runner still refuses what its worker does not allow).
 func NewSessionWorkflow(adm Admission) func(workflow.Context, session.RunInput) error {
@@ -57,9 +54,6 @@ func NewSessionWorkflowFor(adm Admission, build session.Build) func(workflow.Con
 // the refusal's message ("" when admitted). Runs started by continue-as-new were admitted by
 // their first run and are not asked again here.
 func admitAtStart(ctx workflow.Context, adm Admission, cfg signals.SessionConfig) string {
-	if workflow.GetVersion(ctx, admissionChange, workflow.DefaultVersion, 1) == workflow.DefaultVersion {
-		return ""
-	}
 	var msg string
 	_ = workflow.SideEffect(ctx, func(workflow.Context) any {
 		return admissionMessage(adm, cfg)

@@ -34,12 +34,11 @@
 // UpgradeWanted, because the server does not tell the next run again about a target the
 // previous run declined.
 //
-// The change ids that predate versioning (admission, alarms, host-delivery, async-delivery,
-// agent-settings, search-attributes-v2, turn-in-session, close-stops-agent) stay while a run
-// started before versioning may be open: such a run is replayed by whichever build is
-// current, and the kept histories of testdata/histories take their old branches. A history
-// that has a version marker replays without the call (the SDK skips version markers), so
-// removing an id never breaks a run that recorded it; only a kept history recorded before
-// the change, which takes the old branch, keeps it alive. Every recorded history replays
+// One change id predates versioning: turn-in-session, which keeps the TurnWorkflow child of
+// the runs recorded before a session ran its turns itself, and goes with TurnWorkflow. A
+// history that has a version marker replays without the call (the SDK skips version
+// markers), so removing an id never breaks a run that recorded it; a history recorded before
+// the change, which took the old branch, is retired with the build that last replays it
+// (docs/operators.md, "The end of patch branches"). Every kept history replays
 // (replay_test.go).
 package workflows

@@ -427,16 +427,12 @@ func (s *shell) deliver(ctx workflow.Context, c session.Deliver) {
 	})
 }
 
-// closeStopsAgentChange guards the ReleaseAgent a closing session sends the host that
-// holds its agent, for runs that closed without it.
-const closeStopsAgentChange = "close-stops-agent"
-
 // stopAgent ends a closed session's agent on the worker that holds it (its agent session
 // closed with session/close where the agent offers it, its process stopped), instead of
 // leaving it to the idle TTL. Best effort and bounded: a host that is gone took its agents
 // with it (the reaper).
 func (s *shell) stopAgent(ctx workflow.Context, c session.Close) {
-	if c.AgentHost == "" || workflow.GetVersion(ctx, closeStopsAgentChange, workflow.DefaultVersion, 1) < 1 {
+	if c.AgentHost == "" {
 		return
 	}
 	actx := workflow.WithActivityOptions(ctx, workflow.ActivityOptions{

@@ -76,12 +76,7 @@ type Core struct {
 	// inFlightReported: the delivery_outcome of the steer in flight overtook its result.
 	inFlightReported bool
 
-	deliveryVersion *Version
-	alarmsVersion   *Version
-	settingsVersion *Version
-	asyncVersion    *Version
-	saVersion       *Version
-	hereVersion     *Version
+	hereVersion *Version
 
 	// driving is the turn whose RunTurn this run's shell drives itself (a Here turn, after
 	// its StartTurn or ResumeTurn): a Here turn carried from an earlier run has none until

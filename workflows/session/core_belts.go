@@ -198,35 +198,25 @@ func (s *Core) nextAlarmLabelled() (time.Time, string) {
 	return at, label
 }
 
-// Versions of the alarm clock (alarmsChange): 1 re-arms the timer whenever the earliest
-// alarm moves; 2 only when it moves earlier, so a lease renewal (an alarm that moves later)
-// costs no timer cancel and start: the armed timer fires, finds nothing due, and arms the
-// next.
-const alarmsEarlierOnly Version = 2
-
 // alarmNeedsArming reports whether the earliest alarm moved since the timer was set (a
 // handler attached, a permission arrived...), so the main loop wakes to re-arm it.
 func (s *Core) alarmNeedsArming() bool {
-	if s.alarmsVersion != nil && *s.alarmsVersion == DefaultVersion {
-		return false
-	}
 	at, ok := s.nextAlarm()
 	return ok && s.rearms(at)
 }
 
-// rearms reports whether an alarm at at needs the timer set again.
+// rearms reports whether an alarm at at needs the timer set again: only when it moves
+// earlier, so a lease renewal (an alarm that moves later) costs no timer cancel and start;
+// the armed timer fires, finds nothing due, and arms the next.
 func (s *Core) rearms(at time.Time) bool {
 	if at.Equal(s.alarmAt) {
 		return false
 	}
-	if s.alarmsVersion != nil && *s.alarmsVersion >= alarmsEarlierOnly && !s.alarmAt.IsZero() && at.After(s.alarmAt) {
+	if !s.alarmAt.IsZero() && at.After(s.alarmAt) {
 		return false // the armed timer fires first and re-arms then
 	}
 	return true
 }
-
-// alarmsChange guards the alarm timer: histories recorded before it replay without one.
-const alarmsChange = "alarms"
 
 // setAlarm says whether the shell's one timer must be set (again), for when, and with what
 // summary (the Temporal UI shows it); the core then counts the timer as set for that time.
@@ -235,18 +225,8 @@ func (s *Core) setAlarm() (time.Time, string, bool) {
 	if at.IsZero() || !s.rearms(at) {
 		return time.Time{}, "", false
 	}
-	// Asked at the first alarm of a run: its answer may make a later alarm wait for the
-	// timer set.
-	v := s.ask(&s.alarmsVersion, alarmsChange, alarmsEarlierOnly)
-	if !s.rearms(at) || v == DefaultVersion {
-		return time.Time{}, "", false
-	}
 	s.alarmAt = at
-	summary := "next deadline"
-	if v >= alarmsEarlierOnly {
-		summary = label + " at " + at.UTC().Format("15:04:05 UTC")
-	}
-	return at, summary, true
+	return at, label + " at " + at.UTC().Format("15:04:05 UTC"), true
 }
 
 // fireAlarms handles everything due by now: expired leases (and the grace they start),

@@ -21,14 +21,6 @@ const (
 	// DeliverStartToClose bounds one delivery; interrupt-and-continue waits for the agent
 	// to acknowledge the cancel before prompting again.
 	DeliverStartToClose = 45 * time.Second
-	// hostDeliveryChange guards the delivery activities: histories recorded before them have
-	// no marker, replay the old way, and never schedule one.
-	hostDeliveryChange = "host-delivery"
-	// asyncDeliveryChange guards sending deliveries with Async (signals.Delivery): a
-	// taken delivery frees the lane at once and a steer's outcome follows by the
-	// delivery_outcome signal. Histories recorded before it waited for each Deliver to be
-	// done.
-	asyncDeliveryChange = "async-delivery"
 )
 
 // --- the delivery lane ---
@@ -72,14 +64,10 @@ func (s *Core) takeDelivery(now time.Time) (signals.Delivery, bool) {
 		s.delivered(now, d, signals.DeliveryResult{}, fmt.Errorf("turn %d attempt %d is no longer running", d.TurnID, d.Attempt))
 		return d, false
 	}
-	if s.ask(&s.deliveryVersion, hostDeliveryChange, 1) == DefaultVersion {
-		s.delivered(now, d, signals.DeliveryResult{}, fmt.Errorf("this session's history predates delivery into turns"))
-		return d, false
-	}
-	if s.ask(&s.asyncVersion, asyncDeliveryChange, 1) > DefaultVersion {
-		s.DeliverySeq++
-		d.Async, d.DeliveryID = true, fmt.Sprintf("%s-%d.%d-%d", d.Kind, d.TurnID, d.Attempt, s.DeliverySeq)
-	}
+	// Async: the taken delivery frees the lane at once, and a steer's outcome follows by
+	// the delivery_outcome signal.
+	s.DeliverySeq++
+	d.Async, d.DeliveryID = true, fmt.Sprintf("%s-%d.%d-%d", d.Kind, d.TurnID, d.Attempt, s.DeliverySeq)
 	s.delivering, s.inFlight, s.inFlightReported = true, d, false
 	return d, true
 }

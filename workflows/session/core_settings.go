@@ -15,16 +15,6 @@ import (
 	"github.com/tacp-dev/tacp/signals"
 )
 
-// agentSettingsChange guards journaling agent.settings: a history recorded before it
-// journaled none, and its replay must number the journal as it did.
-const agentSettingsChange = "agent-settings"
-
-// settingsOn reports whether this run keeps the agent's offer (asked once per run, the
-// first time the offer would change).
-func (s *Core) settingsOn() bool {
-	return s.ask(&s.settingsVersion, agentSettingsChange, 1) > DefaultVersion
-}
-
 func (s *Core) settings() *Settings {
 	if s.Settings == nil {
 		s.Settings = &Settings{}
@@ -38,7 +28,7 @@ func (s *Core) settings() *Settings {
 // agent — by the settings delivery queued when it was made, or, when that went to an
 // earlier attempt, by one queued now.
 func (s *Core) offered(now time.Time, turnID int64, o *signals.AgentSettings) {
-	if o == nil || !s.settingsOn() {
+	if o == nil {
 		return
 	}
 	st := s.settings()
@@ -74,9 +64,6 @@ func (s *Core) offered(now time.Time, turnID int64, o *signals.AgentSettings) {
 // was applied in the live agent. Choices made since, still to be delivered, are newer than
 // the report and stay in the view.
 func (s *Core) settingsApplied(now time.Time, turnID int64, o *signals.AgentSettings) {
-	if !s.settingsOn() {
-		return
-	}
 	st := s.settings()
 	before := st.snapshot()
 	later := s.pendingSettings(turnID)
@@ -130,7 +117,7 @@ func (s *Core) pendingSettings(turnID int64) *signals.SessionChoices {
 
 // observeSettings feeds one agent.update to the core.
 func (s *Core) observeSettings(now time.Time, turnID int64, ev json.RawMessage) {
-	if !IsSettingsUpdate(ev) || !s.settingsOn() {
+	if !IsSettingsUpdate(ev) {
 		return
 	}
 	if s.settings().Observe(ev) {
@@ -181,7 +168,7 @@ func (s *Core) checkSetConfig(req signals.SetConfigOptionRequest) *signals.Rejec
 // it decides by itself is put in its asking mode, journaled as a mode change the policy
 // made, and delivered to the live turn's agent.
 func (s *Core) governMode(now time.Time, viewerID string) {
-	if s.Settings == nil || !s.settingsOn() {
+	if s.Settings == nil {
 		return
 	}
 	left := s.Settings.Govern()

@@ -380,11 +380,7 @@ func (s *Core) carry(info RunInfo) Cmd {
 // searchAttrs is what to upsert, nil when nothing changed since the last upsert.
 func (s *Core) searchAttrs(now time.Time) *SearchAttrs {
 	state, turn, awaiting := s.searchAttributes()
-	v := s.ask(&s.saVersion, searchAttrsChange, 1) // asked once per run, at its first upsert
-	outcome := ""
-	if v > DefaultVersion {
-		outcome = s.LastOutcome
-	}
+	outcome := s.LastOutcome
 	if s.RunnerBeats && state == signals.StateRunning && s.shownState == signals.StateIdle &&
 		now.Before(s.Turn.StartedAt.Add(signals.RunningShownAfter)) {
 		// A short turn shows only its end: its runner beats one that runs on, and the
@@ -400,10 +396,7 @@ func (s *Core) searchAttrs(now time.Time) *SearchAttrs {
 		return nil
 	}
 	s.lastSA, s.shownState = key, state
-	sa := &SearchAttrs{State: state, Turn: turn, Agent: agentName(s.cfg.Agent), Awaiting: awaiting, LastOutcome: outcome}
-	if v > DefaultVersion {
-		sa.LastActivity = &now
-	}
+	sa := &SearchAttrs{State: state, Turn: turn, Agent: agentName(s.cfg.Agent), Awaiting: awaiting, LastOutcome: outcome, LastActivity: &now}
 	switch {
 	case waiting != nil:
 		s.waitedUntil = true
@@ -414,10 +407,6 @@ func (s *Core) searchAttrs(now time.Time) *SearchAttrs {
 	}
 	return sa
 }
-
-// searchAttrsChange guards the TacpLastOutcome and TacpLastActivity search attributes for
-// runs that upserted without them.
-const searchAttrsChange = "search-attributes-v2"
 
 // --- the dispatch ---
 

@@ -519,17 +519,6 @@ func TestCore_SteerInFlightHoldsTheTurnsEnd(t *testing.T) {
 	require.Equal(t, []string{"steer.delivered", "turn.ended"}, eventKinds(r.newEvents()))
 }
 
-// Reference: contract §6, Steer delivery: a history recorded before async-delivery sends no
-// Async delivery and keeps waiting for each Deliver to be done.
-func TestCore_AsyncDeliveryIsVersioned(t *testing.T) {
-	r := newCoreRig(t, signals.SessionConfig{SessionID: "s1"})
-	r.env.versions[asyncDeliveryChange] = DefaultVersion
-	r.steerSent()
-	require.False(t, r.sent.Async)
-	require.Empty(t, r.sent.DeliveryID)
-	require.Contains(t, r.env.asked, asyncDeliveryChange)
-}
-
 // Reference: contract §6, Belts (1) grace and (2) deadline, and Permissions (deadline →
 // expired): every alarm is an absolute time; the core names the earliest, and firing it
 // handles everything due.

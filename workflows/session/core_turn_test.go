@@ -10,8 +10,8 @@ import (
 )
 
 // A LiveTurn carried or recorded before Child and Cancel were enums says the same with its
-// bools; the first is the turn the continue-as-new of
-// testdata/histories/session-continue-as-new-mid-turn-20261130.json carries.
+// bools; the first is the turn the continue-as-new of a history recorded on 2026-11-30
+// carried (session-continue-as-new-mid-turn, retired with commit 565c681).
 func TestLiveTurn_DecodesTheOldBools(t *testing.T) {
 	for _, tc := range []struct {
 		name, json string
