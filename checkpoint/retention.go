@@ -93,15 +93,9 @@ func (rd Reader) Delete(ctx context.Context, sessions ...string) error {
 			return err
 		}
 	}
-	var st *Store
-	var err error
+	st, err := &Store{URL: rd.URL}, error(nil) // a local store is not created to delete from
 	if isS3(rd.URL) {
-		var s3st *s3Store
-		if s3st, err = rd.openS3(ctx); err == nil {
-			st = &Store{URL: rd.URL, s3: s3st}
-		}
-	} else {
-		st = &Store{URL: rd.URL}
+		st, err = OpenStoreWith(ctx, rd)
 	}
 	if err != nil {
 		return err
@@ -119,9 +113,13 @@ func (rd Reader) Delete(ctx context.Context, sessions ...string) error {
 }
 
 func (rd Reader) openS3(ctx context.Context) (*s3Store, error) {
-	getenv := rd.Getenv
-	if getenv == nil {
-		getenv = os.Getenv
+	return openS3(ctx, rd.URL, rd.Keys, rd.env())
+}
+
+// env is rd's Getenv, os.Getenv when it has none.
+func (rd Reader) env() func(string) string {
+	if rd.Getenv != nil {
+		return rd.Getenv
 	}
-	return openS3(ctx, rd.URL, rd.Keys, getenv)
+	return os.Getenv
 }

@@ -41,11 +41,7 @@ func OpenStore(ctx context.Context, url string, keys *codec.Keys) (*Store, error
 // OpenStoreWith is OpenStore for rd's store, with rd's keys and its Getenv (nil: os.Getenv)
 // for an S3 store's credentials.
 func OpenStoreWith(ctx context.Context, rd Reader) (*Store, error) {
-	getenv := rd.Getenv
-	if getenv == nil {
-		getenv = os.Getenv
-	}
-	return openStore(ctx, rd.URL, rd.Keys, getenv)
+	return openStore(ctx, rd.URL, rd.Keys, rd.env())
 }
 
 // openStore is OpenStore with the S3 store's credentials read through getenv.

@@ -89,7 +89,7 @@ func testWorkspaceFollows(t *testing.T, store string, env []string) {
 	require.Equal(t, signals.WorkspaceRestoredData{From: checkpoints[1].ID, Turn: 2, Path: restored[0].Path, Host: restored[0].Host}, restored[0].WorkspaceRestoredData)
 	keys, err := codec.KeysFromEnv()
 	require.NoError(t, err)
-	held, err := checkpoint.Reader{URL: store, Keys: keys, Getenv: envOf(env)}.Commit(ctx, id, 2)
+	held, err := checkpoint.Reader{URL: store, Keys: keys, Getenv: seaweedfs.Lookup(env)}.Commit(ctx, id, 2)
 	require.NoError(t, err)
 	require.Equal(t, checkpoints[1].ID, held, "the store holds turn 2's checkpoint")
 	checkInvariants(t, allEvents(t, id))
@@ -125,18 +125,6 @@ func filesFollowed(t *testing.T, evs []signals.Event) ([]signals.WorkspaceCheckp
 		}
 	}
 	return checkpoints, restored
-}
-
-// envOf reads env's NAME=VALUE entries as os.Getenv reads the environment.
-func envOf(env []string) func(string) string {
-	return func(name string) string {
-		for _, kv := range env {
-			if k, v, _ := strings.Cut(kv, "="); k == name {
-				return v
-			}
-		}
-		return ""
-	}
 }
 
 // commitOf is the commit ref names in the git repository dir.

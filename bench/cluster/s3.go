@@ -10,7 +10,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"strings"
 	"time"
 
 	"github.com/tacp-dev/tacp/checkpoint"
@@ -86,15 +85,7 @@ func (st *State) checkpointStore() string {
 func (st *State) checkpoints() checkpoint.Reader {
 	rd := checkpoint.Reader{URL: st.checkpointStore()}
 	if st.S3 != nil {
-		env := st.S3.Env()
-		rd.Getenv = func(name string) string {
-			for _, kv := range env {
-				if k, v, _ := strings.Cut(kv, "="); k == name {
-					return v
-				}
-			}
-			return ""
-		}
+		rd.Getenv = seaweedfs.Lookup(st.S3.Env())
 	}
 	return rd
 }

@@ -17,6 +17,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"strconv"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -148,6 +149,19 @@ const Missing = "no SeaweedFS weed binary ($TACP_WEED, .ci/bin/weed or PATH): ru
 // Env is the worker's environment that reaches the store with its keys.
 func (s *Server) Env() []string {
 	return []string{"TACP_S3_ACCESS_KEY_ID=" + s.AccessKeyID, "TACP_S3_SECRET_ACCESS_KEY=" + s.SecretAccessKey}
+}
+
+// Lookup reads a variable of env, a list of NAME=VALUE as Env gives ("" when it has none),
+// for checkpoint.Reader's Getenv.
+func Lookup(env []string) func(string) string {
+	return func(name string) string {
+		for _, kv := range env {
+			if k, v, _ := strings.Cut(kv, "="); k == name {
+				return v
+			}
+		}
+		return ""
+	}
 }
 
 // URL is a checkpoint store in bucket on this server.
