@@ -28,8 +28,10 @@ import (
 	"github.com/tacp-dev/tacp/signals/rejection"
 )
 
-// sdkDecode marks a request the SDK refuses before tacp sees it: its payload does not decode
-// into the request type. The client gets an ApplicationError naming the update and the field.
+// sdkDecode marks a request the SDK refuses before tacp sees it (an update the session does
+// not have). The client gets an ApplicationError that is no rejection. A payload that does
+// not decode into the update's request type is tacp's to refuse: invalid_request, naming the
+// update and the field.
 const sdkDecode = "sdk:decode"
 
 // badCase is one kind of bad input: do sends it, and it must fail with want (a rejection
@@ -192,14 +194,14 @@ func TestBadInputAgainstALiveTurnChangesNothing(t *testing.T) {
 
 	cases := []badCase{
 		// Wrong JSON types: the payload does not decode into the request type.
-		{"prompt text a number", sdkDecode, "PromptRequest.text", raw(signals.UpdatePrompt, map[string]any{"text": 42, "client_message_id": "m"})},
-		{"prompt payload an array", sdkDecode, `unable to decode the input for update "prompt"`, raw(signals.UpdatePrompt, []any{"hello"})},
-		{"steer token a number", sdkDecode, "SteerRequest.expected_turn_id", raw(signals.UpdateSteer, map[string]any{"text": "go", "expected_turn_id": 1})},
-		{"permission request_id an object", sdkDecode, "request_id", raw(signals.UpdatePermissionRespond, map[string]any{"request_id": map[string]any{"id": req.RequestID}, "option_id": "allow"})},
-		{"attach lease_seconds a string", sdkDecode, "lease_seconds", raw(signals.UpdateAttach, map[string]any{"viewer_id": "v", "role": "controller", "lease_seconds": "600"})},
-		{"set_policy level a bool", sdkDecode, "level", raw(signals.UpdateSetPolicy, map[string]any{"level": true})},
-		{"cancel turn_id a string", sdkDecode, "turn_id", raw(signals.UpdateCancel, map[string]any{"turn_id": "1"})},
-		{"steer text an object", sdkDecode, "text", raw(signals.UpdateSteer, map[string]any{"text": map[string]any{}, "expected_turn_id": "1"})},
+		{"prompt text a number", signals.RejectInvalidRequest, "PromptRequest.text", raw(signals.UpdatePrompt, map[string]any{"text": 42, "client_message_id": "m"})},
+		{"prompt payload an array", signals.RejectInvalidRequest, "prompt: json: cannot unmarshal array", raw(signals.UpdatePrompt, []any{"hello"})},
+		{"steer token a number", signals.RejectInvalidRequest, "SteerRequest.expected_turn_id", raw(signals.UpdateSteer, map[string]any{"text": "go", "expected_turn_id": 1})},
+		{"permission request_id an object", signals.RejectInvalidRequest, "request_id", raw(signals.UpdatePermissionRespond, map[string]any{"request_id": map[string]any{"id": req.RequestID}, "option_id": "allow"})},
+		{"attach lease_seconds a string", signals.RejectInvalidRequest, "lease_seconds", raw(signals.UpdateAttach, map[string]any{"viewer_id": "v", "role": "controller", "lease_seconds": "600"})},
+		{"set_policy level a bool", signals.RejectInvalidRequest, "level", raw(signals.UpdateSetPolicy, map[string]any{"level": true})},
+		{"cancel turn_id a string", signals.RejectInvalidRequest, "turn_id", raw(signals.UpdateCancel, map[string]any{"turn_id": "1"})},
+		{"steer text an object", signals.RejectInvalidRequest, "text", raw(signals.UpdateSteer, map[string]any{"text": map[string]any{}, "expected_turn_id": "1"})},
 		// Missing or malformed fields the types accept but the contract does not.
 		{"prompt with no payload", signals.RejectInvalidRequest, "empty", raw(signals.UpdatePrompt)},
 		{"prompt without client_message_id", signals.RejectInvalidRequest, "client_message_id is required", raw(signals.UpdatePrompt, map[string]any{"text": "hi"})},

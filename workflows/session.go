@@ -91,10 +91,14 @@ func sessionWorkflow(ctx workflow.Context, in session.RunInput, adm Admission, b
 // registerUpdate sets an entry of the update table's handler, which steps the core, and its
 // validator, which asks the core and then the worker what the core asks of it. Both take the
 // request as its JSON, which the entry decodes: the table erases its entries' types, and a
-// request that does not decode is refused as invalid_request, changing nothing.
+// request that does not decode is refused as invalid_request, changing nothing. An update
+// sent with no payload is the request's zero value, as the SDK's own decoding makes it.
 func (s *shell) registerUpdate(ctx workflow.Context, u session.UpdateRule) error {
 	name := u.Name()
 	decode := func(raw json.RawMessage) (any, error) {
+		if len(raw) == 0 {
+			raw = json.RawMessage("null")
+		}
 		req, err := u.Decode(raw)
 		if err != nil {
 			return nil, rejection.Error(signals.Reject(signals.RejectInvalidRequest, "%s: %v", name, err))
