@@ -3,13 +3,13 @@ package workflows
 import (
 	"context"
 	"encoding/json"
-	"os"
 	"sync"
 	"testing"
 
 	"github.com/stretchr/testify/require"
 	"go.temporal.io/sdk/activity"
 
+	"github.com/tacp-dev/tacp/internal/testkit/fixture"
 	"github.com/tacp-dev/tacp/signals"
 )
 
@@ -267,15 +267,7 @@ func TestSession_AProfilesCeilingLowersAndRefusesAllowAll(t *testing.T) {
 	require.NoError(t, h.run(signals.SessionConfig{SessionID: "s1", Policy: signals.PolicyAllowAll}))
 }
 
-// claudeOffer is Claude Code's offer of modes and options, the session core's fixture.
+// claudeOffer is Claude Code's offer of modes and options: the session core's fixture.
 func claudeOffer() signals.AgentSettings {
-	var offer signals.AgentSettings
-	b, err := os.ReadFile("session/testdata/claude-offer.json")
-	if err == nil {
-		err = json.Unmarshal(b, &offer)
-	}
-	if err != nil {
-		panic(err)
-	}
-	return offer
+	return fixture.JSON[signals.AgentSettings]("session/testdata/claude-offer.json")
 }

@@ -2,31 +2,18 @@ package session
 
 import (
 	"encoding/json"
-	"os"
 	"testing"
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/tacp-dev/tacp/internal/testkit/fixture"
 	"github.com/tacp-dev/tacp/signals"
 )
 
 // claudeOffer is what claude-agent-acp offers after session/new: modes, and config options
 // mode and model (one flat, one grouped, to cover both ACP shapes).
 func claudeOffer() signals.AgentSettings {
-	return readOffer("testdata/claude-offer.json")
-}
-
-// readOffer reads an agent's offer from a JSON file (the settings shell's tests share it).
-func readOffer(path string) signals.AgentSettings {
-	var offer signals.AgentSettings
-	b, err := os.ReadFile(path)
-	if err == nil {
-		err = json.Unmarshal(b, &offer)
-	}
-	if err != nil {
-		panic(err)
-	}
-	return offer
+	return fixture.JSON[signals.AgentSettings]("testdata/claude-offer.json")
 }
 
 func TestSettings_NothingIsOfferedBeforeTheAgentReports(t *testing.T) {
