@@ -1,17 +1,16 @@
 package activities
 
-// Adoption (issue 28): a turn attempt the session scheduled itself (RunTurnInput.InSession)
-// outlives the run of the session that scheduled it. When the session continues as new
-// mid-turn, the RunTurn activity belongs to a closed run: its next heartbeat meets NotFound,
-// the SDK cancels its context with that error as the cause, and whatever it returns goes
-// nowhere. So the attempt's body (setup, the turn shell, its end) runs on a context of its
-// own, and answers to an owner: the activity that answers for the attempt now (its
-// heartbeats, its cancel, its result). An owner whose run is gone leaves the attempt held:
-// it keeps running, nobody answering for it, until the new run's adopting RunTurn
-// (RunTurnInput.Adopt) on this host's queue becomes its owner, or AdoptWait passes and it
-// ends as any attempt whose activity was lost. The agent process, its ACP connection, the
-// turn shell, the batcher and every report (they go to the session by workflow id, which
-// reaches the current run) carry on untouched through the hand-over.
+// Adoption (issue 28): a turn attempt outlives the run of the session that scheduled it.
+// When the session continues as new mid-turn, the RunTurn activity belongs to a closed run:
+// its next heartbeat meets NotFound, the SDK cancels its context with that error as the
+// cause, and whatever it returns goes nowhere. So the attempt's body (setup, the turn
+// shell, its end) runs on a context of its own, and answers to an owner: the activity that
+// answers for the attempt now (its heartbeats, its cancel, its result). An owner whose run
+// is gone leaves the attempt held: it keeps running, nobody answering for it, until the new
+// run's adopting RunTurn (RunTurnInput.Adopt) on this host's queue becomes its owner, or
+// AdoptWait passes and it ends as any attempt whose activity was lost. The agent process,
+// its ACP connection, the turn shell, the batcher and every report (they go to the session
+// by workflow id, which reaches the current run) carry on untouched through the hand-over.
 //
 // An attempt's outcome is remembered for AdoptWait after its end, for an adopter that comes
 // after it (the session continued as new just as the turn ended).
@@ -21,9 +20,6 @@ package activities
 // (endIfSessionEnded): when its latest run has ended (terminated, or any other end but a
 // continue-as-new) the attempt ends at once and the session's agent stops, instead of the
 // attempt running on for AdoptWait and the agent for its idle TTL.
-//
-// A TurnWorkflow's attempt (InSession unset) has no owner but its own activity and runs on
-// that activity's context, exactly as before adoption existed.
 
 import (
 	"context"
@@ -63,17 +59,6 @@ type beatTarget interface {
 	lostOwner(owner context.Context, cause error)
 }
 
-// activityOwned is the beat target of an attempt that only its own activity answers for:
-// the attempt runs on a context that cancel ends with the heartbeat's cause.
-type activityOwned struct {
-	ctx    context.Context
-	cancel context.CancelCauseFunc
-}
-
-func (o activityOwned) beatCtx() context.Context                 { return o.ctx }
-func (o activityOwned) ownerChanged() <-chan struct{}            { return nil }
-func (o activityOwned) lostOwner(_ context.Context, cause error) { o.cancel(cause) }
-
 // attemptOwner is one activity answering for an attempt.
 type attemptOwner struct {
 	ctx context.Context
@@ -83,7 +68,7 @@ type attemptOwner struct {
 	released chan struct{}
 }
 
-// ownedAttempt is an InSession attempt on this host: running, or ended and remembered.
+// ownedAttempt is a turn attempt on this host: running, or ended and remembered.
 type ownedAttempt struct {
 	key  attemptKey
 	wait time.Duration
@@ -108,7 +93,7 @@ type ownedAttempt struct {
 	err   error
 }
 
-// startAttempt registers an InSession attempt that the activity of ctx answers for, with its
+// startAttempt registers an attempt that the activity of ctx answers for, with its
 // body's context; the activity waits for it with answer.
 func (h *Host) startAttempt(ctx context.Context, key attemptKey, wait time.Duration, log *slog.Logger) (*ownedAttempt, *attemptOwner) {
 	h.init()

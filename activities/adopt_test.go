@@ -1,6 +1,6 @@
 package activities
 
-// Tests of adoption (adopt.go): an attempt the session scheduled itself outlives the run that
+// Tests of adoption (adopt.go): a turn attempt outlives the run of the session that
 // scheduled it, and the run after it takes it over. RunTurn runs as an activity of the SDK's
 // activity test environment, with the real testagent; the test ends the activity's context
 // with a cause as the SDK does: the heartbeat's *serviceerror.NotFound when the session's
@@ -103,16 +103,9 @@ func runGoneErr() error {
 	return &serviceerror.NotFound{Message: "workflow execution already completed"}
 }
 
-// inSession is turnInput for an attempt the session schedules itself.
-func inSession(session string, turn int64, agent, text string) signals.RunTurnInput {
-	in := turnInput(session, turn, agent, text)
-	in.InSession = true
-	return in
-}
-
 // adopting is the adopting RunTurn the session's next run schedules for attempt of in.
 func adopting(in signals.RunTurnInput, attempt int32) signals.RunTurnInput {
-	in.InSession, in.Adopt, in.AttemptBase = true, true, attempt
+	in.Adopt, in.AttemptBase = true, attempt
 	return in
 }
 
@@ -155,7 +148,7 @@ func requireHandedOver(t *testing.T, out runOutcome) {
 // whose run is gone in turn is adopted again.
 func TestAHeldAttemptRunsOnAndItsAdopterReturnsItsEnd(t *testing.T) {
 	rig := newTurnRig(t, "")
-	in := inSession("s1", 1, rig.agent(), "/permission edit main.go")
+	in := turnInput("s1", 1, rig.agent(), "/permission edit main.go")
 	orig := rig.start(in)
 	perm := rig.waitPermission(t)
 	pid := rig.host.AgentPID("s1")
@@ -181,7 +174,6 @@ func TestAHeldAttemptRunsOnAndItsAdopterReturnsItsEnd(t *testing.T) {
 	require.NoError(t, out.err)
 	require.Equal(t, "end_turn", out.res.StopReason)
 	require.Equal(t, int32(1), out.res.Attempt)
-	require.False(t, out.res.Reported, "an InSession attempt's result is its report: no turn_finished signal")
 
 	require.Equal(t, []string{"permission: selected allow_always"}, joinedTexts(t, rig.rec.events(1)), "the agent streamed on through the hand-overs")
 	require.Equal(t, pid, rig.host.AgentPID("s1"), "one agent process, alive between turns")
@@ -195,7 +187,7 @@ func TestAHeldAttemptRunsOnAndItsAdopterReturnsItsEnd(t *testing.T) {
 // touching the turn, though its context ends when it returns.
 func TestAnAdopterTakesOverBeforeTheOriginalNoticed(t *testing.T) {
 	rig := newTurnRig(t, "")
-	in := inSession("s1", 1, rig.agent(), "/permission edit main.go")
+	in := turnInput("s1", 1, rig.agent(), "/permission edit main.go")
 	orig := rig.start(in)
 	perm := rig.waitPermission(t)
 
@@ -206,7 +198,6 @@ func TestAnAdopterTakesOverBeforeTheOriginalNoticed(t *testing.T) {
 	out := adopter.wait(t)
 	require.NoError(t, out.err)
 	require.Equal(t, "end_turn", out.res.StopReason)
-	require.False(t, out.res.Reported)
 	require.Equal(t, []string{"permission: selected allow_once"}, joinedTexts(t, rig.rec.events(1)))
 	require.Empty(t, rig.rec.reports(1).finished)
 }
@@ -216,7 +207,7 @@ func TestAnAdopterTakesOverBeforeTheOriginalNoticed(t *testing.T) {
 // the turn's report).
 func TestAnAdopterAfterTheEndReturnsTheRememberedOutcome(t *testing.T) {
 	rig := newTurnRig(t, "")
-	in := inSession("s1", 1, rig.agent(), "/permission edit main.go")
+	in := turnInput("s1", 1, rig.agent(), "/permission edit main.go")
 	orig := rig.start(in)
 	perm := rig.waitPermission(t)
 	orig.end(runGoneErr())
@@ -232,7 +223,6 @@ func TestAnAdopterAfterTheEndReturnsTheRememberedOutcome(t *testing.T) {
 		out := rig.start(adopting(in, 1)).wait(t)
 		require.NoError(t, out.err)
 		require.Equal(t, "end_turn", out.res.StopReason)
-		require.False(t, out.res.Reported)
 	}
 	require.Empty(t, rig.rec.reports(1).finished, "the result is the report")
 }
@@ -242,7 +232,7 @@ func TestAnAdopterAfterTheEndReturnsTheRememberedOutcome(t *testing.T) {
 func TestAHeldAttemptNobodyAdoptsEndsAfterAdoptWait(t *testing.T) {
 	rig := newTurnRig(t, "")
 	rig.runner.AdoptWait = 300 * time.Millisecond
-	in := inSession("s1", 1, rig.agent(), "/permission edit main.go")
+	in := turnInput("s1", 1, rig.agent(), "/permission edit main.go")
 	orig := rig.start(in)
 	rig.waitPermission(t)
 	key := attemptKey{"s1", 1, 1}
@@ -273,7 +263,7 @@ func TestAHeldAttemptNobodyAdoptsEndsAfterAdoptWait(t *testing.T) {
 // cancelled, as a cancel of the attempt's own activity ends it.
 func TestACancelOfTheAdopterCancelsTheTurn(t *testing.T) {
 	rig := newTurnRig(t, "")
-	in := inSession("s1", 1, rig.agent(), "/sleep 60s")
+	in := turnInput("s1", 1, rig.agent(), "/sleep 60s")
 	orig := rig.start(in)
 	require.Eventually(t, func() bool {
 		for _, x := range messageTexts(decodeUpdates(t, rig.rec.events(1))) {
@@ -292,7 +282,7 @@ func TestACancelOfTheAdopterCancelsTheTurn(t *testing.T) {
 	out := adopter.wait(t)
 	require.NoError(t, out.err)
 	require.Equal(t, "cancelled", out.res.StopReason)
-	require.False(t, out.res.Reported)
+	require.Empty(t, rig.rec.reports(1).finished, "the result is the report")
 	require.NotZero(t, rig.host.AgentPID("s1"), "the agent answered cancelled and lives on")
 }
 
@@ -300,7 +290,7 @@ func TestACancelOfTheAdopterCancelsTheTurn(t *testing.T) {
 // nothing runs.
 func TestAdoptingAnAttemptThisHostDoesNotHold(t *testing.T) {
 	rig := newTurnRig(t, "")
-	_, err := rig.run(adopting(inSession("s1", 1, rig.agent(), "hello"), 1))
+	_, err := rig.run(adopting(turnInput("s1", 1, rig.agent(), "hello"), 1))
 	ae := requireAppErr(t, err, signals.TypeNothingToAdopt)
 	require.False(t, ae.NonRetryable(), "retried as a new attempt")
 	require.Contains(t, ae.Error(), "nothing to adopt")
@@ -308,24 +298,9 @@ func TestAdoptingAnAttemptThisHostDoesNotHold(t *testing.T) {
 	require.Empty(t, rig.rec.all(), "nothing reported")
 
 	// A turn of the session that ran here does not make another attempt of it adoptable.
-	res := rig.mustRun(inSession("s1", 1, rig.agent(), "hello"))
+	res := rig.mustRun(turnInput("s1", 1, rig.agent(), "hello"))
 	require.Equal(t, int32(1), res.Attempt)
-	_, err = rig.run(adopting(inSession("s1", 1, rig.agent(), "hello"), 2))
-	requireAppErr(t, err, signals.TypeNothingToAdopt)
-}
-
-// A TurnWorkflow's attempt (InSession unset) is not held: a NotFound ends it as a lost
-// attempt at once, as before adoption, and no adopter can take it.
-func TestATurnWorkflowsAttemptIsNotHeld(t *testing.T) {
-	rig := newTurnRig(t, "")
-	in := turnInput("s1", 1, rig.agent(), "/permission edit main.go")
-	orig := rig.start(in)
-	rig.waitPermission(t)
-	orig.end(runGoneErr())
-	out := orig.wait(t)
-	ae := requireAppErr(t, out.err, signals.TypeAttemptLost)
-	require.Contains(t, ae.Error(), "turn attempt lost")
-	_, err := rig.run(adopting(in, 1))
+	_, err = rig.run(adopting(turnInput("s1", 1, rig.agent(), "hello"), 2))
 	requireAppErr(t, err, signals.TypeNothingToAdopt)
 }
 
@@ -351,7 +326,7 @@ func TestAHeldAttemptOfATerminatedSessionEndsAndItsAgentStops(t *testing.T) {
 	rig.rec.mu.Lock()
 	rig.rec.ended = enumspb.WORKFLOW_EXECUTION_STATUS_TERMINATED
 	rig.rec.mu.Unlock()
-	in := inSession("s1", 1, rig.agent(), "/sleep 60s")
+	in := turnInput("s1", 1, rig.agent(), "/sleep 60s")
 	orig := rig.start(in)
 	require.Eventually(t, func() bool { return rig.host.AgentPID("s1") != 0 }, time.Minute, 5*time.Millisecond)
 	pid := rig.host.AgentPID("s1")

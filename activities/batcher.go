@@ -32,7 +32,7 @@ package activities
 //
 // A turn's batcher also carries what would otherwise cost a signal of its own (issue 28,
 // started.go): the attempt's turn_started rides on the next batch it sends; at the turn's
-// end the events still pending are handed to the turn_finished that carries them
+// end the events still pending are handed to the attempt's result, which carries them
 // (closeHolding); and a quiet turn still running at its beatAt gets one empty batch (a
 // beat), so that its session hears from it and shows it running.
 
@@ -371,9 +371,10 @@ func (b *batcher) flushNow() {
 	}
 }
 
-// closeHolding is close for a turn's end that carries its last batch itself (the runner's
-// turn_finished): the events still pending are returned instead of sent, when they fit in
-// one batch (numbered sent+1 by the caller); else they are sent as close sends them.
+// closeHolding is close for a turn's end that carries its last batch itself (the attempt's
+// result, the turn's report): the events still pending are returned instead of sent, when
+// they fit in one batch (numbered sent+1 by the caller); else they are sent as close sends
+// them.
 func (b *batcher) closeHolding() (held []json.RawMessage, sent int64, err error) {
 	b.mu.Lock()
 	b.holdLast = true

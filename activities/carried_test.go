@@ -1,8 +1,8 @@
 package activities
 
 // The runner's carried reports (issue 28, started.go): for a session that takes them so, an
-// attempt's turn_started rides on its first batch (or its turn_finished), its last batch on
-// its turn_finished, and a quiet turn still running at TurnBeatAfter beats.
+// attempt's turn_started rides on its first batch (or its result, the turn's report), its
+// last batch on its result, and a quiet turn still running at TurnBeatAfter beats.
 
 import (
 	"context"
@@ -51,20 +51,18 @@ func carried(session string, turn int64, agent, text string) signals.RunTurnInpu
 }
 
 // A short turn: no turn_started of its own (its first batch carries it, the one that carries
-// the first chunk), and its last events ride on turn_finished, numbered on from the batches.
-// Every event reaches the session once, in order.
+// the first chunk), and its last events ride on its result, numbered on from the batches.
+// Every event reaches the session once, in order, and the runner sends no turn_finished:
+// the result is the turn's report.
 func TestRunTurnCarriesTurnStartedAndTheLastBatch(t *testing.T) {
 	rig := newTurnRig(t, t.TempDir())
 	rig.runner.FlushInterval = 200 * time.Millisecond // the echo's last chunks are pending at its end
 	res := rig.mustRun(carried("s1", 1, rig.agent(), "/echo\nhello world, a short answer"))
 	require.Equal(t, "end_turn", res.StopReason)
-	require.True(t, res.Reported)
-	require.Nil(t, res.Events, "reported: the result does not carry them again")
 
 	r := rig.rec.reports(1)
 	require.Empty(t, r.started, "no turn_started of its own")
-	require.Len(t, r.finished, 1)
-	fin := r.finished[0]
+	require.Empty(t, r.finished, "the result is the report")
 	var started []*signals.TurnStartedSignal
 	var events []json.RawMessage
 	for i, b := range r.batches {
@@ -74,32 +72,32 @@ func TestRunTurnCarriesTurnStartedAndTheLastBatch(t *testing.T) {
 		}
 		events = append(events, b.Events...)
 	}
-	if fin.Started != nil {
-		started = append(started, fin.Started)
+	if res.Started != nil {
+		started = append(started, res.Started)
 	}
 	require.Len(t, started, 1, "carried once")
 	require.NotEmpty(t, r.batches)
 	require.NotNil(t, r.batches[0].Started, "the batch of the first chunk carries it")
 	require.Equal(t, rig.host.Queue, started[0].HostQueue)
 	require.True(t, started[0].Beats)
-	require.NotEmpty(t, fin.Events, "the last batch rides on turn_finished")
-	require.Equal(t, int64(len(r.batches)+1), fin.Batches)
-	events = append(events, fin.Events...)
+	require.NotEmpty(t, res.Events, "the last batch rides on the result")
+	require.Equal(t, int64(len(r.batches)+1), res.Batches)
+	events = append(events, res.Events...)
 	require.Equal(t, []string{"hello world, a short answer"}, joinedTexts(t, events))
 }
 
-// A session that does not take carried reports (an older build's) gets them as before: a
-// turn_started of its own and every batch as turn_events.
+// A session that does not take carried reports gets a turn_started of its own and every
+// batch as turn_events: the result carries none of them.
 func TestRunTurnSendsTheOldShapeToASessionThatDoesNotCarry(t *testing.T) {
 	rig := newTurnRig(t, t.TempDir())
-	rig.mustRun(turnInput("s1", 1, rig.agent(), "/echo\nhello"))
+	res := rig.mustRun(turnInput("s1", 1, rig.agent(), "/echo\nhello"))
 	r := rig.rec.reports(1)
 	require.Len(t, r.started, 1)
 	require.False(t, r.started[0].Beats)
-	require.Len(t, r.finished, 1)
-	require.Empty(t, r.finished[0].Events)
-	require.Nil(t, r.finished[0].Started)
-	require.Equal(t, int64(len(r.batches)), r.finished[0].Batches)
+	require.Empty(t, r.finished, "the result is the report")
+	require.Empty(t, res.Events)
+	require.Nil(t, res.Started)
+	require.Equal(t, int64(len(r.batches)), res.Batches)
 	for _, b := range r.batches {
 		require.Nil(t, b.Started)
 	}

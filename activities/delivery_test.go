@@ -2,12 +2,12 @@ package activities
 
 // Tests of Deliver into a turn run by the real testagent: an Async steer is answered Taken
 // as soon as the turn has it, and its outcome follows by delivery_outcome before the turn's
-// end is reported; a steer without Async is answered when it is done, as before.
+// attempt returns its result (the turn's report); a steer without Async is answered when it
+// is done.
 
 import (
 	"context"
 	"slices"
-	"sync"
 	"testing"
 	"time"
 
@@ -16,12 +16,22 @@ import (
 	"github.com/tacp-dev/tacp/signals"
 )
 
+// turnEnd is the end of a turn run in the background: its error, and the signals sent by
+// the time its activity returned.
+type turnEnd struct {
+	err  error
+	sent []recordedSignal
+}
+
+// outcomes returns the delivery_outcome signals sent by the time the activity returned.
+func (e turnEnd) outcomes() []signals.DeliveryOutcome { return outcomesOf(e.sent) }
+
 // startTurn runs a turn in the background; the returned channel yields its end.
-func (r *turnRig) startTurn(in signals.RunTurnInput) <-chan error {
-	done := make(chan error, 1)
+func (r *turnRig) startTurn(in signals.RunTurnInput) <-chan turnEnd {
+	done := make(chan turnEnd, 1)
 	go func() {
 		_, err := r.run(in)
-		done <- err
+		done <- turnEnd{err: err, sent: r.rec.all()}
 	}()
 	// The turn is live once the agent streams its first tick.
 	require.Eventually(r.t, func() bool {
@@ -31,24 +41,17 @@ func (r *turnRig) startTurn(in signals.RunTurnInput) <-chan error {
 }
 
 // outcomes returns the delivery_outcome signals sent, in order.
-func (c *signalRecorder) outcomes() []signals.DeliveryOutcome {
+func (c *signalRecorder) outcomes() []signals.DeliveryOutcome { return outcomesOf(c.all()) }
+
+// outcomesOf returns the delivery_outcome signals among sent, in order.
+func outcomesOf(sent []recordedSignal) []signals.DeliveryOutcome {
 	var out []signals.DeliveryOutcome
-	for _, s := range c.all() {
+	for _, s := range sent {
 		if o, ok := s.arg.(signals.DeliveryOutcome); ok {
 			out = append(out, o)
 		}
 	}
 	return out
-}
-
-// indexOf is the position of the first signal named name among those sent (-1: none).
-func (c *signalRecorder) indexOf(name string) int {
-	for i, s := range c.all() {
-		if s.name == name {
-			return i
-		}
-	}
-	return -1
 }
 
 // deliverCtx bounds a delivery as the session's StartToClose would: a broken delivery fails
@@ -68,7 +71,8 @@ func asyncSteer(session string, turn int64, text, id string, offset int) signals
 
 // An Async steer is answered Taken at once, even by an agent that never lets the interrupt
 // finish (it ignores session/cancel): the delivery no longer holds up the next one. Its
-// outcome (failed: the turn was cancelled under it) reaches the session before turn_finished.
+// outcome (failed: the turn was cancelled under it) reaches the session before the attempt
+// returns the turn's end.
 func TestAsyncSteerIsTakenAtOnceAndReportedBeforeTheTurnsEnd(t *testing.T) {
 	rig := newTurnRig(t, "")
 	rig.runner.CancelGrace = 200 * time.Millisecond
@@ -90,44 +94,34 @@ func TestAsyncSteerIsTakenAtOnceAndReportedBeforeTheTurnsEnd(t *testing.T) {
 	res, err = rig.host.Deliver(ctx, signals.Delivery{Kind: signals.DeliverCancel, SessionID: "s1", TurnID: 1, Async: true})
 	require.NoError(t, err)
 	require.True(t, res.Taken)
-	require.NoError(t, <-done)
+	end := <-done
+	require.NoError(t, end.err)
 	require.Equal(t, []signals.DeliveryOutcome{{
 		DeliveryID: "d1", Kind: signals.DeliverSteer, TurnID: 1, Attempt: 1, Offset: 1,
 		How: signals.HowFailed, Error: "the turn was cancelled",
-	}}, rig.rec.outcomes())
-	fin := rig.rec.indexOf(signals.SignalTurnFinished)
-	require.GreaterOrEqual(t, fin, 0)
-	require.Less(t, rig.rec.indexOf(signals.SignalDeliveryOutcome), fin, "the steer's outcome before the turn's end")
+	}}, end.outcomes(), "the steer's outcome went out before the turn's end")
 }
 
 // An Async steer delivered by interrupt-and-continue reports `interrupted`, with its
-// delivery id and offset, before the turn (continued with the steer text) reports its end.
+// delivery id and offset, before the turn (continued with the steer text) returns its end.
 func TestAsyncSteerByInterruptReportsInterrupted(t *testing.T) {
 	rig := newTurnRig(t, "")
-	// The server takes its time with delivery_outcome (up to a second): a turn that did not
-	// wait for it would get its turn_finished in first.
-	finished := make(chan struct{})
-	var once sync.Once
+	// The server takes its time with delivery_outcome: a turn that did not wait for it
+	// would return its end first.
 	rig.rec.before = func(name string) {
-		switch name {
-		case signals.SignalTurnFinished:
-			once.Do(func() { close(finished) })
-		case signals.SignalDeliveryOutcome:
-			select {
-			case <-finished:
-			case <-time.After(time.Second):
-			}
+		if name == signals.SignalDeliveryOutcome {
+			time.Sleep(time.Second)
 		}
 	}
 	done := rig.startTurn(turnInput("s1", 1, rig.agent(), "/sleep 60s"))
 	res, err := rig.host.Deliver(deliverCtx(t), asyncSteer("s1", 1, "/echo\nsteered", "d7", 3))
 	require.NoError(t, err)
 	require.True(t, res.Taken)
-	require.NoError(t, <-done)
+	end := <-done
+	require.NoError(t, end.err)
 	require.Equal(t, []signals.DeliveryOutcome{{
 		DeliveryID: "d7", Kind: signals.DeliverSteer, TurnID: 1, Attempt: 1, Offset: 3, How: signals.HowInterrupted,
-	}}, rig.rec.outcomes())
-	require.Less(t, rig.rec.indexOf(signals.SignalDeliveryOutcome), rig.rec.indexOf(signals.SignalTurnFinished))
+	}}, end.outcomes(), "the steer's outcome went out before the turn's end")
 	require.Contains(t, joinedTexts(t, rig.rec.events(1))[0], "steered")
 }
 
@@ -139,6 +133,6 @@ func TestSyncSteerIsAnsweredWhenDelivered(t *testing.T) {
 	res, err := rig.host.Deliver(deliverCtx(t), signals.Delivery{Kind: signals.DeliverSteer, SessionID: "s1", TurnID: 1, Text: "/echo\nsteered"})
 	require.NoError(t, err)
 	require.Equal(t, signals.DeliveryResult{How: signals.HowInterrupted}, res)
-	require.NoError(t, <-done)
+	require.NoError(t, (<-done).err)
 	require.Empty(t, rig.rec.outcomes(), "no delivery_outcome for a steer answered in place")
 }

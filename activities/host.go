@@ -47,8 +47,8 @@ type Host struct {
 	mu     sync.Mutex
 	agents map[string]*hostedAgent // by tacp session id
 	turns  map[turnKey]*liveTurn
-	// attempts are the InSession attempts running here, and those that ended within
-	// their AdoptWait (adopt.go).
+	// attempts are the turn attempts running here, and those that ended within their
+	// AdoptWait (adopt.go).
 	attempts map[attemptKey]*ownedAttempt
 	seq      int
 	// starting counts agents between the cap check and their registration.

@@ -2,7 +2,7 @@ package activities
 
 // A turn the model provider limits (contract §11 "Limits"): the runner reads the agent's
 // typed failure and, within the worker's policy (-limits.max-wait), answers the attempt
-// Limited instead of failed, so that the TurnWorkflow waits on a durable timer and runs the
+// Limited instead of failed, so that the session waits on a durable timer and runs the
 // prompt again as the turn's next attempt.
 //
 // The failure is typed, never prose: the runner advertises the `sessionFailure` capability

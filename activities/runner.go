@@ -83,10 +83,10 @@ type Runner struct {
 	// agent gives no reset time (0: DefaultLimitBackoff), doubled per wait (limits.go).
 	LimitMaxWait time.Duration
 	LimitBackoff time.Duration
-	// AdoptWait is how long an attempt the session scheduled itself (InSession) keeps
-	// running after the session's run is gone (it continued as new mid-turn) for the next
-	// run's adopting RunTurn to take it over, and how long an ended one's outcome is kept
-	// for an adopter that comes after its end (0: DefaultAdoptWait). See adopt.go.
+	// AdoptWait is how long an attempt keeps running after the session's run is gone (it
+	// continued as new mid-turn) for the next run's adopting RunTurn to take it over, and
+	// how long an ended one's outcome is kept for an adopter that comes after its end (0:
+	// DefaultAdoptWait). See adopt.go.
 	AdoptWait time.Duration
 	Logger    *slog.Logger
 
@@ -137,13 +137,14 @@ func (r *Runner) setDefaults() {
 	r.Host.init()
 }
 
-// RunTurn runs one attempt of a turn (runAttempt) and answers for it, or, with in.Adopt,
+// RunTurn runs one attempt of a turn (runTurn) and answers for it, or, with in.Adopt,
 // answers for an attempt that a closed run of the session scheduled (adopt.go).
 //
-// A TurnWorkflow's attempt runs on the activity's context, as it always did. An attempt the
-// session scheduled itself (in.InSession) runs on a context of its own, in a goroutine of
-// its own, so that it outlives its activity when the session's run is gone: the activity
-// waits for its outcome, or returns at once when it no longer answers for it.
+// The attempt runs on a context of its own, in a goroutine of its own, so that it outlives
+// its activity when the session's run is gone: the activity waits for its outcome, or
+// returns at once when it no longer answers for it. The outcome is the turn's report: the
+// activity's completion reaches the session as soon as a signal would (and after a
+// continue-as-new, the adopter returns it), so the runner sends no turn_finished of its own.
 func (r *Runner) RunTurn(ctx context.Context, in signals.RunTurnInput) (signals.RunTurnResult, error) {
 	r.defaults()
 	if in.Adopt {
@@ -163,12 +164,6 @@ func (r *Runner) RunTurn(ctx context.Context, in signals.RunTurnInput) (signals.
 		}
 		done = r.Gate.doneHost
 	}
-	if !in.InSession {
-		defer done()
-		actx, cancel := context.WithCancelCause(ctx)
-		defer cancel(nil)
-		return r.runAttempt(actx, in, attempt, activityOwned{ctx, cancel})
-	}
 	log := r.Logger.With("session", in.SessionID, "turn", in.TurnID, "attempt", attempt)
 	a, owner := r.Host.startAttempt(ctx, attemptKey{in.SessionID, in.TurnID, attempt}, r.AdoptWait, log)
 	go func() {
@@ -186,34 +181,9 @@ func (r *Runner) RunTurn(ctx context.Context, in signals.RunTurnInput) (signals.
 			}
 			r.Host.endAttempt(a, res, err)
 		}()
-		res, err = r.runAttempt(a.ctx, in, attempt, a)
+		res, err = r.runTurn(a.ctx, in, attempt, a)
 	}()
 	return a.answer(owner)
-}
-
-// runAttempt runs one attempt of a turn (runTurn). For a TurnWorkflow's attempt, when the
-// agent answered, it reports the end to the session straight away, once the agent is back
-// in the idle pool, with the turn's last batch and its turn_started when nothing carried
-// them yet (started.go): the TurnWorkflow reports it only when this report did not go out,
-// two server round trips later, carrying the same. An InSession attempt's result is that
-// report: the activity's completion reaches the session as soon as a signal would (and
-// after a continue-as-new, the adopter returns it), so a signal would cost the session an
-// event, a workflow task and an action for nothing. Heartbeats go to owner.
-func (r *Runner) runAttempt(ctx context.Context, in signals.RunTurnInput, attempt int32, owner beatTarget) (signals.RunTurnResult, error) {
-	res, err := r.runTurn(ctx, in, attempt, owner)
-	if err == nil && res.StopReason != "" && !in.InSession {
-		if serr := r.signal(context.WithoutCancel(ctx), in.SessionWorkflowID, signals.SignalTurnFinished, signals.TurnFinishedSignal{
-			TurnID: in.TurnID, Attempt: res.Attempt, StopReason: res.StopReason,
-			AgentSessionID: res.AgentSessionID, Usage: res.Usage, Batches: res.Batches, HostQueue: res.Host,
-			Events: res.Events, Started: res.Started, Checkpoint: res.Checkpoint,
-		}); serr != nil {
-			r.Logger.Warn("early turn_finished failed: the TurnWorkflow will report", "session", in.SessionID, "turn", in.TurnID, "error", serr)
-		} else {
-			res.Reported = true
-			res.Events, res.Started, res.Checkpoint = nil, nil, nil // the session has them
-		}
-	}
-	return res, err
 }
 
 // runTurn runs one attempt of a turn on this host: take the session's agent (alive from an

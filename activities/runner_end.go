@@ -30,7 +30,7 @@ func (t *turnRun) finish(err error) (signals.RunTurnResult, error) {
 
 // finishAnswered is finish for a turn the agent answered: for a session that takes them so,
 // its last events (one batch, numbered on) and its turn_started, if no batch took it, are
-// left in the result for RunTurn's turn_finished to carry, one signal instead of three.
+// left in the result, the turn's report, instead of two signals of their own.
 func (t *turnRun) finishAnswered() (signals.RunTurnResult, error) {
 	if !t.in.CarriedReports {
 		return t.finish(nil)

@@ -15,8 +15,8 @@ import (
 )
 
 // progressBefore is what the attempt before this one knew: the last heartbeat of this
-// activity's earlier attempt, or, when that ran on the previous host's queue, what the
-// TurnWorkflow passed on.
+// activity's earlier attempt, or, when that ran in another activity (on the previous host's
+// queue), what the session passed on (RunTurnInput.Resume).
 func (t *turnRun) progressBefore(ctx context.Context) signals.TurnProgress {
 	var before signals.TurnProgress
 	if activity.HasHeartbeatDetails(ctx) {

@@ -26,8 +26,8 @@ type turnRun struct {
 	r       *Runner
 	in      signals.RunTurnInput
 	attempt int32
-	// before is what the attempt before this one knew (its heartbeats, or the TurnWorkflow's
-	// Resume when it ran on the previous host's queue).
+	// before is what the attempt before this one knew (its heartbeats, or the session's
+	// Resume when it ran in another activity).
 	before signals.TurnProgress
 	log    *slog.Logger
 	res    signals.RunTurnResult

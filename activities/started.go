@@ -4,8 +4,8 @@ package activities
 // Temporal's floor). A signal of its own costs the session a workflow task and Temporal
 // Cloud an action, so for a session that takes it so (TurnInput.CarriedReports) the
 // attempt's turn_started rides on the first turn_events batch the attempt sends once its
-// agent session is open, or on its turn_finished. When the agent says nothing, the
-// batcher's beat carries it (an empty batch, signals.TurnBeatAfter after the session
+// agent session is open, or on its result (the turn's report). When the agent says nothing,
+// the batcher's beat carries it (an empty batch, signals.TurnBeatAfter after the session
 // opened: until then a steer waits for the host queue it names; a cancel also reaches the
 // attempt by its heartbeat). It goes alone only before the attempt asks a person something
 // and at an end that does not carry it (a failure). The first token never waits for it: the
@@ -46,7 +46,7 @@ func (s *startedReport) take() *signals.TurnStartedSignal {
 // went out by then (an empty batch that carries it): a quiet turn costs the session the
 // one signal its turn_started cost before. For any other session it goes alone at once, as
 // every runner sent it before; the wait it returns, for the turn's end, is then bounded: a
-// quick turn's turn_finished must not overtake it, or the session, the turn over, drops
+// quick turn's end (its result) must not overtake it, or the session, the turn over, drops
 // what it says (agent.context_lost, workspace.missing).
 func (t *turnRun) reportStarted(sendCtx context.Context, started signals.TurnStartedSignal) (wait func()) {
 	s := &startedReport{pending: &started}

@@ -10,8 +10,8 @@ package bench
 // the session task that schedules the RunTurn activity, its dispatch, the runner), the
 // agent's own work up to its first chunk on stdout (its model request at the fake model in
 // between), and the agent's stdout → the client (for tacp: the batcher, the turn_events
-// signal, the session task, the gateway's query). The session schedules RunTurn itself (a
-// Here turn, issue 28: no TurnWorkflow child), so the activity's times are in its history.
+// signal, the session task, the gateway's query). The session schedules RunTurn itself, so the
+// activity's times are in its history.
 //
 // The same run counts the history and the Temporal Cloud billable actions of the gateway's
 // session per short prompt, per minute of a streaming reply, and per idle day of a session

@@ -25,7 +25,7 @@ package bench
 // the Temporal services named in TACP_BENCH_SERVER_PIDS (bench/cluster sets it). Agent
 // processes are separate processes, counted and measured apart. A session's history events
 // are its session workflow's history length (Describe): the session schedules its turns'
-// RunTurn activities itself (a Here turn, issue 28), so a turn writes no other history.
+// RunTurn activities itself, so a turn writes no other history.
 
 import (
 	"bufio"
@@ -854,7 +854,7 @@ func printScaleTable(t testing.TB, f scaleFigures) {
 		fmt.Fprintf(tw, "\t%s", p.agents)
 	}
 	fmt.Fprintln(tw, "\t")
-	fmt.Fprint(tw, "history events per streaming turn (the session's: no TurnWorkflow since issue 28)")
+	fmt.Fprint(tw, "history events per streaming turn (the session's)")
 	for _, p := range f.phases {
 		fmt.Fprintf(tw, "\t%s", p.history)
 	}

@@ -15,8 +15,8 @@ package bench
 //     visible to the viewer, against the direct session/prompt round trip.
 //   - History. The session workflow's history events for one streaming turn (every run of
 //     the session, following continue-as-new), per chunk and projected to an hour. The
-//     session schedules the turn's RunTurn activity itself (a Here turn, issue 28: no
-//     TurnWorkflow child), so the activity's events, and its times, are in that history too.
+//     session schedules the turn's RunTurn activity itself, so the activity's events, and
+//     its times, are in that history too.
 //
 // The fixture's worker flushes events every 100 ms (the default). The table also starts a
 // second worker with a 1 s flush on a task queue of its own, to show what the flush
@@ -463,7 +463,7 @@ func (s *tacpSession) settle(ctx context.Context) (runMark, error) {
 }
 
 // quiet says a described workflow has nothing pending: no workflow task, no activity, no
-// child (a run recorded before issue 28 still starts TurnWorkflows).
+// child.
 func quiet(d *workflowservice.DescribeWorkflowExecutionResponse) bool {
 	return d.GetPendingWorkflowTask() == nil && len(d.GetPendingActivities()) == 0 && len(d.GetPendingChildren()) == 0
 }

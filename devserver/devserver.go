@@ -140,7 +140,7 @@ func Start(ctx context.Context, opts Options) (*Server, error) {
 		dynamicconfig.FrontendEnableUpdateWorkflowExecution.Key():              []dynamicconfig.ConstrainedValue{{Value: true}},
 		dynamicconfig.FrontendEnableUpdateWorkflowExecutionAsyncAccepted.Key(): []dynamicconfig.ConstrainedValue{{Value: true}},
 		dynamicconfig.EnableEagerWorkflowStart.Key():                           []dynamicconfig.ConstrainedValue{{Value: true}},
-		// A turn's RunTurn activity is scheduled by its TurnWorkflow on the same task queue:
+		// A turn's RunTurn activity is scheduled by its session on the same task queue:
 		// eager execution hands it to the worker that completed the workflow task, without a
 		// trip through matching.
 		dynamicconfig.EnableActivityEagerExecution.Key(): []dynamicconfig.ConstrainedValue{{Value: true}},

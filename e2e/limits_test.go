@@ -3,7 +3,7 @@ package e2e
 // Limits (contract §11, issue 27): a real agent whose model answers 429 ends its turn with a
 // typed failure (claude-agent-acp's and codex-acp's AIR sessionFailure, category limit,
 // action retry); the session journals turn.limited, shows the wait in status, the Temporal
-// UI's Current Details and TacpWaitingUntil, waits on the TurnWorkflow's durable timer, and
+// UI's Current Details and TacpWaitingUntil, waits on the session's durable timer, and
 // runs the same prompt again as the turn's next attempt, which ends end_turn: nobody types
 // the prompt again. The worker that ran the limited attempt is killed during the wait; the
 // next attempt runs on another. A person may end the wait early (retry_now).

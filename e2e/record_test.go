@@ -23,7 +23,7 @@ import (
 // every file under workflows/testdata/histories so that a change breaking running sessions
 // fails CI. Run it after a deliberate change of the workflows' shape, and commit the new
 // files beside the old. A turn is the session's own activity, so its history is the
-// session's (the turn-*.json files are TurnWorkflows of the runs recorded before):
+// session's:
 //
 //	TACP_RECORD_HISTORIES=1 go test ./e2e -run TestRecordHistories
 func TestRecordHistories(t *testing.T) {
@@ -96,7 +96,7 @@ func TestRecordHistories(t *testing.T) {
 	require.NoError(t, err)
 	first := d.GetWorkflowExecutionInfo().GetFirstRunId()
 	writeHistory(t, signals.SessionWorkflowID(id), first, filepath.Join(dir, fmt.Sprintf("session-continue-as-new-mid-turn-%s.json", stamp)))
-	// Its second run, which adopted the turn's attempt (a Here turn, ResumeTurn).
+	// Its second run, which adopted the turn's attempt (ResumeTurn).
 	iter := tc.GetWorkflowHistory(ctxFor(t, 30*time.Second), signals.SessionWorkflowID(id), first, false, enumspb.HISTORY_EVENT_FILTER_TYPE_CLOSE_EVENT)
 	require.True(t, iter.HasNext())
 	closed, err := iter.Next()

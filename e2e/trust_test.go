@@ -47,14 +47,23 @@ func newTrustWorker(t *testing.T) *trustWorker {
 	return tw
 }
 
-// refusedBeforeAnything checks that session id ran nothing: no marker, no agent process, no
-// turn workflow, and (when its workflow exists) a journal with no turn in it.
+// refusedBeforeAnything checks that session id ran nothing: no marker, no agent process,
+// and (when its workflow exists) no RunTurn activity in its history.
 func (tw *trustWorker) refusedBeforeAnything(t *testing.T, id string) {
 	t.Helper()
 	require.NoFileExists(t, tw.marker, "a client's command ran on the worker")
 	require.Zero(t, tw.w.Host.AgentPID(id), "an agent was started")
-	_, err := tc.DescribeWorkflowExecution(context.Background(), signals.TurnWorkflowID(id, 1), "")
-	require.Error(t, err, "a turn workflow was started")
+	if _, err := tc.DescribeWorkflowExecution(context.Background(), signals.SessionWorkflowID(id), ""); err != nil {
+		return
+	}
+	iter := tc.GetWorkflowHistory(ctxFor(t, 10*time.Second), signals.SessionWorkflowID(id), "", false, enumspb.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)
+	for iter.HasNext() {
+		e, err := iter.Next()
+		require.NoError(t, err)
+		if a := e.GetActivityTaskScheduledEventAttributes(); a != nil {
+			require.NotEqual(t, signals.ActivityRunTurn, a.GetActivityType().GetName(), "a turn was started")
+		}
+	}
 }
 
 func TestTrustACommandLineAsAgentRunsNothing(t *testing.T) {

@@ -16,6 +16,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"strconv"
 	"sync"
 	"testing"
 	"time"
@@ -122,22 +123,26 @@ func (v *versioned) runs() []*workflowservice.ListWorkflowExecutionsResponse {
 	}
 }
 
+// turnKey names turn turnID of session sessionID in checkHistories' answer.
+func turnKey(sessionID string, turnID int64) string {
+	return sessionID + "/" + strconv.FormatInt(turnID, 10)
+}
+
 // checkHistories asserts that no workflow task of any run on the queue failed with a
 // non-determinism error (nor for any reason but UnhandledCommand: a continue-as-new that
 // raced a new signal, which the server refuses and the SDK retries with the signal), and
-// that every turn ran on one build: a TurnWorkflow's workflow tasks all completed by one
-// build, or a Here turn's RunTurn activities all scheduled by the workflow tasks of one
-// build; it returns the build of each turn by its TurnWorkflowID.
+// that every turn ran on one build: its RunTurn activities all scheduled by the workflow
+// tasks of one build; it returns the build of each turn by turnKey.
 func (v *versioned) checkHistories() map[string]string {
 	t := v.t
 	turns := map[string]string{}
-	hereBuilds := map[string]map[string]bool{}
+	turnBuilds := map[string]map[string]bool{}
 	n, raced := 0, 0
 	for _, page := range v.runs() {
 		for _, e := range page.GetExecutions() {
 			ex := e.GetExecution()
 			n++
-			builds, last := map[string]bool{}, ""
+			last := ""
 			for _, ev := range history(t, ex.GetWorkflowId(), ex.GetRunId()) {
 				if a := ev.GetWorkflowTaskFailedEventAttributes(); a != nil {
 					if a.GetCause() == enumspb.WORKFLOW_TASK_FAILED_CAUSE_UNHANDLED_COMMAND {
@@ -148,27 +153,20 @@ func (v *versioned) checkHistories() map[string]string {
 				}
 				if a := ev.GetWorkflowTaskCompletedEventAttributes(); a != nil {
 					last = a.GetDeploymentVersion().GetBuildId()
-					builds[last] = true
 				}
 				if a := ev.GetActivityTaskScheduledEventAttributes(); a != nil && a.GetActivityType().GetName() == signals.ActivityRunTurn {
 					var in signals.RunTurnInput
 					require.NoError(t, json.Unmarshal(a.GetInput().GetPayloads()[0].GetData(), &in))
-					key := signals.TurnWorkflowID(in.SessionID, in.TurnID)
-					if hereBuilds[key] == nil {
-						hereBuilds[key] = map[string]bool{}
+					key := turnKey(in.SessionID, in.TurnID)
+					if turnBuilds[key] == nil {
+						turnBuilds[key] = map[string]bool{}
 					}
-					hereBuilds[key][last] = true
-				}
-			}
-			if e.GetType().GetName() == signals.TurnWorkflowType {
-				require.Len(t, builds, 1, "turn %s ran on one build: %v", ex.GetWorkflowId(), builds)
-				for b := range builds {
-					turns[ex.GetWorkflowId()] = b
+					turnBuilds[key][last] = true
 				}
 			}
 		}
 	}
-	for key, builds := range hereBuilds {
+	for key, builds := range turnBuilds {
 		require.Len(t, builds, 1, "turn %s ran on one build: %v", key, builds)
 		for b := range builds {
 			turns[key] = b
@@ -391,7 +389,7 @@ func TestWorkerVersioningMovesSessionsAtIdleAndBack(t *testing.T) {
 	turns := v.checkHistories()
 	for _, s := range logs {
 		for _, turn := range s.turns {
-			require.Equal(t, "A", turns[signals.TurnWorkflowID(s.id, turn)], "%s turn %d started on A and ended there", s.id, turn)
+			require.Equal(t, "A", turns[turnKey(s.id, turn)], "%s turn %d started on A and ended there", s.id, turn)
 		}
 	}
 	v.checkSessions(logs)
@@ -416,7 +414,7 @@ func TestWorkerVersioningMovesSessionsAtIdleAndBack(t *testing.T) {
 	turns = v.checkHistories()
 	for _, s := range logs {
 		last := s.turns[len(s.turns)-1]
-		require.Equal(t, "B", turns[signals.TurnWorkflowID(s.id, last)], "%s turn %d ran on B", s.id, last)
+		require.Equal(t, "B", turns[turnKey(s.id, last)], "%s turn %d ran on B", s.id, last)
 	}
 	v.checkSessions(logs)
 
@@ -446,7 +444,7 @@ func TestWorkerVersioningMovesSessionsAtIdleAndBack(t *testing.T) {
 	turns = v.checkHistories()
 	for _, s := range busy {
 		last := s.turns[len(s.turns)-1]
-		require.Equal(t, "B", turns[signals.TurnWorkflowID(s.id, last)], "%s turn %d started on B and ended there", s.id, last)
+		require.Equal(t, "B", turns[turnKey(s.id, last)], "%s turn %d started on B and ended there", s.id, last)
 	}
 	v.checkSessions(logs)
 	v.waitDrained("B")
@@ -457,7 +455,7 @@ func TestWorkerVersioningMovesSessionsAtIdleAndBack(t *testing.T) {
 	turns = v.checkHistories()
 	for _, s := range logs[:4] {
 		last := s.turns[len(s.turns)-1]
-		require.Equal(t, "A", turns[signals.TurnWorkflowID(s.id, last)], "%s turn %d ran on A", s.id, last)
+		require.Equal(t, "A", turns[turnKey(s.id, last)], "%s turn %d ran on A", s.id, last)
 	}
 	v.checkSessions(logs)
 }

@@ -8,7 +8,7 @@ package signals
 // claude-agent-acp 0.101.0 and codex-acp 2.6.0 then end a limited turn with `end_turn` and
 // `_meta.jetbrains.air.sessionFailure {category, actions, title, …}` on the session/prompt
 // answer (category `limit` or `service`, actions `retry`). The runner turns that into a
-// LimitInfo; the TurnWorkflow reports it with turn_limited, waits on its timer (or a
+// LimitInfo; the turn's drive reports it with turn_limited, waits on its timer (or a
 // retry_now, or the turn's cancel) and runs the turn's next attempt.
 
 import "time"
@@ -26,11 +26,9 @@ const (
 	SearchAttrWaitingUntil = "TacpWaitingUntil"
 	// UpdateRetryNow ends a limit's wait: the turn runs again now (with a signal twin).
 	UpdateRetryNow = "retry_now"
-	// SignalTurnLimited is the TurnWorkflow's report that its attempt was limited and the
+	// SignalTurnLimited is the turn drive's report that its attempt was limited and the
 	// turn waits (TurnLimitedSignal).
 	SignalTurnLimited = "turn_limited"
-	// SignalTurnRetryNow is the session's signal to a waiting TurnWorkflow: run now.
-	SignalTurnRetryNow = "retry_now"
 )
 
 // Limit reasons: the agent's failure kind as far as its typed failure tells it.

@@ -9,7 +9,6 @@ import (
 	"errors"
 	"fmt"
 	"regexp"
-	"strconv"
 	"strings"
 	"time"
 	"unicode"
@@ -19,7 +18,6 @@ import (
 // Workflow types and the default task queue.
 const (
 	SessionWorkflowType = "SessionWorkflow"
-	TurnWorkflowType    = "TurnWorkflow"
 	// ProfilesWorkflowType answers with the agent profiles of the worker that runs it
 	// (workflow id ProfilesWorkflowID(task queue)).
 	ProfilesWorkflowType = "ProfilesWorkflow"
@@ -148,8 +146,3 @@ func ValidateBy(by string) error {
 
 // SessionWorkflowID is the workflow id of a session: tacp-session-<session_id>.
 func SessionWorkflowID(sessionID string) string { return "tacp-session-" + sessionID }
-
-// TurnWorkflowID is the workflow id of one turn: tacp-turn-<session_id>-<turn_id>.
-func TurnWorkflowID(sessionID string, turnID int64) string {
-	return "tacp-turn-" + sessionID + "-" + strconv.FormatInt(turnID, 10)
-}

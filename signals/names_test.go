@@ -58,26 +58,10 @@ func TestSessionWorkflowID(t *testing.T) {
 	}
 }
 
-func TestTurnWorkflowID(t *testing.T) {
-	tests := []struct {
-		sessionID string
-		turnID    int64
-		want      string
-	}{
-		{"s1", 1, "tacp-turn-s1-1"},
-		{"s1", 42, "tacp-turn-s1-42"},
-		{"my-session", 7, "tacp-turn-my-session-7"},
-	}
-	for _, tt := range tests {
-		require.Equal(t, tt.want, TurnWorkflowID(tt.sessionID, tt.turnID))
-	}
-}
-
 func TestNames_WireStringsMatchDesign(t *testing.T) {
 	tests := []struct{ got, want string }{
 		// §2
 		{SessionWorkflowType, "SessionWorkflow"},
-		{TurnWorkflowType, "TurnWorkflow"},
 		{DefaultTaskQueue, "tacp-sessions"},
 		{SearchAttrSessionState, "TacpSessionState"},
 		{SearchAttrTurn, "TacpTurn"},

@@ -257,10 +257,11 @@ type ContextLostView struct {
 	Carried int       `json:"carried_bytes"`
 }
 
-// --- Turn runner wire (contract §7): TurnWorkflow input, activity input, and the signals the
-// runner sends to the session workflow. ---
+// --- Turn runner wire (contract §7): the turn, the RunTurn activity's input and result, and
+// the signals the runner sends to the session workflow. ---
 
-// TurnInput is the argument of TurnWorkflow.
+// TurnInput is one turn as the session runs it: its prompt and what the runner needs to run
+// it (RunTurnInput carries it to the RunTurn activity).
 type TurnInput struct {
 	SessionID       string          `json:"session_id"`
 	TurnID          int64           `json:"turn_id"`
@@ -301,7 +302,9 @@ type TurnInput struct {
 	Unwatched bool `json:"unwatched,omitempty"`
 }
 
-// RunTurnInput is the argument of the RunTurn activity.
+// RunTurnInput is the argument of the RunTurn activity, which the session schedules for
+// each attempt of a turn. When the session's run ends while an attempt runs (it continued
+// as new), the attempt holds the turn for the next run to adopt (Adopt) instead of ending.
 type RunTurnInput struct {
 	TurnInput
 	SessionWorkflowID string `json:"session_workflow_id"`
@@ -313,10 +316,6 @@ type RunTurnInput struct {
 	Resume *TurnProgress `json:"resume,omitempty"`
 	// LimitWaits is how many times the turn already waited for a limit (its backoff).
 	LimitWaits int32 `json:"limit_waits,omitempty"`
-	// InSession is set when the session schedules the activity itself, without a
-	// TurnWorkflow: when the session's run ends while the attempt runs (it continued as
-	// new), the attempt holds the turn for the next run to adopt instead of ending it.
-	InSession bool `json:"in_session,omitempty"`
 	// Adopt asks this host to take over its live attempt AttemptBase of the turn, scheduled
 	// by a run of the session that continued as new: the activity answers for that attempt
 	// (its heartbeats, its cancel, its result) instead of starting one. A host that does
@@ -370,15 +369,12 @@ type RunTurnResult struct {
 	Batches int64 `json:"batches"`
 	// Host is the host queue of the worker that ran the attempt.
 	Host string `json:"host,omitempty"`
-	// Reported is set when the runner has already sent the session this turn_finished, so
-	// the TurnWorkflow need not send it again.
-	Reported bool `json:"reported,omitempty"`
 	// Limited is set, with no StopReason, when the model provider limited the attempt and
 	// the turn is to wait until Limited.RetryAt (signals/limits.go).
 	Limited *LimitInfo `json:"limited,omitempty"`
-	// Events and Started are what the runner's own turn_finished carried (its last batch,
-	// numbered Batches, and its turn_started when no batch took it): set only when that
-	// report did not go out, so the TurnWorkflow's turn_finished carries them instead.
+	// Events and Started are, for a session that takes carried reports
+	// (TurnInput.CarriedReports), the attempt's last batch (numbered Batches) and its
+	// turn_started when no batch took it: the session's turn_finished carries them.
 	Events  []json.RawMessage  `json:"events,omitempty"`
 	Started *TurnStartedSignal `json:"started,omitempty"`
 	// Checkpoint is the workspace checkpoint taken at the turn's end (nil: checkpoints are

@@ -19,7 +19,7 @@ import (
 // releaseTimeout bounds the ReleaseAgent sent to a host the session left.
 const releaseTimeout = 5 * time.Second
 
-// hostOutcome is what TurnWorkflow does after the attempt on the previous host's queue.
+// hostOutcome is what a turn's drive does after the attempt on the previous host's queue.
 type hostOutcome struct {
 	// Fallback: run the turn on the session queue.
 	Fallback bool

@@ -49,8 +49,8 @@ func TestAffinity_AfterHostAttempt(t *testing.T) {
 	}
 }
 
-// turnEnv runs TurnWorkflow with RunTurn played by runTurn (told which task queue it was
-// scheduled on) and records the ReleaseAgent requests with their queues.
+// turnEnv drives a turn alone (driveAlone) with RunTurn played by runTurn (told which task
+// queue it was scheduled on) and records the ReleaseAgent requests with their queues.
 type turnEnv struct {
 	env      *testsuite.TestWorkflowEnvironment
 	mu       sync.Mutex
@@ -61,7 +61,7 @@ type turnEnv struct {
 func newTurnEnv(t *testing.T, runTurn func(queue string) (signals.RunTurnResult, error)) *turnEnv {
 	var suite testsuite.WorkflowTestSuite
 	e := &turnEnv{env: suite.NewTestWorkflowEnvironment()}
-	e.env.RegisterWorkflowWithOptions(TurnWorkflow, workflow.RegisterOptions{Name: signals.TurnWorkflowType})
+	e.env.RegisterWorkflowWithOptions(driveAlone, workflow.RegisterOptions{Name: driveAloneType})
 	e.env.RegisterActivityWithOptions(func(ctx context.Context, in signals.RunTurnInput) (signals.RunTurnResult, error) {
 		q := activity.GetInfo(ctx).TaskQueue
 		e.mu.Lock()
@@ -81,7 +81,7 @@ func newTurnEnv(t *testing.T, runTurn func(queue string) (signals.RunTurnResult,
 
 func (e *turnEnv) run(t *testing.T, host string) {
 	t.Helper()
-	e.env.ExecuteWorkflow(signals.TurnWorkflowType, signals.TurnInput{
+	e.env.ExecuteWorkflow(driveAloneType, signals.TurnInput{
 		SessionID: "s1", TurnID: 2, Text: "hi", HostQueue: host,
 		StartToClose: time.Minute, Heartbeat: 10 * time.Second,
 	})

@@ -1,6 +1,5 @@
 // Package workflows is the Temporal shell of tacp's session: SessionWorkflow, one per
-// session, TurnWorkflow, the child per turn of the runs recorded before a session ran its
-// turns itself, and ProfilesWorkflow (docs/contract.md §2, §6).
+// session, and ProfilesWorkflow (docs/contract.md §2, §6).
 //
 // The session's rules live in the pure core, workflows/session, in the manner of
 // etcd-io/raft: Step takes every input with the time passed in, Ready says what to do. The
@@ -9,10 +8,10 @@
 //   - session.go: SessionWorkflow. It registers the update table's handlers and validators
 //     (answering what a validator asks of the worker: admission, the MCP policy) and the
 //     queries, feeds every input to the core's Step with workflow.Now, runs the main loop
-//     (await HasReady, Wake), and is the core's Executor: a turn (turn_here.go), a Deliver
+//     (await HasReady, Wake), and is the core's Executor: a turn (turn_session.go), a Deliver
 //     activity, a cancel request, a retry-now, a continue-as-new, a close with
 //     ReleaseAgent; the search attributes, the one alarm timer, the metrics; and the core's
-//     Env (GetVersion answers, logs). A refusal of the core (*signals.Rejection) leaves as
+//     Env (its logs). A refusal of the core (*signals.Rejection) leaves as
 //     its ApplicationError (signals/rejection).
 //   - admission.go: the worker's check of a session's config at its start (a SideEffect),
 //     its answers to the core's Ask, and ProfilesWorkflow.
@@ -21,7 +20,7 @@
 //   - affinity.go: where a turn runs after its attempt on the previous host's queue,
 //     decided from how that attempt ended (Temporal's timeout, cancel and application
 //     errors, so it is the shell's).
-//   - turn_here.go: the session drives its turn itself, and the next run adopts the
+//   - turn_session.go: the session drives its turn itself, and the next run adopts the
 //     attempt a run that continued as new left running (ResumeTurn).
 //
 // Worker Versioning (contract §11 "Versions"; README, "Upgrading workers while sessions
@@ -34,11 +33,8 @@
 // UpgradeWanted, because the server does not tell the next run again about a target the
 // previous run declined.
 //
-// One change id predates versioning: turn-in-session, which keeps the TurnWorkflow child of
-// the runs recorded before a session ran its turns itself, and goes with TurnWorkflow. A
-// history that has a version marker replays without the call (the SDK skips version
-// markers), so removing an id never breaks a run that recorded it; a history recorded before
-// the change, which took the old branch, is retired with the build that last replays it
-// (docs/operators.md, "The end of patch branches"). Every kept history replays
-// (replay_test.go).
+// The session asks no workflow.GetVersion. A history that has a version marker replays
+// without the call (the SDK skips version markers); a history recorded on a branch the code
+// no longer has is retired with the build that last replays it (docs/operators.md, "The end
+// of patch branches"). Every kept history replays (replay_test.go).
 package workflows

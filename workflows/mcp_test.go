@@ -34,7 +34,7 @@ func TestSession_SetMcpServers(t *testing.T) {
 	suite.SetLogger(quiet{})
 	env := suite.NewTestWorkflowEnvironment()
 	env.RegisterWorkflowWithOptions(NewSessionWorkflow(mcpAdmission{}), workflow.RegisterOptions{Name: signals.SessionWorkflowType})
-	turnsAsChildren(env)
+	registerRunTurn(env)
 	h := &harness{t: t, env: env}
 	var mu sync.Mutex
 	var inputs []signals.TurnInput

@@ -91,7 +91,7 @@ func TestSession_MetricsCountTurnsSteersAndPermissionWaits(t *testing.T) {
 	suite.SetMetricsHandler(recordingHandler{r: rec})
 	h := &harness{t: t, env: suite.NewTestWorkflowEnvironment()}
 	h.env.RegisterWorkflowWithOptions(SessionWorkflow, workflow.RegisterOptions{Name: signals.SessionWorkflowType})
-	turnsAsChildren(h.env)
+	registerRunTurn(h.env)
 
 	h.step(func() { h.prompt("work", "m1", func(signals.PromptResult, error) {}) })
 	h.step(func() {

@@ -22,7 +22,6 @@ func TestReplayRecordedHistories(t *testing.T) {
 		t.Run(filepath.Base(f), func(t *testing.T) {
 			r := worker.NewWorkflowReplayer()
 			r.RegisterWorkflowWithOptions(SessionWorkflow, workflow.RegisterOptions{Name: signals.SessionWorkflowType})
-			r.RegisterWorkflowWithOptions(TurnWorkflow, workflow.RegisterOptions{Name: signals.TurnWorkflowType})
 			require.NoError(t, r.ReplayWorkflowHistoryFromJSONFile(quiet{}, f))
 		})
 	}

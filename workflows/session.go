@@ -36,9 +36,9 @@ type shell struct {
 
 	receivers []signalReceiver
 
-	// here is the Here turn this run drives (turn_here.go), nil before its first.
-	here *hereTurn
-	// stepped: the drive of a Here turn stepped the core (its report, its end) outside the
+	// drive is the turn this run drives (turn_session.go), nil before its first.
+	drive *liveDrive
+	// stepped: the drive of a turn stepped the core (its report, its end) outside the
 	// loop, which carries out the Ready that follows (the search attributes, the metrics):
 	// a report by signal wakes the loop as a signal.
 	stepped bool
@@ -219,10 +219,6 @@ func (s *shell) signalIn(ctx workflow.Context, name string, raw json.RawMessage)
 // runtimeEnv answers the core's Env from the workflow runtime.
 type runtimeEnv struct{ ctx workflow.Context }
 
-func (e runtimeEnv) Version(change string, max session.Version) session.Version {
-	return session.Version(workflow.GetVersion(e.ctx, change, workflow.DefaultVersion, workflow.Version(max)))
-}
-
 func (e runtimeEnv) Warn(msg string, keyvals ...any) {
 	workflow.GetLogger(e.ctx).Warn(msg, keyvals...)
 }
@@ -338,25 +334,20 @@ func (x runtimeExec) ContinueAsNew(c session.ContinueAsNew) (bool, error) {
 	return true, workflow.NewContinueAsNewErrorWithOptions(ctx, opts, SessionWorkflow, c.Input)
 }
 
+// RequestCancel cancels this run's drive of the turn: its RunTurn is asked to cancel, and
+// the drive reports the turn cancelled.
 func (x runtimeExec) RequestCancel(c session.RequestCancel) {
-	if c.Here {
-		x.s.cancelHere(c.TurnID)
-		_, _ = x.s.core.Step(workflow.Now(x.ctx), session.RequestDone{})
-		return
-	}
-	x.s.whenDone(x.ctx, workflow.RequestCancelExternalWorkflow(x.ctx, c.WorkflowID, ""))
+	x.s.cancelDrive(c.TurnID)
+	_, _ = x.s.core.Step(workflow.Now(x.ctx), session.RequestDone{})
 }
 
+// RetryNow ends the limit's wait of this run's drive of the turn.
 func (x runtimeExec) RetryNow(c session.RetryNow) {
-	if c.Here {
-		x.s.retryHere(c.TurnID)
-		_, _ = x.s.core.Step(workflow.Now(x.ctx), session.RequestDone{})
-		return
-	}
-	x.s.whenDone(x.ctx, workflow.SignalExternalWorkflow(x.ctx, c.WorkflowID, "", signals.SignalTurnRetryNow, nil))
+	x.s.retryDrive(c.TurnID)
+	_, _ = x.s.core.Step(workflow.Now(x.ctx), session.RequestDone{})
 }
 
-func (x runtimeExec) ResumeTurn(c session.ResumeTurn) { x.s.resumeHere(x.ctx, c) }
+func (x runtimeExec) ResumeTurn(c session.ResumeTurn) { x.s.resumeDrive(x.ctx, c) }
 
 func (x runtimeExec) Deliver(c session.Deliver)              { x.s.deliver(x.ctx, c) }
 func (x runtimeExec) StartTurn(c session.StartTurn)          { x.s.startTurn(x.ctx, c) }
@@ -364,50 +355,13 @@ func (x runtimeExec) Show(sa *session.SearchAttrs, d string) { x.s.show(x.ctx, s
 func (x runtimeExec) Arm(a *session.Alarm)                   { x.s.arm(x.ctx, a) }
 func (x runtimeExec) Record(ms []session.Metric)             { x.s.record(x.ctx, ms) }
 
-// whenDone feeds RequestDone once f resolves.
-func (s *shell) whenDone(ctx workflow.Context, f workflow.Future) {
-	workflow.Go(ctx, func(ctx workflow.Context) {
-		_ = f.Get(ctx, nil)
-		_, _ = s.core.Step(workflow.Now(ctx), session.RequestDone{})
-	})
-}
-
-// startTurn starts the turn, Here (turn_here.go) or as a TurnWorkflow child, and feeds the
-// core what becomes of it: its start, and (in this run) its end.
+// startTurn starts this run's drive of the turn (turn_session.go), which feeds the core its
+// start and its end.
 func (s *shell) startTurn(ctx workflow.Context, c session.StartTurn) {
 	if s.build.TurnMarkerForTest {
 		_ = workflow.SideEffect(ctx, func(workflow.Context) any { return true }).Get(nil)
 	}
-	if c.Here {
-		s.startHere(ctx, c)
-		return
-	}
-	cctx := workflow.WithChildOptions(ctx, workflow.ChildWorkflowOptions{
-		WorkflowID:            c.WorkflowID,
-		ParentClosePolicy:     enumspb.PARENT_CLOSE_POLICY_ABANDON,
-		WorkflowIDReusePolicy: enumspb.WORKFLOW_ID_REUSE_POLICY_REJECT_DUPLICATE,
-		StaticSummary:         c.Summary,
-	})
-	turnID := c.Input.TurnID
-	child := workflow.ExecuteChildWorkflow(cctx, signals.TurnWorkflowType, c.Input)
-	workflow.Go(ctx, func(ctx workflow.Context) {
-		err := child.GetChildWorkflowExecution().Get(ctx, nil)
-		started := session.ChildStarted{TurnID: turnID}
-		if err != nil {
-			started.Err = err.Error()
-		}
-		_, _ = s.core.Step(workflow.Now(ctx), started)
-		if err != nil {
-			return
-		}
-		workflow.Go(ctx, func(ctx workflow.Context) {
-			ended := session.ChildEnded{TurnID: turnID}
-			if err := child.Get(ctx, nil); err != nil && !temporal.IsCanceledError(err) {
-				ended.Failure = err.Error()
-			}
-			_, _ = s.core.Step(workflow.Now(ctx), ended)
-		})
-	})
+	s.startDrive(ctx, c)
 }
 
 // deliver runs one delivery as a Deliver activity on the task queue of the worker hosting

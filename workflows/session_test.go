@@ -10,6 +10,7 @@ import (
 
 	"github.com/tacp-dev/tacp/workflows/session"
 
+	"github.com/stretchr/testify/mock"
 	"github.com/stretchr/testify/require"
 	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/converter"
@@ -20,29 +21,35 @@ import (
 	"github.com/tacp-dev/tacp/signals/rejection"
 )
 
-// The session shell under the SDK's test environment, with its turns as TurnWorkflow
-// children (turnsAsChildren: the shape the runs recorded before Here turns keep), each
-// replaced by a child that runs until cancelled; the tests play the turn runner by sending
-// its signals. A Here turn's activity runs on a real worker in the e2e tests; its command
-// order is the rig's (core_test.go), and a recorded history replays it.
+// The session shell under the SDK's test environment. Each turn's RunTurn activity is
+// played by a mock that runs until the session cancels it (runTurnsUntilCancelled); the
+// tests play the turn runner by sending its signals. The real runner runs in the e2e tests,
+// and a recorded history replays its commands.
 
-// seenTurn, when set, is handed every fake turn's input.
+// seenTurn, when set, is handed every turn's input as its RunTurn starts.
 var seenTurn func(signals.TurnInput)
 
-func fakeTurn(ctx workflow.Context, in signals.TurnInput) error {
-	if seenTurn != nil {
-		seenTurn(in)
-	}
-	return workflow.Await(ctx, func() bool { return false })
+// registerRunTurn names the RunTurn activity in env, for runTurnsUntilCancelled to play.
+func registerRunTurn(env *testsuite.TestWorkflowEnvironment) {
+	env.RegisterActivityWithOptions(func(context.Context, signals.RunTurnInput) (signals.RunTurnResult, error) {
+		panic("played by runTurnsUntilCancelled")
+	}, activity.RegisterOptions{Name: signals.ActivityRunTurn})
 }
 
-// turnsAsChildren runs env's sessions with TurnWorkflow children (fakeTurn), as a run
-// recorded before Here turns does (turnHereChange).
-func turnsAsChildren(env *testsuite.TestWorkflowEnvironment) {
-	env.RegisterWorkflowWithOptions(fakeTurn, workflow.RegisterOptions{Name: signals.TurnWorkflowType})
-	env.OnGetVersion(session.TurnHereChange, workflow.DefaultVersion, 1).Return(workflow.DefaultVersion)
-	// The fake turns never end; the session abandons them as it does real ones.
-	env.SetDetachedChildWait(false)
+// runTurnsUntilCancelled plays every RunTurn of env's sessions: it reports nothing and ends
+// only when cancelled. It waits on the workflow's clock, so the test environment's timers
+// (the harness's steps, the session's own) fire while it runs. The environment takes no
+// registration after it.
+func runTurnsUntilCancelled(env *testsuite.TestWorkflowEnvironment) {
+	env.SetOnActivityStartedListener(func(info *activity.Info, _ context.Context, args converter.EncodedValues) {
+		var in signals.RunTurnInput
+		if info.ActivityType.Name == signals.ActivityRunTurn && seenTurn != nil && args.Get(&in) == nil {
+			seenTurn(in.TurnInput)
+		}
+	})
+	env.OnActivity(signals.ActivityRunTurn, mock.Anything, mock.Anything).
+		After(100*365*24*time.Hour).
+		Return(signals.RunTurnResult{}, nil)
 }
 
 type harness struct {
@@ -58,7 +65,7 @@ func newHarness(t *testing.T) *harness {
 	suite.SetLogger(quiet{})
 	env := suite.NewTestWorkflowEnvironment()
 	env.RegisterWorkflowWithOptions(SessionWorkflow, workflow.RegisterOptions{Name: signals.SessionWorkflowType})
-	turnsAsChildren(env)
+	registerRunTurn(env)
 	h := &harness{t: t, env: env}
 	env.RegisterActivityWithOptions(func(_ context.Context, req signals.ReleaseAgentRequest) error {
 		h.released = append(h.released, req)
@@ -140,6 +147,7 @@ func rejectionType(t *testing.T, err error) string {
 }
 
 func (h *harness) run(cfg any) error {
+	runTurnsUntilCancelled(h.env)
 	h.env.ExecuteWorkflow(signals.SessionWorkflowType, cfg)
 	require.True(h.t, h.env.IsWorkflowCompleted())
 	return h.env.GetWorkflowError()
@@ -370,7 +378,7 @@ func TestSession_ContinueAsNewMidTurnCarriesJournalDedupAndTheLiveTurn(t *testin
 	h.step(func() { h.prompt("long", "m1", func(signals.PromptResult, error) {}) })
 	h.step(func() {
 		h.prompt("queued", "m2", func(signals.PromptResult, error) {})
-		h.env.SignalWorkflow(signals.SignalTurnStarted, signals.TurnStartedSignal{TurnID: 1, Attempt: 1, AgentSessionID: "a1"})
+		h.env.SignalWorkflow(signals.SignalTurnStarted, signals.TurnStartedSignal{TurnID: 1, Attempt: 1, AgentSessionID: "a1", HostQueue: "host1"})
 		h.env.SignalWorkflow(signals.SignalTurnEvents, signals.TurnEventsSignal{TurnID: 1, Attempt: 1, Batch: 1, Events: []json.RawMessage{chunk("a")}})
 	})
 	h.step(func() {
@@ -550,9 +558,8 @@ func TestSession_TurnFinishedNamesTheAgentsHost(t *testing.T) {
 
 // Reference: contract §6, Steer delivery, and signals/delivery.go (the async contract): the
 // session sends Deliver with Async and a DeliveryID; a host that answers Taken frees the
-// lane (the cancel behind the steer goes out before the steer's outcome), and the
-// delivery_outcome signal the turn sends afterwards journals steer.delivered before the
-// turn's end.
+// lane (the next steer goes out before the first one's outcome), and the delivery_outcome
+// signals the turn sends afterwards journal steer.delivered before the turn's end.
 func TestSession_AsyncSteerIsTakenAndItsOutcomeArrivesBySignal(t *testing.T) {
 	h := newHarness(t)
 	var sent []signals.Delivery
@@ -562,26 +569,33 @@ func TestSession_AsyncSteerIsTakenAndItsOutcomeArrivesBySignal(t *testing.T) {
 	}, activity.RegisterOptions{Name: signals.ActivityDeliver})
 	h.steerRunningTurn()
 	h.step(func() {
-		h.update(signals.UpdateCancel, signals.CancelRequest{}, func(_ any, err error) { require.NoError(t, err) })
+		h.update(signals.UpdateSteer, signals.SteerRequest{Text: "go right", ExpectedTurnID: "1.1", ClientMsgID: "c2"}, func(_ any, err error) {
+			require.NoError(t, err)
+		})
 	})
 	h.step(func() {
-		require.Len(t, sent, 2, "the cancel went out before the steer's outcome")
-		require.Equal(t, signals.DeliverSteer, sent[0].Kind)
-		require.True(t, sent[0].Async)
-		require.NotEmpty(t, sent[0].DeliveryID)
-		require.Equal(t, signals.DeliverCancel, sent[1].Kind)
+		require.Len(t, sent, 2, "the second steer went out before the first one's outcome")
+		for i, d := range sent {
+			require.Equal(t, signals.DeliverSteer, d.Kind)
+			require.True(t, d.Async)
+			require.NotEmpty(t, d.DeliveryID)
+			require.EqualValues(t, i+1, d.Offset)
+		}
 		require.NotContains(t, kinds(h.events()), signals.EventSteerDelivered)
-		h.env.SignalWorkflow(signals.SignalDeliveryOutcome, signals.DeliveryOutcome{
-			DeliveryID: sent[0].DeliveryID, Kind: signals.DeliverSteer, TurnID: 1, Attempt: 1, Offset: 1, How: signals.HowInterrupted,
-		})
+		for i, how := range []string{signals.HowInterrupted, signals.HowInjected} {
+			h.env.SignalWorkflow(signals.SignalDeliveryOutcome, signals.DeliveryOutcome{
+				DeliveryID: sent[i].DeliveryID, Kind: signals.DeliverSteer, TurnID: 1, Attempt: 1, Offset: sent[i].Offset, How: how,
+			})
+		}
 		// An outcome nobody awaits is ignored: it must not fail the workflow task.
 		h.env.SignalWorkflow(signals.SignalDeliveryOutcome, signals.DeliveryOutcome{DeliveryID: "unknown", Kind: signals.DeliverSteer, TurnID: 1, Attempt: 1, How: signals.HowInjected})
-		h.env.SignalWorkflow(signals.SignalTurnFinished, signals.TurnFinishedSignal{TurnID: 1, Attempt: 1, StopReason: "cancelled"})
+		h.env.SignalWorkflow(signals.SignalTurnFinished, signals.TurnFinishedSignal{TurnID: 1, Attempt: 1, StopReason: "end_turn"})
 	})
 	h.step(func() {
 		evs := h.events()
-		require.Equal(t, []string{"session.started", "prompt.accepted", "turn.started", "steer.accepted", "turn.cancelling", "steer.delivered", "turn.ended"}, kinds(evs))
+		require.Equal(t, []string{"session.started", "prompt.accepted", "turn.started", "steer.accepted", "steer.accepted", "steer.delivered", "steer.delivered", "turn.ended"}, kinds(evs))
 		require.JSONEq(t, `{"offset":1,"how":"interrupted"}`, string(evs[5].Data))
+		require.JSONEq(t, `{"offset":2,"how":"injected"}`, string(evs[6].Data))
 	})
 	h.closeSession()
 	require.NoError(t, h.run(signals.SessionConfig{SessionID: "s1"}))

@@ -1,11 +1,9 @@
 package workflows
 
 // The drive of one turn: the RunTurn activity with its retries and failover (affinity.go),
-// the waits for a provider's limit (turn_limits.go), and the outcome reported to the session
-// unless the runner already did. A session runs it itself, in a goroutine of its run
-// (turn_here.go: the turn's activity is the session's own); the runs recorded before that
-// (turnHereChange) run it as TurnWorkflow, a child with ParentClosePolicy ABANDON that
-// reports by signals to the session's workflow id, which reach whichever run is current.
+// the waits for a provider's limit (turn_limits.go), and the outcome reported to the
+// session's core unless the runner already did. The session runs it in a goroutine of its
+// run (turn_session.go).
 
 import (
 	"errors"
@@ -52,8 +50,7 @@ func attemptLost(err error) (lost bool, resume *signals.TurnProgress) {
 	return false, nil
 }
 
-// turnSide is where a turn's drive reports to and hears from its session: signals across
-// workflows (a TurnWorkflow's), or the session's own core (a Here turn's).
+// turnSide is where a turn's drive reports to and hears from its session.
 type turnSide interface {
 	// limited tells the session the attempt was limited (turn_limited).
 	limited(ctx workflow.Context, sig signals.TurnLimitedSignal) error
@@ -61,13 +58,6 @@ type turnSide interface {
 	finished(ctx workflow.Context, fin signals.TurnFinishedSignal) error
 	// retryNow is where the session's retry_now arrives.
 	retryNow(ctx workflow.Context) workflow.ReceiveChannel
-}
-
-// TurnWorkflow runs one turn of a session: on the host that holds the agent first (contract
-// §10), then on the session's queue, and reports the outcome unless the runner already did.
-func TurnWorkflow(ctx workflow.Context, in signals.TurnInput) error {
-	run := signals.RunTurnInput{TurnInput: in, SessionWorkflowID: signals.SessionWorkflowID(in.SessionID)}
-	return driveTurn(ctx, childSide{in.SessionID}, in, run, runAttempts)
 }
 
 // round runs one round of a turn's drive: its attempts (runAttempts), or, for a turn a
@@ -82,29 +72,7 @@ func driveTurn(ctx workflow.Context, side turnSide, in signals.TurnInput, run si
 	for err == nil && res.Limited != nil {
 		res, err = waitLimit(ctx, side, in, &run, res)
 	}
-	// The runner reported an answered turn itself, straight away: a second turn_finished
-	// would only cost the session a signal and a workflow task.
-	if err == nil && res.Reported {
-		return nil
-	}
 	return side.finished(ctx, turnFinished(in.TurnID, res, err))
-}
-
-// childSide is a TurnWorkflow's side: signals to the session's workflow id.
-type childSide struct{ sessionID string }
-
-func (c childSide) limited(ctx workflow.Context, sig signals.TurnLimitedSignal) error {
-	return workflow.SignalExternalWorkflow(ctx, signals.SessionWorkflowID(c.sessionID), "", signals.SignalTurnLimited, sig).Get(ctx, nil)
-}
-
-func (c childSide) finished(ctx workflow.Context, fin signals.TurnFinishedSignal) error {
-	// The turn's own context may be cancelled; the report must go out regardless.
-	dctx, _ := workflow.NewDisconnectedContext(ctx)
-	return workflow.SignalExternalWorkflow(dctx, signals.SessionWorkflowID(c.sessionID), "", signals.SignalTurnFinished, fin).Get(dctx, nil)
-}
-
-func (childSide) retryNow(ctx workflow.Context) workflow.ReceiveChannel {
-	return workflow.GetSignalChannel(ctx, signals.SignalTurnRetryNow)
 }
 
 // runAttempts runs the RunTurn attempts of one round of the turn: on the host that holds
@@ -192,7 +160,7 @@ func turnFinished(turnID int64, res signals.RunTurnResult, err error) signals.Tu
 	case err == nil:
 		fin.StopReason, fin.Attempt, fin.Batches = res.StopReason, res.Attempt, res.Batches
 		fin.AgentSessionID, fin.Usage, fin.HostQueue = res.AgentSessionID, res.Usage, res.Host
-		fin.Events, fin.Started = res.Events, res.Started // the runner's report did not go out
+		fin.Events, fin.Started = res.Events, res.Started // what no turn_events carried
 		fin.Checkpoint = res.Checkpoint
 	case temporal.IsCanceledError(err):
 		fin.StopReason = "cancelled"

@@ -1,7 +1,7 @@
 package workflows
 
 // A limited turn's wait (contract §11 "Limits"): the runner answered an attempt Limited (the
-// model provider limited it, signals/limits.go); the TurnWorkflow tells the session
+// model provider limited it, signals/limits.go); the turn's drive tells the session
 // (turn_limited, journaled turn.limited), waits on a durable timer until the limit's
 // RetryAt, and runs the same prompt again as the turn's next attempt, on the host that holds
 // the agent first. A retry_now signal (the session's, when a person asks) ends the wait
@@ -60,7 +60,7 @@ func waitOut(ctx workflow.Context, side turnSide, in signals.TurnInput, run *sig
 	}
 	*run = signals.RunTurnInput{
 		TurnInput: next, SessionWorkflowID: run.SessionWorkflowID,
-		AttemptBase: res.Attempt, LimitWaits: run.LimitWaits + 1, InSession: run.InSession,
+		AttemptBase: res.Attempt, LimitWaits: run.LimitWaits + 1,
 	}
 	return runAttempts(ctx, next, run)
 }

@@ -17,8 +17,8 @@ import (
 	"github.com/tacp-dev/tacp/signals"
 )
 
-// limitedTurnEnv runs TurnWorkflow whose first round is limited until an hour from the
-// start; it records each RunTurn's input and the signals the workflow sends.
+// limitedTurnEnv drives a turn alone (driveAlone) whose first round is limited until an
+// hour from the start; it records each RunTurn's input and the signals the drive sends.
 type limitedTurnEnv struct {
 	env     *testsuite.TestWorkflowEnvironment
 	mu      sync.Mutex
@@ -30,7 +30,7 @@ type limitedTurnEnv struct {
 func newLimitedTurnEnv(t *testing.T, notTakenOnHost bool) *limitedTurnEnv {
 	var suite testsuite.WorkflowTestSuite
 	e := &limitedTurnEnv{env: suite.NewTestWorkflowEnvironment()}
-	e.env.RegisterWorkflowWithOptions(TurnWorkflow, workflow.RegisterOptions{Name: signals.TurnWorkflowType})
+	e.env.RegisterWorkflowWithOptions(driveAlone, workflow.RegisterOptions{Name: driveAloneType})
 	start := e.env.Now()
 	e.env.RegisterActivityWithOptions(func(ctx context.Context, in signals.RunTurnInput) (signals.RunTurnResult, error) {
 		e.mu.Lock()
@@ -66,7 +66,7 @@ func newLimitedTurnEnv(t *testing.T, notTakenOnHost bool) *limitedTurnEnv {
 
 func (e *limitedTurnEnv) run(t *testing.T) {
 	t.Helper()
-	e.env.ExecuteWorkflow(signals.TurnWorkflowType, signals.TurnInput{
+	e.env.ExecuteWorkflow(driveAloneType, signals.TurnInput{
 		SessionID: "s1", TurnID: 2, Text: "hi", HostQueue: "host1",
 		StartToClose: time.Minute, Heartbeat: 10 * time.Second,
 	})
@@ -98,7 +98,7 @@ func TestTurn_RetryNowAndCancelEndTheWait(t *testing.T) {
 		var began time.Time
 		e.env.RegisterDelayedCallback(func() {
 			began = e.env.Now()
-			e.env.SignalWorkflow(signals.SignalTurnRetryNow, nil)
+			e.env.SignalWorkflow(retryNowSignal, nil)
 		}, time.Minute)
 		e.run(t)
 		require.Len(t, e.inputs, 2)
@@ -107,7 +107,7 @@ func TestTurn_RetryNowAndCancelEndTheWait(t *testing.T) {
 	t.Run("Cancel", func(t *testing.T) {
 		e := newLimitedTurnEnv(t, false)
 		e.env.RegisterDelayedCallback(func() { e.env.CancelWorkflow() }, time.Minute)
-		e.env.ExecuteWorkflow(signals.TurnWorkflowType, signals.TurnInput{
+		e.env.ExecuteWorkflow(driveAloneType, signals.TurnInput{
 			SessionID: "s1", TurnID: 2, Text: "hi", HostQueue: "host1", StartToClose: time.Minute, Heartbeat: 10 * time.Second,
 		})
 		require.True(t, e.env.IsWorkflowCompleted())

@@ -54,7 +54,7 @@ func TestTurn_LostWorkersNeverFailTheTurn(t *testing.T) {
 	)
 	var suite testsuite.WorkflowTestSuite
 	env := suite.NewTestWorkflowEnvironment()
-	env.RegisterWorkflowWithOptions(TurnWorkflow, workflow.RegisterOptions{Name: signals.TurnWorkflowType})
+	env.RegisterWorkflowWithOptions(driveAlone, workflow.RegisterOptions{Name: driveAloneType})
 	env.RegisterActivityWithOptions(func(ctx context.Context, in signals.RunTurnInput) (signals.RunTurnResult, error) {
 		n := in.AttemptBase + activity.GetInfo(ctx).Attempt
 		mu.Lock()
@@ -77,7 +77,7 @@ func TestTurn_LostWorkersNeverFailTheTurn(t *testing.T) {
 			finished = append(finished, arg.(signals.TurnFinishedSignal))
 			return nil
 		})
-	env.ExecuteWorkflow(signals.TurnWorkflowType, signals.TurnInput{
+	env.ExecuteWorkflow(driveAloneType, signals.TurnInput{
 		SessionID: "s1", TurnID: 1, Text: "hi", StartToClose: time.Hour, Heartbeat: 10 * time.Second,
 	})
 	require.True(t, env.IsWorkflowCompleted())
@@ -93,10 +93,9 @@ func TestTurn_LostWorkersNeverFailTheTurn(t *testing.T) {
 	require.Empty(t, finished[0].Error)
 }
 
-// Reference: contract §7, carried reports: when the runner's own turn_finished did not go out,
-// the TurnWorkflow's carries what it would have (the last batch, turn_started), from the
-// activity's result.
-func TestTurnWorkflowsReportCarriesWhatTheRunnersDidNot(t *testing.T) {
+// Reference: contract §7, carried reports: the drive's turn_finished carries what the
+// runner's signals did not (the last batch, turn_started), from the activity's result.
+func TestTheDrivesReportCarriesWhatTheRunnersSignalsDidNot(t *testing.T) {
 	started := &signals.TurnStartedSignal{TurnID: 1, Attempt: 2, HostQueue: "host1"}
 	res := signals.RunTurnResult{StopReason: "end_turn", Attempt: 2, Batches: 3, Events: []json.RawMessage{chunk("c")}, Started: started}
 	fin := turnFinished(1, res, nil)

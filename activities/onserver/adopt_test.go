@@ -59,7 +59,7 @@ const (
 )
 
 // adoptingSession plays the session of issue 28 as far as adoption goes. Its first run
-// schedules RunTurn itself (InSession) and continues as new mid-turn, once the agent asks
+// schedules RunTurn itself and continues as new mid-turn, once the agent asks
 // for a permission; its next run, when told to, schedules the adopting RunTurn on the host
 // and returns what it answers. The permission request is its query's answer.
 func adoptingSession(ctx workflow.Context, in signals.RunTurnInput, perm *signals.PermissionRequestedSignal) (signals.RunTurnResult, error) {
@@ -140,8 +140,8 @@ func TestTheNextRunAdoptsTheTurnOfARunThatContinuedAsNew(t *testing.T) {
 	}
 
 	in := signals.RunTurnInput{
-		TurnInput: signals.TurnInput{SessionID: "s1", TurnID: 1, Agent: "plain", Text: "/permission edit main.go", HostQueue: host.Queue},
-		InSession: true, SessionWorkflowID: signals.SessionWorkflowID("s1"),
+		TurnInput:         signals.TurnInput{SessionID: "s1", TurnID: 1, Agent: "plain", Text: "/permission edit main.go", HostQueue: host.Queue},
+		SessionWorkflowID: signals.SessionWorkflowID("s1"),
 	}
 	run, err := c.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: in.SessionWorkflowID, TaskQueue: queue}, adoptingSession, in, (*signals.PermissionRequestedSignal)(nil))
 	require.NoError(t, err)
@@ -171,7 +171,6 @@ func TestTheNextRunAdoptsTheTurnOfARunThatContinuedAsNew(t *testing.T) {
 	require.NoError(t, c.GetWorkflow(ctx, in.SessionWorkflowID, "").Get(ctx, &res))
 	require.Equal(t, "end_turn", res.StopReason)
 	require.Equal(t, perm.Attempt, res.Attempt)
-	require.False(t, res.Reported, "the adopter's result is the turn's report (no turn_finished signal)")
 	require.Equal(t, pid, host.AgentPID("s1"), "one agent process, alive between turns")
 	require.True(t, logs.has("was_held=true"))
 

@@ -2,7 +2,7 @@ package tacpworker
 
 // Worker Versioning, the worker side (README, "Upgrading workers while sessions run"): the
 // worker joins a Worker Deployment as one version (its build id), registers SessionWorkflow
-// and TurnWorkflow pinned, and, while its version is the one its task queue routes new work
+// pinned, and, while its version is the one its task queue routes new work
 // to, wakes the sessions pinned to other versions of its deployment (signals.SignalWake):
 // the server tells a pinned run that its target version changed only on a workflow task,
 // and an idle session has none until something happens to it.

@@ -1,4 +1,4 @@
-// Package tacpworker wires a tacp worker: SessionWorkflow, TurnWorkflow and the turn runner
+// Package tacpworker wires a tacp worker: SessionWorkflow, ProfilesWorkflow and the turn runner
 // on the session task queue, and this process's own host queue for deliveries (contract §10).
 // worker/, demo/, the end-to-end tests and the benchmarks start their workers with it.
 package tacpworker
@@ -174,7 +174,7 @@ func HostQueue() string {
 	return fmt.Sprintf("tacp-host-%s-%d-%x", name, os.Getpid(), b)
 }
 
-// Start registers SessionWorkflow, TurnWorkflow and the turn runner on opts.TaskQueue, the
+// Start registers SessionWorkflow, ProfilesWorkflow and the turn runner on opts.TaskQueue, the
 // Deliver activity on this process's host queue, and starts polling both.
 func Start(c client.Client, opts Options) (*Worker, error) {
 	if opts.TaskQueue == "" {
@@ -222,7 +222,7 @@ func Start(c client.Client, opts Options) (*Worker, error) {
 	if opts.Deployment.Name != "" {
 		version = opts.Deployment.Version()
 		pinned = workflow.VersioningBehaviorPinned
-		// Sessions and turns pinned (a run is only replayed by the build that recorded it);
+		// Sessions pinned (a run is only replayed by the build that recorded it);
 		// ProfilesWorkflow, one task long, takes the default.
 		wopts.DeploymentOptions = worker.DeploymentOptions{
 			UseVersioning:             true,
@@ -232,7 +232,6 @@ func Start(c client.Client, opts Options) (*Worker, error) {
 	}
 	w := worker.New(c, opts.TaskQueue, wopts)
 	w.RegisterWorkflowWithOptions(workflows.NewSessionWorkflowFor(trust, opts.Build), workflow.RegisterOptions{Name: signals.SessionWorkflowType, VersioningBehavior: pinned})
-	w.RegisterWorkflowWithOptions(workflows.TurnWorkflow, workflow.RegisterOptions{Name: signals.TurnWorkflowType, VersioningBehavior: pinned})
 	w.RegisterWorkflowWithOptions(workflows.NewProfilesWorkflow(trust), workflow.RegisterOptions{Name: signals.ProfilesWorkflowType})
 	host := &activities.Host{
 		Queue:         HostQueue(),

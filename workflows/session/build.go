@@ -5,7 +5,7 @@ package session
 // build's and nothing else (the run is pinned to the build).
 type Build struct {
 	// TurnMarkerForTest makes the build's session record a marker (a SideEffect) before it
-	// starts each turn's TurnWorkflow: a build whose command order differs from one without
+	// starts each turn's drive: a build whose command order differs from one without
 	// it, as the e2e test of upgrades needs (a history of one replays on the other only with
 	// a non-determinism error).
 	TurnMarkerForTest bool

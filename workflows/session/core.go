@@ -7,9 +7,9 @@ package session
 // deliver a decision, continue as new, close) with the command's data, the search
 // attributes, the alarm and the metrics. It reads no clock, draws no random number and
 // imports no workflow package, so tests drive it synchronously (core_test.go, the scenario
-// files in testdata/scenarios). What only the workflow runtime can answer — a
-// workflow.GetVersion marker, a log line — it asks of its Env, which the shell
-// (workflows/session.go) implements and tests fake.
+// files in testdata/scenarios). What only the workflow runtime can answer — a log
+// line — it asks of its Env, which the shell (workflows/session.go) implements and tests
+// fake.
 //
 // This file holds the core's state: Core, what a run carries to the next across
 // continue-as-new (sessionState), what the core asks of its runtime (Env) and the
@@ -26,20 +26,9 @@ import (
 	"github.com/tacp-dev/tacp/signals"
 )
 
-// Version is a workflow.GetVersion answer as the core sees it (the values of
-// workflow.Version: defaultVersion for a history recorded before the change).
-type Version int
-
-const DefaultVersion Version = -1
-
-// Env is what the core asks of the workflow runtime that a pure function cannot
-// answer. None of it changes the core's state: a version is the answer the history records
-// (asked in the same workflow task as before the core existed, so every recorded history
-// replays), and logs write no history at all. Metrics are data: Ready hands them out.
+// Env is what the core asks of the workflow runtime that a pure function cannot answer: a
+// log line, which writes no history. Metrics are data: Ready hands them out.
 type Env interface {
-	// Version is workflow.GetVersion(change, DefaultVersion, max), for the change ids of
-	// before Worker Versioning that are not removed yet (workflows/doc.go); no new one.
-	Version(change string, max Version) Version
 	Warn(msg string, keyvals ...any)
 }
 
@@ -76,21 +65,10 @@ type Core struct {
 	// inFlightReported: the delivery_outcome of the steer in flight overtook its result.
 	inFlightReported bool
 
-	hereVersion *Version
-
-	// driving is the turn whose RunTurn this run's shell drives itself (a Here turn, after
-	// its StartTurn or ResumeTurn): a Here turn carried from an earlier run has none until
-	// the ResumeTurn it needs (next).
+	// driving is the turn whose RunTurn this run's shell drives (after its StartTurn or
+	// ResumeTurn): a turn carried from an earlier run has none until the ResumeTurn it
+	// needs (next).
 	driving int64
-}
-
-// ask answers the version of change once per run, at its first use.
-func (s *Core) ask(cached **Version, change string, max Version) Version {
-	if *cached == nil {
-		v := s.env.Version(change, max)
-		*cached = &v
-	}
-	return **cached
 }
 
 // sessionState is everything a run carries to the next across continue-as-new.

@@ -149,11 +149,11 @@ func (s *Core) failAwaited(now time.Time, turnID int64, attempt int32, why strin
 const OutcomeWait = DeliverStartToClose
 
 // awaitingOutcomes reports whether the end of turn t (fin) waits for the outcome of a steer
-// its attempt took (Async): until the outcome comes, the TurnWorkflow is known to have
+// its attempt took (Async): until the outcome comes, the turn's drive is known to have
 // ended, or outcomeWait has passed since the end arrived (the alarm wakes the session then,
-// also in a run that continued as new and no longer sees the TurnWorkflow).
+// also in a run that continued as new and no longer drives the turn).
 func (s *Core) awaitingOutcomes(now time.Time, t *LiveTurn, fin *signals.TurnFinishedSignal) bool {
-	if fin.Orphaned || t.Child == childEnded || (fin.Attempt != 0 && fin.Attempt != t.Attempt) ||
+	if fin.Orphaned || t.Drive == driveOver || (fin.Attempt != 0 && fin.Attempt != t.Attempt) ||
 		!slices.ContainsFunc(s.Awaiting, func(d signals.Delivery) bool { return d.TurnID == t.TurnID && d.Attempt == t.Attempt }) {
 		return false
 	}

@@ -1,12 +1,12 @@
 package session
 
-// A limited turn in the session core (contract §11 "Limits"). The TurnWorkflow reports that
-// its attempt was limited (turn_limited) and waits on its own timer (workflows/turn_limits.go); the
-// session journals turn.limited once the attempt's last batches are in, shows the wait
+// A limited turn in the session core (contract §11 "Limits"). The shell's drive of the
+// turn reports that its attempt was limited (turn_limited) and waits on its timer
+// (workflows/turn_limits.go); the session journals turn.limited once the attempt's last batches are in, shows the wait
 // (state waiting_limit, status.waiting_limit, Current Details, TacpWaitingUntil), pauses the
 // turn's clock, and takes no steers until the next attempt starts, whose turn.restarted
-// says the wait is over. A person's retry_now is journaled turn.retry_now and signalled to
-// the TurnWorkflow (RetryNow); cancel ends the wait as it ends any turn.
+// says the wait is over. A person's retry_now is journaled turn.retry_now and handed to
+// the drive (RetryNow); cancel ends the wait as it ends any turn.
 
 import (
 	"fmt"
@@ -20,7 +20,7 @@ type limitWait struct {
 	signals.TurnLimitedSignal
 	// Journaled is set once turn.limited is in the journal (after the attempt's batches).
 	Journaled bool `json:"journaled,omitempty"`
-	// RetryNow is set by retry_now; RetryNowSent once its signal to the TurnWorkflow is out.
+	// RetryNow is set by retry_now; RetryNowSent once the drive is told.
 	RetryNow     bool   `json:"retry_now,omitempty"`
 	RetryNowBy   string `json:"retry_now_by,omitempty"`
 	RetryNowSent bool   `json:"retry_now_sent,omitempty"`
@@ -97,7 +97,7 @@ func (s *Core) checkRetryNow(req signals.RetryNowRequest) *signals.Rejection {
 	return nil
 }
 
-// retryNow ends the live turn's wait: the TurnWorkflow runs the prompt now.
+// retryNow ends the live turn's wait: the drive runs the prompt now.
 func (s *Core) retryNow(now time.Time, req signals.RetryNowRequest) (signals.RetryNowResult, error) {
 	t := s.Turn
 	if !t.Limited.RetryNow {
@@ -107,10 +107,10 @@ func (s *Core) retryNow(now time.Time, req signals.RetryNowRequest) (signals.Ret
 	return signals.RetryNowResult{TurnID: t.TurnID}, nil
 }
 
-// wantsRetryNow reports whether a retry_now waits to be signalled to the TurnWorkflow.
+// wantsRetryNow reports whether a retry_now waits to be handed to the drive.
 func (s *Core) wantsRetryNow() bool {
 	t := s.Turn
-	return t != nil && t.Child != childAsked && t.Limited != nil && t.Limited.RetryNow && !t.Limited.RetryNowSent && t.Cancel == cancelNone
+	return t != nil && t.Drive != driveAsked && t.Limited != nil && t.Limited.RetryNow && !t.Limited.RetryNowSent && t.Cancel == cancelNone
 }
 
 // limitView is status's waiting_limit.

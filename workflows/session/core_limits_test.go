@@ -58,8 +58,8 @@ func TestCore_LimitedTurnWaitsAndTheNextAttemptEndsTheWait(t *testing.T) {
 	require.Equal(t, []string{"turn.ended"}, eventKinds(r.newEvents()))
 }
 
-// Reference: contract §11, Limits: retry_now ends the wait (journaled with who asked, sent to
-// the TurnWorkflow once); nothing waits → no_live_turn; an observer may not.
+// Reference: contract §11, Limits: retry_now ends the wait (journaled with who asked, handed to
+// the drive once); nothing waits → no_live_turn; an observer may not.
 func TestCore_RetryNowIsSentOnceAndOnlyWhileATurnWaits(t *testing.T) {
 	r := newCoreRig(t, signals.SessionConfig{SessionID: "s1"})
 	_, err := do[signals.RetryNowResult](r, signals.UpdateRetryNow, signals.RetryNowRequest{})

@@ -30,10 +30,10 @@ func (s *Core) upgradeDue(info RunInfo) bool {
 }
 
 func (s *Core) canContinueAsNew(info RunInfo) bool {
-	if s.pending > 0 || (s.Turn != nil && s.Turn.Child == childAsked && s.Turn.Finished == nil) {
+	if s.pending > 0 || (s.Turn != nil && s.Turn.Drive == driveAsked && s.Turn.Finished == nil) {
 		return false // a command in flight must resolve in this run
 	}
-	if t := s.Turn; t != nil && t.Here && t.Finished == nil && t.Limited == nil && t.HostQueue == "" {
+	if t := s.Turn; t != nil && t.Finished == nil && t.Limited == nil && t.HostQueue == "" {
 		return false // the next run could not say which host to adopt the attempt from
 	}
 	idle := s.Turn == nil && len(s.Queue.Items) == 0 && !s.Closing
@@ -56,7 +56,7 @@ const (
 	cmdClose
 	// cmdContinueAsNew: hand the carried state to a new run.
 	cmdContinueAsNew
-	// cmdRequestCancel: request the cancel of the live turn's TurnWorkflow (requestCancel).
+	// cmdRequestCancel: cancel the shell's drive of the live turn (requestCancel).
 	cmdRequestCancel
 	// cmdDeliver: send the oldest queued delivery into the live turn (takeDelivery).
 	cmdDeliver
@@ -64,7 +64,7 @@ const (
 	cmdStartTurn
 	// cmdRetryNow: tell the limited turn to run now (RetryNow).
 	cmdRetryNow
-	// cmdResumeTurn: go on with the Here turn an earlier run drove (resumeTurn).
+	// cmdResumeTurn: go on with the turn an earlier run drove (resumeTurn).
 	cmdResumeTurn
 )
 
@@ -79,7 +79,7 @@ func (s *Core) next(info RunInfo) command {
 		return cmdResumeTurn
 	case s.canContinueAsNew(info):
 		return cmdContinueAsNew
-	case s.Turn != nil && s.Turn.Cancel == cancelWanted && s.Turn.Child != childAsked:
+	case s.Turn != nil && s.Turn.Cancel == cancelWanted && s.Turn.Drive != driveAsked:
 		return cmdRequestCancel
 	case s.wantsRetryNow():
 		return cmdRetryNow
@@ -91,11 +91,11 @@ func (s *Core) next(info RunInfo) command {
 	return cmdNone
 }
 
-// needsResume: the live turn is a Here turn an earlier run drove, and this run's shell does
-// not drive it yet (the run continued as new while it ran).
+// needsResume: the live turn is one an earlier run drove, and this run's shell does not
+// drive it yet (the run continued as new while it ran).
 func (s *Core) needsResume() bool {
 	t := s.Turn
-	return t != nil && t.Here && t.Child != childAsked && t.Finished == nil && s.driving != t.TurnID
+	return t != nil && t.Drive != driveAsked && t.Finished == nil && s.driving != t.TurnID
 }
 
 // resumeTurn is the ResumeTurn of the live turn (needsResume): adopt its attempt from the

@@ -4,7 +4,7 @@ package session
 // "Close"), each a check (the validator: it decides and changes nothing) and an apply:
 // prompt queues a turn; steer takes the compare-and-swap of steer.go and queues its delivery;
 // cancel marks the live turn's cancel wanted (turnCancel), which next turns into the
-// request of its TurnWorkflow's cancel; close cancels the turn and, once nothing is in
+// cancel of the shell's drive of it; close cancels the turn and, once nothing is in
 // flight, drops the queue (closeSession).
 
 import (

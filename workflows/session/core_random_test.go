@@ -99,11 +99,11 @@ func randomInput(r *coreRig, rng *rand.Rand) string {
 		return "outcome " + d.DeliveryID
 	case n == 10 && t != nil && rng.IntN(3) == 0:
 		if rng.IntN(2) == 0 {
-			r.input(ChildEnded{TurnID: t.TurnID})
-			return "turn workflow ended"
+			r.input(DriveEnded{TurnID: t.TurnID})
+			return "drive ended"
 		}
-		r.input(ChildEnded{TurnID: t.TurnID, Failure: "terminated"})
-		return "turn workflow failed"
+		r.input(DriveEnded{TurnID: t.TurnID, Failure: "terminated"})
+		return "drive failed"
 	case n == 11:
 		_, _ = r.update(signals.UpdateAttach, signals.AttachRequest{ViewerID: fmt.Sprintf("v%d", rng.IntN(2)), Role: signals.RoleController, LeaseSeconds: 1 + rng.IntN(40)})
 		return "attach"
@@ -156,7 +156,7 @@ func rest(r *coreRig, rng *rand.Rand) {
 		case r.core.Turn != nil && r.alarm != nil:
 			r.ring()
 		case r.core.Turn != nil:
-			r.input(ChildEnded{TurnID: r.core.Turn.TurnID})
+			r.input(DriveEnded{TurnID: r.core.Turn.TurnID})
 		case len(r.core.Queue.Items) > 0 || len(r.core.Deliveries) > 0:
 		default:
 			return

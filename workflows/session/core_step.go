@@ -42,17 +42,15 @@ type DeliveryAnswered struct {
 	HostGone bool
 }
 
-// ChildStarted is the result of a StartTurn command: the TurnWorkflow exists, or could not
-// be started (Err); for a Here turn, and for ResumeTurn, the shell drives the turn's RunTurn
-// in this run.
-type ChildStarted struct {
+// DriveStarted is the result of a StartTurn or ResumeTurn command: the shell drives the
+// turn's RunTurn in this run.
+type DriveStarted struct {
 	TurnID int64
-	Err    string
 }
 
-// ChildEnded says a TurnWorkflow ended, or the shell's drive of a Here turn: completed or
-// cancelled (Failure ""), or failed, timed out or terminated (Failure says how).
-type ChildEnded struct {
+// DriveEnded says the shell's drive of a turn ended: completed or cancelled (Failure ""),
+// or failed (Failure says how).
+type DriveEnded struct {
 	TurnID  int64
 	Failure string
 }
@@ -74,8 +72,8 @@ type OperatorCancelled struct{}
 func (UpdateInput) isInput()        {}
 func (SignalInput) isInput()        {}
 func (DeliveryAnswered) isInput()   {}
-func (ChildStarted) isInput()       {}
-func (ChildEnded) isInput()         {}
+func (DriveStarted) isInput()       {}
+func (DriveEnded) isInput()         {}
 func (RequestDone) isInput()        {}
 func (AlarmRang) isInput()          {}
 func (OperatorCancelled) isInput()  {}
@@ -97,18 +95,14 @@ func (s *Core) Step(now time.Time, in Input) (any, error) {
 	case DeliveryAnswered:
 		s.pending--
 		s.deliveryDone(now, in.Delivery, in.Result, in.Err, in.HostGone)
-	case ChildStarted:
+	case DriveStarted:
 		s.pending--
-		if in.Err != "" {
-			s.turnStartFailed(now, in.TurnID, in.Err)
-		} else {
-			s.turnWorkflowStarted(in.TurnID)
-		}
-	case ChildEnded:
+		s.driveStarted(in.TurnID)
+	case DriveEnded:
 		if in.Failure == "" {
-			s.turnWorkflowEnded(now, in.TurnID)
+			s.driveEnded(now, in.TurnID)
 		} else {
-			s.turnWorkflowFailed(now, in.TurnID, in.Failure)
+			s.driveFailed(now, in.TurnID, in.Failure)
 		}
 	case RequestDone:
 		s.pending--
@@ -161,20 +155,16 @@ type Ready struct {
 // Cmd is a command for the shell: one of the types below.
 type Cmd interface{ isCmd() }
 
-// StartTurn starts the turn: a TurnWorkflow child, or, Here, the session's own drive of its
-// RunTurn (workflows/turn_here.go). Its start's result comes back as ChildStarted, its end as
-// ChildEnded.
+// StartTurn starts the shell's drive of the turn's RunTurn (workflows/turn_session.go). Its
+// start comes back as DriveStarted, its end as DriveEnded.
 type StartTurn struct {
-	WorkflowID string
-	Summary    string
-	Input      signals.TurnInput
-	Here       bool
+	Input signals.TurnInput
 }
 
-// ResumeTurn goes on, in a run that continued as new, with the Here turn an earlier run
-// drove: it adopts the attempt running on HostQueue (RunTurnInput.Adopt), or, Limited, waits
-// out the limit of that attempt (at once when RetryNow). ChildStarted and ChildEnded follow
-// as for StartTurn.
+// ResumeTurn goes on, in a run that continued as new, with the turn an earlier run drove:
+// it adopts the attempt running on HostQueue (RunTurnInput.Adopt), or, Limited, waits out
+// the limit of that attempt (at once when RetryNow). DriveStarted and DriveEnded follow as
+// for StartTurn.
 type ResumeTurn struct {
 	Input      signals.TurnInput
 	Attempt    int32
@@ -195,20 +185,14 @@ type Deliver struct {
 	Delivery  signals.Delivery
 }
 
-// RequestCancel requests the cancel of the live turn: of its TurnWorkflow, or, Here, of the
-// session's drive of turn TurnID. RequestDone follows.
+// RequestCancel cancels the shell's drive of turn TurnID. RequestDone follows.
 type RequestCancel struct {
-	WorkflowID string
-	TurnID     int64
-	Here       bool
+	TurnID int64
 }
 
-// RetryNow tells the limited turn to run now: its TurnWorkflow by a signal, or, Here, the
-// session's drive of turn TurnID. RequestDone follows.
+// RetryNow ends the limit's wait of the shell's drive of turn TurnID. RequestDone follows.
 type RetryNow struct {
-	WorkflowID string
-	TurnID     int64
-	Here       bool
+	TurnID int64
 }
 
 // ContinueAsNew hands the carried state to a new run. AutoUpgrade: the new run starts on
@@ -322,11 +306,11 @@ func (s *Core) take(now time.Time, info RunInfo) Cmd {
 	case cmdRequestCancel:
 		s.Turn.Cancel = cancelSent
 		s.pending++
-		return RequestCancel{WorkflowID: signals.TurnWorkflowID(s.cfg.SessionID, s.Turn.TurnID), TurnID: s.Turn.TurnID, Here: s.Turn.Here}
+		return RequestCancel{TurnID: s.Turn.TurnID}
 	case cmdRetryNow:
 		s.Turn.Limited.RetryNowSent = true
 		s.pending++
-		return RetryNow{WorkflowID: signals.TurnWorkflowID(s.cfg.SessionID, s.Turn.TurnID), TurnID: s.Turn.TurnID, Here: s.Turn.Here}
+		return RetryNow{TurnID: s.Turn.TurnID}
 	case cmdResumeTurn:
 		s.pending++
 		return s.resumeTurn()
@@ -340,12 +324,7 @@ func (s *Core) take(now time.Time, info RunInfo) Cmd {
 	case cmdStartTurn:
 		in := s.beginTurn(now)
 		s.pending++
-		return StartTurn{
-			WorkflowID: signals.TurnWorkflowID(s.cfg.SessionID, in.TurnID),
-			Summary:    fmt.Sprintf("turn %d of session %s", in.TurnID, s.cfg.SessionID),
-			Input:      in,
-			Here:       s.Turn.Here,
-		}
+		return StartTurn{Input: in}
 	}
 	return nil
 }
@@ -363,7 +342,7 @@ func (s *Core) carry(info RunInfo) Cmd {
 		// the old build, so its first turn goes to the session queue (affinity resumes there).
 		st.AgentHost = ""
 	}
-	if t := st.Turn; t != nil && t.Here && t.Cancel == cancelSent {
+	if t := st.Turn; t != nil && t.Cancel == cancelSent {
 		// The cancel went to this run's drive of the turn, which ends with the run: the next
 		// run's drive (ResumeTurn) is asked again.
 		turn := *t

@@ -20,28 +20,18 @@ import (
 // coreEpoch is when every core test starts.
 var coreEpoch = time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC)
 
-// fakeEnv answers the core's Env: every change at its newest version unless the test
-// pins it, and warnings recorded as lines.
+// fakeEnv answers the core's Env: warnings recorded as lines.
 type fakeEnv struct {
-	versions map[string]Version
-	asked    []string
 	warnings []string
 }
 
-func (e *fakeEnv) Version(change string, max Version) Version {
-	e.asked = append(e.asked, change)
-	if v, ok := e.versions[change]; ok {
-		return v
-	}
-	return max
-}
 func (e *fakeEnv) Warn(msg string, kv ...any) {
 	e.warnings = append(e.warnings, fmt.Sprint(append([]any{msg}, kv...)...))
 }
 
 // coreRig is a session core driven as the shell drives it: every input through Step, then
-// the shell's loop (Wake: Ready, carried out by CarryOut) with the rig as its Executor. The
-// TurnWorkflow's start and a cancel or retry request are answered at once; a delivery stays
+// the shell's loop (Wake: Ready, carried out by CarryOut) with the rig as its Executor. A
+// drive's start and a cancel or retry request are answered at once; a delivery stays
 // in flight until the test answers it; continue-as-new starts the next run's core from the
 // carried state.
 type coreRig struct {
@@ -52,7 +42,7 @@ type coreRig struct {
 	seen int64 // the last journal seq reported
 	// info is what the run reports of its history: a test makes it continue as new.
 	info RunInfo
-	// holdStarts: a TurnWorkflow's start is not answered (its ChildStarted never comes).
+	// holdStarts: a drive's start is not answered (its DriveStarted never comes).
 	holdStarts bool
 	// sent is the delivery in flight, when there is one.
 	sent *signals.Delivery
@@ -80,7 +70,7 @@ func newCoreRig(t testing.TB, cfg signals.SessionConfig) *coreRig {
 	t.Helper()
 	c, err := ResolveConfig(cfg)
 	require.NoError(t, err)
-	env := &fakeEnv{versions: map[string]Version{}}
+	env := &fakeEnv{}
 	core, err := New(coreEpoch, c, Build{}, env, nil)
 	require.NoError(t, err)
 	r := &coreRig{t: t, core: core, env: env, now: coreEpoch}
@@ -100,13 +90,13 @@ func (x rigExec) StartTurn(c StartTurn) {
 	x.r.did("start-turn")
 	x.r.inputs = append(x.r.inputs, c.Input)
 	if !x.r.holdStarts {
-		x.r.input(ChildStarted{TurnID: c.Input.TurnID})
+		x.r.input(DriveStarted{TurnID: c.Input.TurnID})
 	}
 }
 
 func (x rigExec) ResumeTurn(c ResumeTurn) {
 	x.r.did(fmt.Sprintf("resume-turn turn=%d attempt=%d host=%s limited=%t", c.Input.TurnID, c.Attempt, c.HostQueue, c.Limited != nil))
-	x.r.input(ChildStarted{TurnID: c.Input.TurnID})
+	x.r.input(DriveStarted{TurnID: c.Input.TurnID})
 }
 
 func (x rigExec) Deliver(c Deliver) {
@@ -435,7 +425,7 @@ func TestCore_ATakenSteerWithoutOutcomeFailsBeforeTheTurnEnds(t *testing.T) {
 		{"the turn's end waits, then its workflow ends", func(r *coreRig) {
 			r.signal(signals.SignalTurnFinished, signals.TurnFinishedSignal{TurnID: 1, Attempt: 1, StopReason: "end_turn"})
 			require.Empty(r.t, r.newEvents(), "the end waits for the steer's outcome")
-			r.input(ChildEnded{TurnID: 1})
+			r.input(DriveEnded{TurnID: 1})
 		}, []string{"steer.delivered", "turn.ended"}, "the turn ended before it reported the steer"},
 		{"the turn's end waits, then the alarm gives up", func(r *coreRig) {
 			r.signal(signals.SignalTurnFinished, signals.TurnFinishedSignal{TurnID: 1, Attempt: 1, StopReason: "end_turn"})
@@ -444,8 +434,8 @@ func TestCore_ATakenSteerWithoutOutcomeFailsBeforeTheTurnEnds(t *testing.T) {
 			r.ring()
 			require.Equal(r.t, OutcomeWait, r.now.Sub(start))
 		}, []string{"steer.delivered", "turn.ended"}, "the turn ended before it reported the steer"},
-		{"the turn workflow fails", func(r *coreRig) {
-			r.input(ChildEnded{TurnID: 1, Failure: "terminated"})
+		{"the turn's drive fails", func(r *coreRig) {
+			r.input(DriveEnded{TurnID: 1, Failure: "terminated"})
 		}, []string{"steer.delivered", "turn.failed"}, "the turn ended before it reported the steer"},
 		{"the attempt is lost", func(r *coreRig) {
 			r.signal(signals.SignalTurnStarted, signals.TurnStartedSignal{TurnID: 1, Attempt: 2, HostQueue: "host2"})
@@ -603,7 +593,7 @@ func TestCore_NextContinuesAsNewOnlyWithNothingInFlight(t *testing.T) {
 }
 
 // Reference: contract §6, Turns: cancel marks the live turn cancelling once, resolves its open
-// requests, and next requests the TurnWorkflow's cancel before it delivers the cancel.
+// requests, and next cancels the turn's drive before it delivers the cancel.
 func TestCore_NextRequestsTheCancelOnce(t *testing.T) {
 	r := newCoreRig(t, signals.SessionConfig{SessionID: "s1"})
 	r.startTurn("go", "m1")

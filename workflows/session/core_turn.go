@@ -2,7 +2,8 @@ package session
 
 // The turn's life in the session core (contract §6 "Turns", §7 "A turn attempt", "Carried
 // reports"). beginTurn makes the next queued prompt the live turn (LiveTurn) and hands the
-// shell its TurnWorkflow's input; the child's start and end come back (turnChild: asked,
+// shell its input, for the shell's drive of the turn's RunTurn activity
+// (workflows/turn_session.go); the drive's start and end come back (turnDrive: asked,
 // running, ended). The turn runner's reports move the turn: turn_started and turn_events,
 // numbered per attempt (a newer attempt supersedes the old one's output: turn.restarted),
 // and turn_finished, which maybeFinish takes as the turn's end once every batch its attempt
@@ -10,7 +11,6 @@ package session
 // turns, once per agent process and batch (contract Glossary "Between").
 
 import (
-	"encoding/json"
 	"fmt"
 	"slices"
 	"strconv"
@@ -26,8 +26,9 @@ type LiveTurn struct {
 	Attempt         int32     `json:"attempt"`
 	HostQueue       string    `json:"host_queue,omitempty"`
 	StartedAt       time.Time `json:"started_at"`
-	// Child is the life of the turn's TurnWorkflow as the session knows it (turnChild).
-	Child turnChild `json:"child,omitempty"`
+	// Drive is the life of the shell's drive of the turn as the session knows it
+	// (turnDrive). Its JSON name is the one runs carry across continue-as-new.
+	Drive turnDrive `json:"child,omitempty"`
 	// Cancel is the life of the turn's cancel (turnCancel); CancelReason says who wanted it.
 	Cancel       turnCancel `json:"cancel,omitempty"`
 	CancelReason string     `json:"cancel_reason,omitempty"`
@@ -47,47 +48,44 @@ type LiveTurn struct {
 	// runner applies these, so its report predates any choice made since (core_settings.go).
 	Choices *signals.SessionChoices `json:"choices,omitempty"`
 	// OutcomesDue is how long the turn's end waits for the outcomes of the steers it took
-	// (set at its turn_finished); once Child is childEnded no outcome can come any more.
+	// (set at its turn_finished); once Drive is driveOver no outcome can come any more.
 	OutcomesDue *time.Time `json:"outcomes_due,omitempty"`
 	// Limited is the turn's wait for a provider's limit (core_limits.go).
 	Limited *limitWait `json:"limited,omitempty"`
 	// LimitWaits counts the turn's waits for a limit (its backoff grows with them).
 	LimitWaits int32 `json:"limit_waits,omitempty"`
-	// Here: the session runs the turn's RunTurn activity itself (workflows/turn_here.go), with no
-	// TurnWorkflow; Input is then what a later run needs to go on with the turn after a
-	// continue-as-new (ResumeTurn: adopt the running attempt, or wait out its limit).
-	Here  bool               `json:"here,omitempty"`
+	// Input is what a later run needs to go on with the turn after a continue-as-new
+	// (ResumeTurn: adopt the running attempt, or wait out its limit).
 	Input *signals.TurnInput `json:"input,omitempty"`
 }
 
-// turnChild is the life of a turn's TurnWorkflow child, as the session knows it. It only
+// turnDrive is the life of the shell's drive of a turn, as the session knows it. It only
 // moves forward.
-type turnChild uint8
+type turnDrive uint8
 
 const (
-	// childAsked: beginTurn made the turn live and the StartTurn command is out; whether
-	// its TurnWorkflow exists is not known yet (a continue-as-new waits, and no cancel is
-	// requested of it).
-	childAsked turnChild = iota
-	// childRunning: ChildStarted said the TurnWorkflow exists (turnWorkflowStarted).
-	childRunning
-	// childEnded: ChildEnded said the TurnWorkflow completed or ended cancelled while the
-	// turn's end waited for the outcomes of the steers it took (turnWorkflowEnded): none
-	// can come any more. The shell watches for the end only once the start is known, so
-	// childEnded always follows childRunning.
-	childEnded
+	// driveAsked: beginTurn made the turn live and the StartTurn command is out; its
+	// drive is not known to run yet (a continue-as-new waits, and no cancel is requested
+	// of it).
+	driveAsked turnDrive = iota
+	// driveRunning: DriveStarted said this run drives the turn (driveStarted).
+	driveRunning
+	// driveOver: DriveEnded said the drive completed or ended cancelled while the turn's
+	// end waited for the outcomes of the steers it took (driveEnded): none can come any
+	// more. A drive ends only after it started, so driveOver always follows driveRunning.
+	driveOver
 )
 
-var turnChildNames = [...]string{childAsked: "asked", childRunning: "running", childEnded: "ended"}
+var turnDriveNames = [...]string{driveAsked: "asked", driveRunning: "running", driveOver: "ended"}
 
-func (c turnChild) String() string { return enumName(turnChildNames[:], c, "turnChild") }
+func (c turnDrive) String() string { return enumName(turnDriveNames[:], c, "turnDrive") }
 
 // MarshalText writes the name: the carried state reads "child":"running".
-func (c turnChild) MarshalText() ([]byte, error) { return []byte(c.String()), nil }
+func (c turnDrive) MarshalText() ([]byte, error) { return []byte(c.String()), nil }
 
 // UnmarshalText reads a name MarshalText wrote.
-func (c *turnChild) UnmarshalText(b []byte) error {
-	return unmarshalEnum(b, turnChildNames[:], c, "turn child")
+func (c *turnDrive) UnmarshalText(b []byte) error {
+	return unmarshalEnum(b, turnDriveNames[:], c, "turn drive")
 }
 
 // turnCancel is the life of a turn's cancel. It only moves forward.
@@ -97,8 +95,8 @@ const (
 	// cancelNone: nobody asked to cancel the turn.
 	cancelNone turnCancel = iota
 	// cancelWanted: cancel, close, the grace window or the deadline asked for it
-	// (startCancel); next asks the shell to request the TurnWorkflow's cancel once the
-	// child is known to exist (cmdRequestCancel).
+	// (startCancel); next asks the shell to cancel its drive of the turn once the drive
+	// is known to run (cmdRequestCancel).
 	cancelWanted
 	// cancelSent: the RequestCancel command is out (take): it is not sent again.
 	cancelSent
@@ -134,41 +132,6 @@ func unmarshalEnum[E ~uint8](b []byte, names []string, v *E, what string) error 
 	return nil
 }
 
-// UnmarshalJSON reads a LiveTurn, also one carried (continue-as-new) or recorded (the
-// histories' inputs) before Child and Cancel: its bools "started", "ended", "cancelling"
-// and "cancel_sent" say the same, when the new fields are absent.
-func (t *LiveTurn) UnmarshalJSON(b []byte) error {
-	type plain LiveTurn // no methods: decodes field by field
-	var v struct {
-		plain
-		Started    bool `json:"started"`
-		Ended      bool `json:"ended"`
-		Cancelling bool `json:"cancelling"`
-		CancelSent bool `json:"cancel_sent"`
-	}
-	if err := json.Unmarshal(b, &v); err != nil {
-		return err
-	}
-	*t = LiveTurn(v.plain)
-	if t.Child == childAsked {
-		switch {
-		case v.Ended:
-			t.Child = childEnded
-		case v.Started:
-			t.Child = childRunning
-		}
-	}
-	if t.Cancel == cancelNone {
-		switch {
-		case v.CancelSent:
-			t.Cancel = cancelSent
-		case v.Cancelling:
-			t.Cancel = cancelWanted
-		}
-	}
-	return nil
-}
-
 func (s *Core) LiveTurnByID(turnID int64) *LiveTurn {
 	if s.Turn == nil || s.Turn.TurnID != turnID {
 		return nil
@@ -176,10 +139,9 @@ func (s *Core) LiveTurnByID(turnID int64) *LiveTurn {
 	return s.Turn
 }
 
-// --- the turn's start and its TurnWorkflow child ---
+// --- the turn's start and the shell's drive of it ---
 
-// beginTurn makes the next queued prompt the live turn (StartTurn) and returns the input
-// of its TurnWorkflow.
+// beginTurn makes the next queued prompt the live turn (StartTurn) and returns its input.
 func (s *Core) beginTurn(now time.Time) signals.TurnInput {
 	p, _ := s.Queue.Pop()
 	t := &LiveTurn{TurnID: p.TurnID, ClientMessageID: p.ClientMessageID, Attempt: 1, StartedAt: now, HadViewer: len(s.Viewers) > 0 && !p.Unwatched, Background: p.Unwatched, Choices: s.Settings.Wanted()}
@@ -208,58 +170,40 @@ func (s *Core) beginTurn(now time.Time) signals.TurnInput {
 		CarriedReports:  true, // turnEvents and turnFinished take them
 		Unwatched:       p.Unwatched,
 	}
-	// A run recorded before turns ran in the session keeps its TurnWorkflow children.
-	if s.ask(&s.hereVersion, TurnHereChange, 1) > DefaultVersion {
-		t.Here, t.Input = true, &in
-	}
+	t.Input = &in
 	return in
 }
 
-// TurnHereChange guards the turns a session runs itself (no TurnWorkflow child) for the
-// runs recorded with children: the unversioned runs started before Worker Versioning,
-// which the current build replays (workflows/doc.go).
-const TurnHereChange = "turn-in-session"
-
-// turnStartFailed: the TurnWorkflow of turnID could not be started; the turn fails.
-func (s *Core) turnStartFailed(now time.Time, turnID int64, err string) {
+// driveStarted: this run's shell drives turn turnID. It reports whether the turn is still
+// the live one (its end matters to the session only then).
+func (s *Core) driveStarted(turnID int64) bool {
 	t := s.LiveTurnByID(turnID)
-	if t == nil {
-		return
+	if t != nil && t.Drive == driveAsked {
+		t.Drive = driveRunning
 	}
-	t.Finished = &signals.TurnFinishedSignal{TurnID: turnID, Error: "start turn workflow: " + err}
-	s.maybeFinish(now)
-}
-
-// turnWorkflowStarted: the TurnWorkflow of turnID exists. It reports whether the turn is
-// still the live one (its end matters to the session only then).
-func (s *Core) turnWorkflowStarted(turnID int64) bool {
-	t := s.LiveTurnByID(turnID)
-	if t != nil && t.Child == childAsked {
-		t.Child = childRunning
-	}
-	if t != nil && t.Here {
+	if t != nil {
 		s.driving = turnID
 	}
 	return t != nil
 }
 
-// turnWorkflowEnded: the TurnWorkflow of turnID completed or ended cancelled. It matters
+// driveEnded: the drive of turn turnID completed or ended cancelled. It matters
 // only to a turn whose end waits for the outcomes of the steers it took: none can come now.
-func (s *Core) turnWorkflowEnded(now time.Time, turnID int64) {
+func (s *Core) driveEnded(now time.Time, turnID int64) {
 	t := s.LiveTurnByID(turnID)
 	if t == nil || !slices.ContainsFunc(s.Awaiting, func(d signals.Delivery) bool { return d.TurnID == turnID }) {
 		return
 	}
-	t.Child = childEnded
+	t.Drive = driveOver
 	s.maybeFinish(now)
 }
 
-// turnWorkflowFailed: the TurnWorkflow of turnID failed, timed out or was terminated
-// without reporting (one that completes, or ends cancelled, has sent its turn_finished
-// first): the turn still gets its terminal event.
-func (s *Core) turnWorkflowFailed(now time.Time, turnID int64, err string) {
+// driveFailed: the drive of turn turnID failed without reporting (one that completes, or
+// ends cancelled, has reported the turn's outcome first): the turn still gets its
+// terminal event.
+func (s *Core) driveFailed(now time.Time, turnID int64, err string) {
 	if t := s.LiveTurnByID(turnID); t != nil && t.Finished == nil {
-		t.Finished = &signals.TurnFinishedSignal{TurnID: turnID, Error: "turn workflow ended without reporting: " + err, Orphaned: true}
+		t.Finished = &signals.TurnFinishedSignal{TurnID: turnID, Error: "the turn's drive ended without reporting: " + err, Orphaned: true}
 		s.maybeFinish(now)
 	}
 }
@@ -403,7 +347,7 @@ func (s *Core) maybeFinish(now time.Time) {
 		return // deliveryDone finishes the turn once the steer's outcome is known
 	}
 	if s.awaitingOutcomes(now, t, fin) {
-		return // deliveryOutcome, the TurnWorkflow's end or the alarm finishes the turn
+		return // deliveryOutcome, the drive's end or the alarm finishes the turn
 	}
 	s.steersEnd(now, t.TurnID)
 	if fin.AgentSessionID != "" {

@@ -7,7 +7,7 @@
 // what it says.
 //
 //   - core_step.go: the two entry points. Step(now, Input) takes a closed set of inputs (an
-//     update, a raw signal, a delivery's answer, a child started or ended, a request done,
+//     update, a raw signal, a delivery's answer, a drive started or ended, a request done,
 //     the alarm); Ready(RunInfo) is everything the shell must do (Cmd: StartTurn | Deliver |
 //     RequestCancel | RetryNow | ContinueAsNew | Close; SearchAttrs, Details, Alarm,
 //     Metrics). Wake and CarryOut are the one dispatch the shell and the tests' rig both
@@ -15,9 +15,9 @@
 //   - core_updates.go: the update table (name, request type, check, apply): the shell's
 //     handlers and validators, the signal twins and the scenario verbs come from it.
 //   - core.go: Core's state (carried across continue-as-new), its Env (the runtime's
-//     answers: GetVersion, logs), the journal helper. build.go: what a build fixes.
-//   - core_turn.go: the turn's life: LiveTurn (its drive asked, running, ended: the
-//     session's own or a TurnWorkflow child's; its cancel none, wanted, sent), the runner's
+//     logs), the journal helper. build.go: what a build fixes.
+//   - core_turn.go: the turn's life: LiveTurn (its drive asked, running, ended; its
+//     cancel none, wanted, sent), the runner's
 //     reports (attempt watermarks, turn.restarted, "finish waits for the last batch"), the
 //     between-turn journal.
 //   - core_prompts.go: prompt, steer, cancel and close, each a check and an apply.

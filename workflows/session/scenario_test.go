@@ -18,8 +18,8 @@ package session
 //	                                  loop may continue as new (a new run starts from the
 //	                                  carried state, with a short history)
 //	answer taken|how=<how>|error=<e>|host-gone   the result of the delivery in flight
-//	turn-workflow-ended <turn>        the TurnWorkflow completed or ended cancelled
-//	turn-workflow-failed <turn> <error>          the TurnWorkflow ended without reporting
+//	drive-ended <turn>                the turn's drive completed or ended cancelled
+//	drive-failed <turn> <error>       the turn's drive ended without reporting
 //	advance <duration>                the clock moves
 //	alarm                             the clock moves to the armed alarm, which fires
 //	status                            the state as status shows it
@@ -194,15 +194,15 @@ func (r *coreRig) scenarioStep(input string) string {
 			r.t.Fatalf("answer %q", rest)
 		}
 		r.answer(res, err, hostGone)
-	case "turn-workflow-failed":
+	case "drive-failed":
 		turn, msg, _ := strings.Cut(rest, " ")
 		id, err := strconv.ParseInt(turn, 10, 64)
 		require.NoError(r.t, err)
-		r.input(ChildEnded{TurnID: id, Failure: msg})
-	case "turn-workflow-ended":
+		r.input(DriveEnded{TurnID: id, Failure: msg})
+	case "drive-ended":
 		id, err := strconv.ParseInt(rest, 10, 64)
 		require.NoError(r.t, err)
-		r.input(ChildEnded{TurnID: id})
+		r.input(DriveEnded{TurnID: id})
 	case "advance":
 		d, err := time.ParseDuration(rest)
 		require.NoError(r.t, err)

@@ -13,15 +13,14 @@ import (
 // lastCmd is the last command the rig carried out, as it prints it.
 func (r *coreRig) lastCmd() string { return r.cmdLog[len(r.cmdLog)-1] }
 
-// Reference: contract §6, Continue-as-new, also mid-turn: a Here turn continues as new only
+// Reference: contract §6, Continue-as-new, also mid-turn: a turn continues as new only
 // once the session knows the host that runs its attempt, and the next run adopts the attempt
 // from that host (ResumeTurn) with what it knows of the attempt's progress.
-func TestHere_ContinueAsNewWaitsForTheAttemptsHostAndTheNextRunAdoptsIt(t *testing.T) {
+func TestResume_ContinueAsNewWaitsForTheAttemptsHostAndTheNextRunAdoptsIt(t *testing.T) {
 	r := newCoreRig(t, signals.SessionConfig{SessionID: "s1"})
 	_, err := do[signals.PromptResult](r, signals.UpdatePrompt, signals.PromptRequest{Text: "go", ClientMessageID: "m1"})
 	require.NoError(t, err)
 	require.Equal(t, []string{"start-turn"}, r.settle())
-	require.True(t, r.core.Turn.Here)
 	r.info.Suggested = true
 	require.Empty(t, r.settle(), "no host known: the next run could not adopt the attempt")
 	r.signal(signals.SignalTurnEvents, signals.TurnEventsSignal{TurnID: 1, Attempt: 1, Batch: 1,
@@ -39,9 +38,9 @@ func TestHere_ContinueAsNewWaitsForTheAttemptsHostAndTheNextRunAdoptsIt(t *testi
 	require.Nil(t, r.core.Turn)
 }
 
-// Reference: contract §6: a cancel sent to one run's drive of a Here turn is asked again of
+// Reference: contract §6: a cancel sent to one run's drive of a turn is asked again of
 // the next run's, after it adopted the attempt.
-func TestHere_ACancelSentBeforeContinueAsNewIsSentAgain(t *testing.T) {
+func TestResume_ACancelSentBeforeContinueAsNewIsSentAgain(t *testing.T) {
 	r := newCoreRig(t, signals.SessionConfig{SessionID: "s1"})
 	r.startTurn("go", "m1")
 	_, err := do[signals.CancelResult](r, signals.UpdateCancel, signals.CancelRequest{})
@@ -52,9 +51,9 @@ func TestHere_ACancelSentBeforeContinueAsNewIsSentAgain(t *testing.T) {
 	require.Equal(t, []string{"continue-as-new", "resume-turn", "request-cancel"}, r.settle())
 }
 
-// Reference: contract §11, Limits: a Here turn's wait continues as new; the next run waits
+// Reference: contract §11, Limits: a limited turn's wait continues as new; the next run waits
 // out the rest (ResumeTurn Limited), at once when a person already asked to retry now.
-func TestHere_ALimitedWaitContinuesAsNew(t *testing.T) {
+func TestResume_ALimitedWaitContinuesAsNew(t *testing.T) {
 	r := newCoreRig(t, signals.SessionConfig{SessionID: "s1"})
 	r.limitTurn(coreEpoch.Add(time.Hour))
 	r.signal(signals.SignalTurnEvents, signals.TurnEventsSignal{TurnID: 1, Attempt: 1, Batch: 1, Events: []json.RawMessage{[]byte(`{}`)}})
@@ -68,16 +67,4 @@ func TestHere_ALimitedWaitContinuesAsNew(t *testing.T) {
 	require.True(t, c.RetryNow)
 	require.Equal(t, int32(1), c.LimitWaits)
 	require.Equal(t, "host1", c.Limited.HostQueue)
-}
-
-// Reference: workflows/doc.go: a run recorded before Here turns keeps TurnWorkflow children,
-// and its carried turn is not resumed (the child outlives the run).
-func TestHere_ARunRecordedBeforeKeepsItsChildren(t *testing.T) {
-	r := newCoreRig(t, signals.SessionConfig{SessionID: "s1"})
-	r.env.versions[TurnHereChange] = DefaultVersion
-	r.startTurn("go", "m1")
-	require.False(t, r.core.Turn.Here)
-	r.info.Suggested = true
-	require.Equal(t, []string{"continue-as-new"}, r.settle(), "the child's turn continues as new at once")
-	require.Empty(t, r.settle())
 }
