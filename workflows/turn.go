@@ -2,8 +2,7 @@ package workflows
 
 // The drive of one turn: the RunTurn activity with its retries and failover (affinity.go),
 // the waits for a provider's limit (turn_limits.go), and the outcome reported to the
-// session's core unless the runner already did. The session runs it in a goroutine of its
-// run (turn_session.go).
+// session's core. The session runs it in a goroutine of its run (turn_session.go).
 
 import (
 	"errors"

@@ -201,8 +201,8 @@ func (s *Core) steersEnd(now time.Time, turnID int64) {
 }
 
 // steerInFlight reports whether the turn's end must wait for the steer delivery in flight
-// into the same attempt: the runner's early turn_finished can reach the session before the
-// Deliver activity's result, and a steer delivered into a turn is reported before the turn's
+// into the same attempt: the turn's end (its RunTurn's completion) can reach the session
+// before the Deliver activity's result, and a steer delivered into a turn is reported before the turn's
 // end. The delivery is bounded (deliverStartToClose), so the wait is too.
 func (s *Core) steerInFlight(fin *signals.TurnFinishedSignal) bool {
 	t := s.Turn
