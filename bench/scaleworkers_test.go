@@ -38,6 +38,24 @@ type workerProc struct {
 // each with at most maxAgents live agents and flushRate turn_events signals a second (0: the
 // worker's default); they are stopped when t ends.
 func startWorkerProcs(t testing.TB, name string, n, maxAgents, flushRate int) ([]*workerProc, *tacpclient.Client) {
+	queue := "tacp-bench-" + name + "-" + signals.NewID()[:8]
+	var procs []*workerProc
+	t.Cleanup(func() { // registered before any session's close: sessions close while workers poll
+		for _, p := range procs {
+			p.stop()
+		}
+	})
+	for i := range n {
+		procs = append(procs, startWorkerProcOn(t, name, queue, i+1, maxAgents, flushRate))
+	}
+	waitPolling(t, queue, procs)
+	return procs, tacpclient.NewClient(env.c, queue)
+}
+
+// startWorkerProcOn starts worker i of name on queue (building the worker binary once), with
+// its own data directory and transcripts and the workspace root the others share; the
+// caller stops it.
+func startWorkerProcOn(t testing.TB, name, queue string, i, maxAgents, flushRate int) *workerProc {
 	bin := filepath.Join(env.tmp, "worker")
 	if _, err := os.Stat(bin); err != nil {
 		build := exec.Command("go", "build", "-o", bin, "github.com/tacp-dev/tacp/worker")
@@ -49,39 +67,28 @@ func startWorkerProcs(t testing.TB, name string, n, maxAgents, flushRate int) ([
 	if addr == "" {
 		addr, ns = env.srv.HostPort(), env.srv.Namespace()
 	}
-	queue := "tacp-bench-" + name + "-" + signals.NewID()[:8]
 	shared := filepath.Join(env.tmp, name+"-workspaces")
-	var procs []*workerProc
-	t.Cleanup(func() { // registered before any session's close: sessions close while workers poll
-		for _, p := range procs {
-			p.stop()
-		}
-	})
-	for i := range n {
-		dir := filepath.Join(env.tmp, fmt.Sprintf("%s-worker-%d", name, i+1))
-		if err := os.MkdirAll(dir, 0o755); err != nil {
-			t.Fatal(err)
-		}
-		agent := strconv.Quote(env.agentBinary) + " -transcripts " + strconv.Quote(filepath.Join(dir, "transcripts"))
-		args := []string{
-			"-address", addr, "-namespace", ns, "-task-queue", queue,
-			"-data-dir", filepath.Join(dir, "data"), "-workspace.roots", shared,
-			"-agent", agent, "-agent.max", strconv.Itoa(maxAgents),
-			// As the in-process bench workers: unversioned, no probe start, no kernel sandbox.
-			"-deployment.name=", "-agent.probe=false", "-agent.sandbox", "off",
-			"-log.level", "warn",
-		}
-		if flushRate > 0 {
-			args = append(args, "-events.max-rate", strconv.Itoa(flushRate))
-		}
-		p, err := startWorkerProc(bin, args, filepath.Join(dir, "worker.log"))
-		if err != nil {
-			t.Fatal(err)
-		}
-		procs = append(procs, p)
+	dir := filepath.Join(env.tmp, fmt.Sprintf("%s-worker-%d", name, i))
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
 	}
-	waitPolling(t, queue, procs)
-	return procs, tacpclient.NewClient(env.c, queue)
+	agent := strconv.Quote(env.agentBinary) + " -transcripts " + strconv.Quote(filepath.Join(dir, "transcripts"))
+	args := []string{
+		"-address", addr, "-namespace", ns, "-task-queue", queue,
+		"-data-dir", filepath.Join(dir, "data"), "-workspace.roots", shared,
+		"-agent", agent, "-agent.max", strconv.Itoa(maxAgents),
+		// As the in-process bench workers: unversioned, no probe start, no kernel sandbox.
+		"-deployment.name=", "-agent.probe=false", "-agent.sandbox", "off",
+		"-log.level", "warn",
+	}
+	if flushRate > 0 {
+		args = append(args, "-events.max-rate", strconv.Itoa(flushRate))
+	}
+	p, err := startWorkerProc(bin, args, filepath.Join(dir, "worker.log"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
 }
 
 // waitPolling returns once every worker of procs polls queue (a poller of its own identity
