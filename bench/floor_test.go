@@ -193,6 +193,17 @@ func (q *queryCounter) count(typ string, ids ...string) int64 {
 	return n
 }
 
+// all returns how many queries of any type session id was asked.
+func (q *queryCounter) all(id string) int64 {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	var n int64
+	for _, c := range q.n[signals.SessionWorkflowID(id)] {
+		n += c
+	}
+	return n
+}
+
 type countingInbound struct {
 	interceptor.WorkflowInboundInterceptorBase
 	q *queryCounter

@@ -38,6 +38,7 @@ func TestStreamCostTable(t *testing.T) {
 
 	type result struct {
 		a       tacpclient.Actions
+		queries int64 // asked of the session by its viewer, woken by history
 		minutes float64
 		err     error
 	}
@@ -64,6 +65,7 @@ func TestStreamCostTable(t *testing.T) {
 			return result{err: err}
 		}
 		r.minutes = ended.Sub(started).Minutes()
+		r.queries = env.queries.all(id)
 		r.a, r.err = env.sc.Actions(ctx, id)
 		return r
 	}
@@ -88,8 +90,13 @@ func TestStreamCostTable(t *testing.T) {
 	row("updates, activities, timers, starts", watched.a.Total-watched.a.Signals, unwatched.a.Total-unwatched.a.Signals)
 	row("**actions in history**", watched.a.Total, unwatched.a.Total)
 	fmt.Printf("| activity heartbeats (not in history; at most) | %.1f | %.1f |\n", beats, beats)
+	row("a viewer's queries (not in history)", watched.queries, unwatched.queries)
+	billed := func(r result) string {
+		return fmt.Sprintf("%.0f", (float64(r.a.Total)+float64(r.queries))/r.minutes+beats)
+	}
+	fmt.Printf("| **billed, one viewer's queries and the heartbeats included** | %s | %s |\n", billed(watched), billed(unwatched))
 	fmt.Printf("| history events | %s | %s |\n", perMin(watched, watched.a.HistoryEvents), perMin(unwatched, unwatched.a.HistoryEvents))
-	fmt.Printf("(streamed %.2f / %.2f minutes; viewer queries not included: a watched turn adds its viewers' own)\n", watched.minutes, unwatched.minutes)
+	fmt.Printf("(streamed %.2f / %.2f minutes; each session followed by one viewer woken by history (tacpclient.Client.Watch), which takes no lease: the unwatched one's queries are that follower's, waiting for the end, which a `--no-wait` prompt does not have)\n", watched.minutes, unwatched.minutes)
 }
 
 // TestPermissionCostTable prints what a tool call that asks a person costs: the billable
