@@ -66,7 +66,9 @@ func (r *turnRig) start(in signals.RunTurnInput) *activityRun {
 		var out runOutcome
 		val, err := env.ExecuteActivity(signals.ActivityRunTurn, in)
 		if out.err = err; err == nil {
-			out.err = val.Get(&out.res)
+			if out.err = val.Get(&out.res); out.err == nil {
+				r.rec.result(in.TurnID, out.res)
+			}
 		}
 		run.done <- out
 	}()
@@ -177,9 +179,8 @@ func TestAHeldAttemptRunsOnAndItsAdopterReturnsItsEnd(t *testing.T) {
 
 	require.Equal(t, []string{"permission: selected allow_always"}, joinedTexts(t, rig.rec.events(1)), "the agent streamed on through the hand-overs")
 	require.Equal(t, pid, rig.host.AgentPID("s1"), "one agent process, alive between turns")
-	reports := rig.rec.reports(1)
-	require.Len(t, reports.started, 1, "one attempt started")
-	require.Empty(t, reports.finished, "the result is the report")
+	require.Len(t, rig.rec.turnStarted(1), 1, "one attempt started, reported once")
+	require.Empty(t, rig.rec.reports(1).finished, "the result is the report")
 }
 
 // The adopter may come before the attempt's activity noticed its run is gone (heartbeats

@@ -1,8 +1,8 @@
 package activities
 
-// The runner's carried reports (issue 28, started.go): for a session that takes them so, an
-// attempt's turn_started rides on its first batch (or its result, the turn's report), its
-// last batch on its result, and a quiet turn still running at TurnBeatAfter beats.
+// The runner's carried reports (issue 28, started.go): an attempt's turn_started rides on
+// its first batch (or its result, the turn's report), its last batch on its result, and a
+// quiet turn still running at TurnBeatAfter beats.
 
 import (
 	"context"
@@ -43,13 +43,6 @@ func (c *signalRecorder) reports(turn int64) reports {
 	return r
 }
 
-// carried is turnInput for a session that takes carried reports.
-func carried(session string, turn int64, agent, text string) signals.RunTurnInput {
-	in := turnInput(session, turn, agent, text)
-	in.CarriedReports = true
-	return in
-}
-
 // A short turn: no turn_started of its own (its first batch carries it, the one that carries
 // the first chunk), and its last events ride on its result, numbered on from the batches.
 // Every event reaches the session once, in order, and the runner sends no turn_finished:
@@ -57,7 +50,7 @@ func carried(session string, turn int64, agent, text string) signals.RunTurnInpu
 func TestRunTurnCarriesTurnStartedAndTheLastBatch(t *testing.T) {
 	rig := newTurnRig(t, t.TempDir())
 	rig.runner.FlushInterval = 200 * time.Millisecond // the echo's last chunks are pending at its end
-	res := rig.mustRun(carried("s1", 1, rig.agent(), "/echo\nhello world, a short answer"))
+	res := rig.mustRun(turnInput("s1", 1, rig.agent(), "/echo\nhello world, a short answer"))
 	require.Equal(t, "end_turn", res.StopReason)
 
 	r := rig.rec.reports(1)
@@ -79,28 +72,10 @@ func TestRunTurnCarriesTurnStartedAndTheLastBatch(t *testing.T) {
 	require.NotEmpty(t, r.batches)
 	require.NotNil(t, r.batches[0].Started, "the batch of the first chunk carries it")
 	require.Equal(t, rig.host.Queue, started[0].HostQueue)
-	require.True(t, started[0].Beats)
 	require.NotEmpty(t, res.Events, "the last batch rides on the result")
 	require.Equal(t, int64(len(r.batches)+1), res.Batches)
 	events = append(events, res.Events...)
 	require.Equal(t, []string{"hello world, a short answer"}, joinedTexts(t, events))
-}
-
-// A session that does not take carried reports gets a turn_started of its own and every
-// batch as turn_events: the result carries none of them.
-func TestRunTurnSendsTheOldShapeToASessionThatDoesNotCarry(t *testing.T) {
-	rig := newTurnRig(t, t.TempDir())
-	res := rig.mustRun(turnInput("s1", 1, rig.agent(), "/echo\nhello"))
-	r := rig.rec.reports(1)
-	require.Len(t, r.started, 1)
-	require.False(t, r.started[0].Beats)
-	require.Empty(t, r.finished, "the result is the report")
-	require.Empty(t, res.Events)
-	require.Nil(t, res.Started)
-	require.Equal(t, int64(len(r.batches)), res.Batches)
-	for _, b := range r.batches {
-		require.Nil(t, b.Started)
-	}
 }
 
 // A quiet agent: no batch carries turn_started, so the batcher's beat does, TurnBeatAfter
@@ -108,7 +83,7 @@ func TestRunTurnSendsTheOldShapeToASessionThatDoesNotCarry(t *testing.T) {
 // cost, and the session shows the turn running at it.
 func TestRunTurnOfAQuietAgentBeatsWithItsTurnStarted(t *testing.T) {
 	rig := newTurnRig(t, t.TempDir())
-	rig.mustRun(carried("s1", 1, rig.agent(), "/sh sleep 4"))
+	rig.mustRun(turnInput("s1", 1, rig.agent(), "/sh sleep 4"))
 	r := rig.rec.reports(1)
 	require.Empty(t, r.started, "no turn_started of its own")
 	require.NotEmpty(t, r.batches)
@@ -124,7 +99,7 @@ func TestRunTurnOfAQuietAgentBeatsWithItsTurnStarted(t *testing.T) {
 func TestRunTurnSendsTurnStartedBeforeAPermissionRequest(t *testing.T) {
 	rig := newTurnRig(t, t.TempDir())
 	rig.answerPermissions("s1", "allow")
-	rig.mustRun(carried("s1", 1, rig.agent(), "/permission edit"))
+	rig.mustRun(turnInput("s1", 1, rig.agent(), "/permission edit"))
 	before := false
 	for _, s := range rig.rec.all() {
 		switch v := s.arg.(type) {

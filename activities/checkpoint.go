@@ -72,7 +72,7 @@ func (t *turnRun) restore(ctx context.Context, dir string) (bool, error) {
 	}
 	t.log.Info("restored the session's workspace from its last checkpoint", "path", dir, "id", got.ID, "turn", got.Turn)
 	if serr := r.signal(context.WithoutCancel(ctx), t.in.SessionWorkflowID, signals.SignalTurnStarted, signals.TurnStartedSignal{
-		TurnID: t.in.TurnID, Attempt: t.attempt, HostQueue: r.Host.Queue, Beats: t.in.CarriedReports,
+		TurnID: t.in.TurnID, Attempt: t.attempt, HostQueue: r.Host.Queue,
 		WorkspaceRestored: &signals.WorkspaceRestoredData{From: got.ID, Turn: got.Turn, Path: dir, Host: r.Host.Queue},
 	}); serr != nil {
 		t.log.Warn("turn_started failed", "error", serr)
@@ -103,7 +103,7 @@ func (t *turnRun) forkFiles(ctx context.Context, dir string) {
 	}
 	t.log.Info("started the fork's workspace from its origin's checkpoint", "origin", origin.SessionID, "id", got.ID, "turn", got.Turn)
 	if serr := t.r.signal(context.WithoutCancel(ctx), t.in.SessionWorkflowID, signals.SignalTurnStarted, signals.TurnStartedSignal{
-		TurnID: t.in.TurnID, Attempt: t.attempt, HostQueue: t.r.Host.Queue, Beats: t.in.CarriedReports,
+		TurnID: t.in.TurnID, Attempt: t.attempt, HostQueue: t.r.Host.Queue,
 		WorkspaceRestored: &signals.WorkspaceRestoredData{From: got.ID, Turn: got.Turn, Session: origin.SessionID, Path: dir, Host: t.r.Host.Queue},
 	}); serr != nil {
 		t.log.Warn("turn_started failed", "error", serr)

@@ -9,12 +9,27 @@ import (
 	"github.com/tacp-dev/tacp/signals"
 )
 
-// turnStarted returns the turn_started signals the runner sent for turn.
+// turnStarted returns the turn_started reports of turn, in the order they went out: sent
+// alone, carried by a batch, or carried by the attempt's result.
 func (c *signalRecorder) turnStarted(turn int64) []signals.TurnStartedSignal {
 	var out []signals.TurnStartedSignal
 	for _, s := range c.all() {
-		if ts, ok := s.arg.(signals.TurnStartedSignal); ok && ts.TurnID == turn {
-			out = append(out, ts)
+		switch v := s.arg.(type) {
+		case signals.TurnStartedSignal:
+			if v.TurnID == turn {
+				out = append(out, v)
+			}
+		case signals.TurnEventsSignal:
+			if v.TurnID == turn && v.Started != nil {
+				out = append(out, *v.Started)
+			}
+		}
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, r := range c.results {
+		if r.turn == turn && r.res.Started != nil {
+			out = append(out, *r.res.Started)
 		}
 	}
 	return out

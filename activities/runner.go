@@ -235,7 +235,7 @@ func (r *Runner) runTurn(ctx context.Context, in signals.RunTurnInput, attempt i
 	lt := t.register(ag, sid, setup.dir)
 	defer r.Host.unregister(lt)
 	ag.client.setTurn(lt)
-	defer t.reportStarted(sendCtx, started)()
+	t.reportStarted(started)
 
 	// PromptSent is recorded once the prompt is on the agent's stdin, never before: a worker
 	// lost between the two makes the retry send the prompt again (a duplicate, never a lost

@@ -28,13 +28,10 @@ func (t *turnRun) finish(err error) (signals.RunTurnResult, error) {
 	return t.res, err
 }
 
-// finishAnswered is finish for a turn the agent answered: for a session that takes them so,
-// its last events (one batch, numbered on) and its turn_started, if no batch took it, are
-// left in the result, the turn's report, instead of two signals of their own.
+// finishAnswered is finish for a turn the agent answered: its last events (one batch,
+// numbered on) and its turn_started, if no batch took it, are left in the result, the
+// turn's report, instead of two signals of their own.
 func (t *turnRun) finishAnswered() (signals.RunTurnResult, error) {
-	if !t.in.CarriedReports {
-		return t.finish(nil)
-	}
 	held, n, serr := t.b.closeHolding()
 	if len(held) > 0 {
 		n++

@@ -50,7 +50,7 @@ func (t *turnRun) open(setupCtx context.Context, ag *hostedAgent, s turnSetup) (
 		return "", signals.TurnStartedSignal{}, nil, t.fail(err)
 	}
 	started := signals.TurnStartedSignal{TurnID: t.in.TurnID, Attempt: t.attempt, HostQueue: r.Host.Queue, AgentSessionID: t.res.AgentSessionID, Settings: offered,
-		Sandbox: s.profile.SandboxInfo().Describe(), Beats: t.in.CarriedReports}
+		Sandbox: s.profile.SandboxInfo().Describe()}
 	prompt := s.prompt
 	switch {
 	case lost != "":

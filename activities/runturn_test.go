@@ -36,6 +36,8 @@ type signalRecorder struct {
 
 	mu   sync.Mutex
 	sigs []recordedSignal
+	// results are the results of the attempts that succeeded, the turns' reports, in order.
+	results []turnResult
 	// onPermission, when set, answers a permission request as the workflow would (it runs
 	// on the runner's goroutine, after the request is recorded).
 	onPermission func(signals.PermissionRequestedSignal)
@@ -141,6 +143,16 @@ func (c *signalRecorder) all() []recordedSignal {
 
 // events returns the session/update params the runner sent for turn (0: between turns), in
 // batch order.
+// result records the result of an attempt that succeeded: the turn's report, which carries
+// its last batch and, when no batch took it, its turn_started.
+func (c *signalRecorder) result(turn int64, res signals.RunTurnResult) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.results = append(c.results, turnResult{turn, res})
+}
+
+// events are the events of turn the session would journal, in batch order: those of its
+// turn_events batches and the last batch its result carries.
 func (c *signalRecorder) events(turn int64) []json.RawMessage {
 	var batches []signals.TurnEventsSignal
 	for _, s := range c.all() {
@@ -148,12 +160,25 @@ func (c *signalRecorder) events(turn int64) []json.RawMessage {
 			batches = append(batches, ev)
 		}
 	}
+	c.mu.Lock()
+	for _, r := range c.results {
+		if r.turn == turn && len(r.res.Events) > 0 {
+			batches = append(batches, signals.TurnEventsSignal{TurnID: turn, Attempt: r.res.Attempt, Batch: r.res.Batches, Events: r.res.Events})
+		}
+	}
+	c.mu.Unlock()
 	sort.SliceStable(batches, func(i, j int) bool { return batches[i].Batch < batches[j].Batch })
 	var out []json.RawMessage
 	for _, b := range batches {
 		out = append(out, b.Events...)
 	}
 	return out
+}
+
+// turnResult is an attempt's result and its turn.
+type turnResult struct {
+	turn int64
+	res  signals.RunTurnResult
 }
 
 func (c *signalRecorder) permissions() []signals.PermissionRequestedSignal {
@@ -262,6 +287,7 @@ func (r *turnRig) run(in signals.RunTurnInput) (signals.RunTurnResult, error) {
 	var res signals.RunTurnResult
 	if err == nil {
 		require.NoError(r.t, val.Get(&res))
+		r.rec.result(in.TurnID, res)
 	}
 	return res, err
 }

@@ -2,8 +2,7 @@ package activities
 
 // An attempt's turn_started on its way to the session (issue 28: a short prompt at
 // Temporal's floor). A signal of its own costs the session a workflow task and Temporal
-// Cloud an action, so for a session that takes it so (TurnInput.CarriedReports) the
-// attempt's turn_started rides on the first turn_events batch the attempt sends once its
+// Cloud an action, so the attempt's turn_started rides on the first turn_events batch the attempt sends once its
 // agent session is open, or on its result (the turn's report). When the agent says nothing,
 // the batcher's beat carries it (an empty batch, signals.TurnBeatAfter after the session
 // opened: until then a steer waits for the host queue it names; a cancel also reaches the
@@ -18,9 +17,6 @@ import (
 
 	"github.com/tacp-dev/tacp/signals"
 )
-
-// startedWait bounds how long a turn's end waits for a turn_started sent alone to go out.
-const startedWait = 5 * time.Second
 
 // startedReport is an attempt's turn_started until a batch or the turn's end takes it
 // (take), exactly once.
@@ -41,34 +37,14 @@ func (s *startedReport) take() *signals.TurnStartedSignal {
 	return p
 }
 
-// reportStarted hands the attempt's turn_started to the session. For a session that takes
-// it so, it waits for the next batch, and the batcher beats TurnBeatAfter from now if none
-// went out by then (an empty batch that carries it): a quiet turn costs the session the
-// one signal its turn_started cost before. For any other session it goes alone at once, as
-// every runner sent it before; the wait it returns, for the turn's end, is then bounded: a
-// quick turn's end (its result) must not overtake it, or the session, the turn over, drops
-// what it says (agent.context_lost, workspace.missing).
-func (t *turnRun) reportStarted(sendCtx context.Context, started signals.TurnStartedSignal) (wait func()) {
-	s := &startedReport{pending: &started}
-	if t.in.CarriedReports {
-		t.mu.Lock()
-		t.started = s
-		t.mu.Unlock()
-		t.b.beatFrom(time.Now().Add(signals.TurnBeatAfter))
-		return func() {}
-	}
-	sent := make(chan struct{})
-	go func() {
-		defer close(sent)
-		t.sendStartedAlone(sendCtx, s)
-	}()
-	return func() {
-		select {
-		case <-sent:
-		case <-time.After(startedWait):
-			t.log.Warn("turn_started still not sent at the turn's end", "waited", startedWait)
-		}
-	}
+// reportStarted hands the attempt's turn_started to the session: it waits for the next
+// batch, and the batcher beats TurnBeatAfter from now if none went out by then (an empty
+// batch that carries it), so a quiet turn costs the session one signal.
+func (t *turnRun) reportStarted(started signals.TurnStartedSignal) {
+	t.mu.Lock()
+	t.started = &startedReport{pending: &started}
+	t.mu.Unlock()
+	t.b.beatFrom(time.Now().Add(signals.TurnBeatAfter))
 }
 
 // takeStarted is the attempt's turn_started for a batch or the turn's end to carry (nil:

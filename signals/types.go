@@ -292,12 +292,6 @@ type TurnInput struct {
 	// from the origin's transcript.
 	ForkOf       *ForkOrigin   `json:"fork_of,omitempty"`
 	AffinityWait time.Duration `json:"affinity_wait,omitempty"`
-	// CarriedReports is set by a session that takes an attempt's turn_started in its first
-	// turn_events batch and its last batch in its turn_finished (TurnEventsSignal.Started,
-	// TurnFinishedSignal.Events): only then does the runner carry them so (and beat, see
-	// TurnStartedSignal.Beats), so that a runner of a newer build never loses a report on a
-	// session of an older one.
-	CarriedReports bool `json:"carried_reports,omitempty"`
 	// Unwatched is the prompt's PromptRequest.Unwatched.
 	Unwatched bool `json:"unwatched,omitempty"`
 }
@@ -372,8 +366,7 @@ type RunTurnResult struct {
 	// Limited is set, with no StopReason, when the model provider limited the attempt and
 	// the turn is to wait until Limited.RetryAt (signals/limits.go).
 	Limited *LimitInfo `json:"limited,omitempty"`
-	// Events and Started are, for a session that takes carried reports
-	// (TurnInput.CarriedReports), the attempt's last batch (numbered Batches) and its
+	// Events and Started are the attempt's last batch (numbered Batches) and its
 	// turn_started when no batch took it: the session's turn_finished carries them.
 	Events  []json.RawMessage  `json:"events,omitempty"`
 	Started *TurnStartedSignal `json:"started,omitempty"`
@@ -436,19 +429,15 @@ type TurnStartedSignal struct {
 	// Sandbox is the kernel sandbox this attempt's agent runs in (SandboxInfo.Describe:
 	// "off", or what it allows); "" from a runner that did not say.
 	Sandbox string `json:"sandbox,omitempty"`
-	// Beats is set by a runner that reports a turn still running at TurnBeatAfter, with an
-	// empty batch if it has sent nothing since: the session then need not show "running" in
-	// its search attributes before the turn is RunningShownAfter old (a short turn shows
-	// only its end).
-	Beats bool `json:"beats,omitempty"`
 }
 
 // RunningShownAfter is how old a turn is before its session's search attributes show it
-// running, when its runner Beats: a shorter turn costs one upsert (its end), not two.
+// running (after the session's first turn_started): its runner beats at TurnBeatAfter, so a
+// shorter turn costs one upsert (its end), not two.
 const RunningShownAfter = 2 * time.Second
 
-// TurnBeatAfter is when, after its agent session opened, a runner that Beats makes sure the
-// session hears from a turn still running (and has its turn_started): later than
+// TurnBeatAfter is when, after its agent session opened, a runner makes sure the session
+// hears from a turn still running (and has its turn_started): later than
 // RunningShownAfter by a margin for the worker's clock against the server's.
 const TurnBeatAfter = 3 * time.Second
 

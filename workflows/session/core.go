@@ -123,10 +123,12 @@ type sessionState struct {
 	Settings *Settings `json:"settings,omitempty"`
 	// Title is the session's title (set_title, core_title.go).
 	Title string `json:"title,omitempty"`
-	// RunnerBeats: the last attempt's runner said it Beats (signals.TurnStartedSignal), so
-	// the next turn shows "running" in the search attributes only once it is
-	// signals.RunningShownAfter old (searchAttrs).
-	RunnerBeats bool `json:"runner_beats,omitempty"`
+	// RunnerReported: a runner has reported a turn_started in this session. From then on a
+	// turn shows "running" in the search attributes only once it is
+	// signals.RunningShownAfter old (searchAttrs), as its runner beats at
+	// signals.TurnBeatAfter; the session's first turn, which also starts its agent, shows
+	// it at once. The JSON name is the one earlier runs carry across continue-as-new.
+	RunnerReported bool `json:"runner_beats,omitempty"`
 	// UpgradeWanted: a run saw its deployment's target version change and continued as new
 	// pinned (busy, or for its history's size); the next run moves at its first idle safe
 	// point without being told again (workflows/doc.go).

@@ -90,16 +90,16 @@ func TestCore_TurnFinishedCarriesTheLastBatch(t *testing.T) {
 	require.Equal(t, []string{"agent.update"}, eventKinds(r.newEvents()), "the end waits for the steer; the batch is journaled once")
 }
 
-// Reference: contract §2, search attributes: a turn whose runner beats (TurnStartedSignal.Beats)
-// shows "running" only once it is RunningShownAfter old, so a short turn costs one upsert (its
-// end); one that runs on shows running at the first workflow task after (its runner's beat);
-// a runner that does not beat gets the upsert at the turn's start, as before.
+// Reference: contract §2, search attributes: once a runner has reported in the session, a
+// turn shows "running" only once it is RunningShownAfter old, so a short turn costs one
+// upsert (its end); one that runs on shows running at the first workflow task after (its
+// runner's beat); the session's first turn gets the upsert at its start.
 func TestCore_AShortTurnShowsOnlyItsEnd(t *testing.T) {
 	r := newCoreRig(t, signals.SessionConfig{SessionID: "s1"})
 	r.prompt("first", "m1")
-	require.Equal(t, signals.StateRunning, r.sa.State, "a runner not known to beat: shown at once")
+	require.Equal(t, signals.StateRunning, r.sa.State, "the first turn: shown at once")
 	r.report(signals.SignalTurnFinished, signals.TurnFinishedSignal{TurnID: 1, Attempt: 1, StopReason: "end_turn",
-		Started: &signals.TurnStartedSignal{HostQueue: "host1", Beats: true}})
+		Started: &signals.TurnStartedSignal{HostQueue: "host1"}})
 	require.Equal(t, signals.StateIdle, r.sa.State)
 
 	// A short turn: one upsert, at its end.
@@ -107,7 +107,7 @@ func TestCore_AShortTurnShowsOnlyItsEnd(t *testing.T) {
 	r.prompt("short", "m2")
 	r.advance(time.Second)
 	r.report(signals.SignalTurnEvents, signals.TurnEventsSignal{TurnID: 2, Attempt: 1, Batch: 1, Events: []json.RawMessage{chunk("a")},
-		Started: &signals.TurnStartedSignal{HostQueue: "host1", Beats: true}})
+		Started: &signals.TurnStartedSignal{HostQueue: "host1"}})
 	require.Equal(t, before, r.upserts, "not shown running yet")
 	r.report(signals.SignalTurnFinished, signals.TurnFinishedSignal{TurnID: 2, Attempt: 1, StopReason: "end_turn", Batches: 1})
 	require.Equal(t, before+1, r.upserts)
@@ -119,7 +119,7 @@ func TestCore_AShortTurnShowsOnlyItsEnd(t *testing.T) {
 	require.Equal(t, before+1, r.upserts)
 	r.advance(signals.TurnBeatAfter)
 	r.report(signals.SignalTurnEvents, signals.TurnEventsSignal{TurnID: 3, Attempt: 1, Batch: 1,
-		Started: &signals.TurnStartedSignal{HostQueue: "host1", Beats: true}})
+		Started: &signals.TurnStartedSignal{HostQueue: "host1"}})
 	require.Equal(t, before+2, r.upserts)
 	require.Equal(t, signals.StateRunning, r.sa.State)
 	require.Equal(t, int64(3), r.sa.Turn)

@@ -360,7 +360,7 @@ func (s *Core) carry(info RunInfo) Cmd {
 func (s *Core) searchAttrs(now time.Time) *SearchAttrs {
 	state, turn, awaiting := s.searchAttributes()
 	outcome := s.LastOutcome
-	if s.RunnerBeats && state == signals.StateRunning && s.shownState == signals.StateIdle &&
+	if s.RunnerReported && state == signals.StateRunning && s.shownState == signals.StateIdle &&
 		now.Before(s.Turn.StartedAt.Add(signals.RunningShownAfter)) {
 		// A short turn shows only its end: its runner beats one that runs on, and the
 		// workflow task of that beat (or of any batch by then) shows it running.

@@ -167,7 +167,6 @@ func (s *Core) beginTurn(now time.Time) signals.TurnInput {
 		AffinityWait:    s.cfg.AffinityWait,
 		StartToClose:    s.cfg.Deadline + turnStartToCloseSlack,
 		Heartbeat:       TurnHeartbeat,
-		CarriedReports:  true, // turnEvents and turnFinished take them
 		Unwatched:       p.Unwatched,
 	}
 	t.Input = &in
@@ -257,7 +256,7 @@ func (s *Core) turnStarted(now time.Time, sig signals.TurnStartedSignal) {
 		s.advanceAttemptResumed(now, t, sig.Attempt, sig.Resumed)
 	}
 	t.HostQueue, t.HostLost = sig.HostQueue, false
-	s.RunnerBeats = sig.Beats
+	s.RunnerReported = true
 	if sig.HostQueue != "" {
 		s.AgentHost = sig.HostQueue
 	}
