@@ -123,14 +123,10 @@ func TestFailoverCostTable(t *testing.T) {
 		failed = append(failed, a)
 	}
 
-	n := float64(rounds)
 	fmt.Printf("\nA turn that fails over to another worker, in billable actions from the session's history (%d rounds, %q, heartbeat timeout %v; load %s)\n",
 		rounds, text, session.TurnHeartbeat, loadAvg())
 	fmt.Printf("| a session's first turn | on one worker | its worker killed after the first chunk | the failover |\n|---|---|---|---|\n")
-	for _, r := range []struct {
-		name string
-		of   func(tacpclient.Actions) int64
-	}{
+	printBeside(plain, failed, actionRows{
 		{"turn_events signals", func(a tacpclient.Actions) int64 { return a.SignalsByName[signals.SignalTurnEvents] }},
 		{"all signals", func(a tacpclient.Actions) int64 { return a.Signals }},
 		{"updates", func(a tacpclient.Actions) int64 { return a.Updates }},
@@ -139,13 +135,7 @@ func TestFailoverCostTable(t *testing.T) {
 		{"upserts, side effects, local activities", func(a tacpclient.Actions) int64 { return a.Other }},
 		{"**actions in history**", func(a tacpclient.Actions) int64 { return a.Total }},
 		{"history events", func(a tacpclient.Actions) int64 { return a.HistoryEvents }},
-	} {
-		var p, f int64
-		for i := range rounds {
-			p, f = p+r.of(plain[i]), f+r.of(failed[i])
-		}
-		fmt.Printf("| %s | %.1f | %.1f | %+.1f |\n", r.name, float64(p)/n, float64(f)/n, float64(f-p)/n)
-	}
+	})
 	var sum time.Duration
 	for _, d := range restartAfter {
 		sum += d

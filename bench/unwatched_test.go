@@ -134,24 +134,35 @@ func TestPermissionCostTable(t *testing.T) {
 	}
 	fmt.Printf("\nA tool call that asks a person, in billable actions from the session's history (%d rounds, load %s)\n", rounds, loadAvg())
 	fmt.Printf("| a session's first turn | asks nothing | asks once, answered | the ask |\n|---|---|---|---|\n")
-	for _, r := range []struct {
-		name string
-		of   func(tacpclient.Actions) int64
-	}{
+	printBeside(plain, asked, actionRows{
 		{"signals", func(a tacpclient.Actions) int64 { return a.Signals }},
 		{"updates", func(a tacpclient.Actions) int64 { return a.Updates }},
 		{"timers", func(a tacpclient.Actions) int64 { return a.Timers }},
 		{"activities", func(a tacpclient.Actions) int64 { return a.Activities }},
 		{"upserts, side effects, local activities", func(a tacpclient.Actions) int64 { return a.Other }},
 		{"**actions in history**", func(a tacpclient.Actions) int64 { return a.Total }},
-	} {
-		var p, a int64
-		for i := range rounds {
-			p, a = p+r.of(plain[i]), a+r.of(asked[i])
-		}
-		fmt.Printf("| %s | %.1f | %.1f | %+.1f |\n", r.name, float64(p)/rounds, float64(a)/rounds, float64(a-p)/rounds)
-	}
+	})
 	fmt.Println("(the asking client's own queries and the agent's heartbeats are not in history)")
+}
+
+// actionRows are the rows of a table of sessions' actions, each a count read from one
+// session's Actions.
+type actionRows []struct {
+	name string
+	of   func(tacpclient.Actions) int64
+}
+
+// printBeside prints, for each row, its mean over the sessions base and over the sessions
+// other (as many, side by side), and the difference.
+func printBeside(base, other []tacpclient.Actions, rows actionRows) {
+	n := float64(len(base))
+	for _, r := range rows {
+		var b, o int64
+		for i := range base {
+			b, o = b+r.of(base[i]), o+r.of(other[i])
+		}
+		fmt.Printf("| %s | %.1f | %.1f | %+.1f |\n", r.name, float64(b)/n, float64(o)/n, float64(o-b)/n)
+	}
 }
 
 // TestIdleCostTable prints what an idle session costs in billable actions: after one short
