@@ -141,8 +141,6 @@ func (c *signalRecorder) all() []recordedSignal {
 	return append([]recordedSignal(nil), c.sigs...)
 }
 
-// events returns the session/update params the runner sent for turn (0: between turns), in
-// batch order.
 // result records the result of an attempt that succeeded: the turn's report, which carries
 // its last batch and, when no batch took it, its turn_started.
 func (c *signalRecorder) result(turn int64, res signals.RunTurnResult) {
@@ -151,8 +149,9 @@ func (c *signalRecorder) result(turn int64, res signals.RunTurnResult) {
 	c.results = append(c.results, turnResult{turn, res})
 }
 
-// events are the events of turn the session would journal, in batch order: those of its
-// turn_events batches and the last batch its result carries.
+// events returns the session/update params of turn (0: between turns) the session would
+// journal, in batch order: those of its turn_events batches and the last batch its result
+// carries.
 func (c *signalRecorder) events(turn int64) []json.RawMessage {
 	var batches []signals.TurnEventsSignal
 	for _, s := range c.all() {

@@ -2,13 +2,14 @@ package activities
 
 // An attempt's turn_started on its way to the session (issue 28: a short prompt at
 // Temporal's floor). A signal of its own costs the session a workflow task and Temporal
-// Cloud an action, so the attempt's turn_started rides on the first turn_events batch the attempt sends once its
-// agent session is open, or on its result (the turn's report). When the agent says nothing,
-// the batcher's beat carries it (an empty batch, signals.TurnBeatAfter after the session
-// opened: until then a steer waits for the host queue it names; a cancel also reaches the
-// attempt by its heartbeat). It goes alone only before the attempt asks a person something
-// and at an end that does not carry it (a failure). The first token never waits for it: the
-// batch that carries the first chunk carries it.
+// Cloud an action, so the attempt's turn_started rides on the first turn_events batch the
+// attempt sends once its agent session is open, or on its result (the turn's report).
+// When the agent says nothing, the batcher's beat carries it (an empty batch,
+// signals.TurnBeatAfter after the session opened: until then a steer waits for the host
+// queue it names; a cancel also reaches the attempt by its heartbeat). It goes alone only
+// before the attempt asks a person something and at an end that does not carry it (a
+// failure). The first token never waits for it: the batch that carries the first chunk
+// carries it.
 
 import (
 	"context"
