@@ -2,6 +2,8 @@ module github.com/tacp-dev/tacp
 
 go 1.26.8
 
+toolchain go1.27.3
+
 require (
 	github.com/aws/aws-sdk-go-v2 v1.43.4
 	github.com/aws/aws-sdk-go-v2/config v1.32.16

@@ -93,7 +93,8 @@ func TestDockerfileBuildsWhatCIBuilds(t *testing.T) {
 	require.NotNil(t, d, "the Dockerfile's build command")
 	require.NotNil(t, c, ".ci/run's build command")
 	require.Equal(t, c[1], d[1], "the Dockerfile builds the packages CI builds")
-	require.Contains(t, string(dockerfile), "FROM golang:1.26.8", "the Go of go.mod")
+	require.Contains(t, string(dockerfile), "FROM golang:"+strings.TrimPrefix(toolchain(t), "go"), "the Go of go.mod's toolchain line")
+	require.Contains(t, string(ci), "export GOTOOLCHAIN="+toolchain(t), "CI builds with that Go too")
 }
 
 // The compose file's S3 store as the worker reaches it: the s3 service's command (its paths
@@ -178,4 +179,14 @@ func TestComposeCheckpointStoreTakesTheWorkersKeys(t *testing.T) {
 	}
 	_, err = bad.Commit(ctx, "compose", 1)
 	require.Error(t, err, "another secret is refused")
+}
+
+// toolchain is the Go that go.mod's toolchain line names ("go1.27.3").
+func toolchain(t *testing.T) string {
+	t.Helper()
+	b, err := os.ReadFile("../go.mod")
+	require.NoError(t, err)
+	m := regexp.MustCompile(`(?m)^toolchain (go\S+)$`).FindSubmatch(b)
+	require.NotNil(t, m, "go.mod names the toolchain releases are built with")
+	return string(m[1])
 }
