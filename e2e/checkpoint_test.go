@@ -378,13 +378,18 @@ func TestCheckpointsPruneKeepsRunningSessions(t *testing.T) {
 	_, err := qc.Close(ctxFor(t, time.Minute), closed, signals.CloseRequest{Reason: "done"})
 	require.NoError(t, err)
 
-	out, errOut, code := starter(t, "checkpoints", "--checkpoint-store", store)
-	require.Equal(t, 0, code, errOut)
-	require.Regexp(t, closed+` +last checkpoint .*  closed\n`, out)
-	require.Regexp(t, running+` +last checkpoint .*  running\n`, out)
-
 	// Visibility shows the close a moment later: until then the session counts as running
 	// and keeps its checkpoints.
+	var (
+		out, errOut string
+		code        int
+	)
+	require.Eventually(t, func() bool {
+		out, errOut, code = starter(t, "checkpoints", "--checkpoint-store", store)
+		return code == 0 && regexp.MustCompile(closed+` +last checkpoint .*  closed\n`).MatchString(out)
+	}, time.Minute, 200*time.Millisecond, "the closed session is listed as closed: %s", out)
+	require.Regexp(t, running+` +last checkpoint .*  running\n`, out)
+
 	require.Eventually(t, func() bool {
 		out, _, _ = starter(t, "checkpoints", "prune", "--older-than", "0s", "--dry-run", "--checkpoint-store", store)
 		return strings.Contains(out, closed) && regexp.MustCompile(closed+` .*would prune`).MatchString(out)
